@@ -1,0 +1,35 @@
+"""Build and runtime configuration report."""
+from __future__ import annotations
+
+import platform
+import sys
+
+
+def config():
+    """Dict of version, compiler, OpenMP and thread facts."""
+    import numpy as np
+    from . import __version__
+    from ._kernels import openmp_enabled, omp_max_threads
+    from ._threads import available_cpus, effective_n_jobs
+    import sysconfig
+    return {
+        "hdist": __version__,
+        "python": sys.version.split()[0],
+        "numpy": np.__version__,
+        "platform": platform.platform(),
+        "compiler": platform.python_compiler(),
+        "cc": sysconfig.get_config_var("CC") or "",
+        "openmp": bool(openmp_enabled()),
+        "omp_max_threads": omp_max_threads(),
+        "available_cpus": available_cpus(),
+        "threads_used": effective_n_jobs(None),
+    }
+
+
+def show_config(file=None):
+    """Print hdist's version, compiler, OpenMP on/off and the default thread count."""
+    cfg = config()
+    width = max(len(k) for k in cfg)
+    for k, v in cfg.items():
+        print("%-*s : %s" % (width, k, v), file=file or sys.stdout)
+    return None

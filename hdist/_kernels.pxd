@@ -1,0 +1,222 @@
+# cython: language_level=3
+"""Shared declarations of the distance kernels.
+
+The kernels see only arrays: a :class:`CPlan` (per-attribute constants of a fitted
+metric) and :class:`CRows` (encoded rows).  The inline term functions below are used by
+the brute-force kernels in ``_kernels.pyx`` and by the trees in ``_trees.pyx``, so every
+algorithm computes a pair's distance with the same floating-point operations.
+"""
+from libc.math cimport fabs, sqrt, pow, INFINITY
+
+ctypedef Py_ssize_t intp
+
+# pmode: 0 -> p = inf (max aggregation), 1 -> p = 1, 2 -> p = 2, 3 -> any other p
+ctypedef struct PlanS:
+    intp mc          # continuous ("diff") attributes
+    intp mo          # nominal attributes compared by overlap
+    intp mt          # nominal attributes with a value table
+    intp me          # attributes embedded as vectors (class posteriors, VDM rows)
+    int pmode
+    double p
+    double inv_p
+    int has_ignore   # some attribute uses the "ignore" missing policy
+    int mean         # divide the reduced distance by the total weight
+    double w_all     # sum of all weights
+    double w_max     # largest weight (p = inf, nothing known)
+    const double* c_w       # raw weights (for "ignore" bookkeeping)
+    const unsigned char* c_ign
+    const double* c_both    # term when both values are missing
+    const double* o_w       # term when the values differ (pre-weighted)
+    const double* o_miss    # term when a value is missing
+    const double* o_rw
+    const unsigned char* o_ign
+    const double* t_tab     # concatenated (V+1) x (V+1) tables, pre-weighted, pre-raised
+    const intp* t_off
+    const int* t_V          # index of the "unseen" row of each table
+    const double* t_miss
+    const double* t_rw
+    const unsigned char* t_ign
+    const intp* e_off       # column offsets of each embedded attribute (me + 1)
+    const unsigned char* e_q
+    const double* e_miss
+    const double* e_rw
+    const unsigned char* e_ign
+
+ctypedef struct RowsS:
+    intp n
+    const double* c      # [n, mc] scaled continuous values, NaN = missing
+    const double* cpen   # [n, mc] term when the other value is missing
+    const int* o         # [n, mo] overlap codes, -1 = missing
+    const int* t         # [n, mt] table codes, -1 = missing
+    const double* e      # [n, D] embedded vectors, NaN in the first entry = missing
+    intp D
+
+
+cdef class CPlan:
+    cdef PlanS s
+    cdef object _keep
+
+
+cdef class CRows:
+    cdef RowsS s
+    cdef object _keep
+
+
+cdef inline double pw(double d, int pmode, double p) noexcept nogil:
+    if pmode == 2:
+        return d * d
+    elif pmode == 1 or pmode == 0:
+        return d
+    return pow(d, p)
+
+
+cdef inline double acc(double s, double t, int pmode) noexcept nogil:
+    if pmode == 0:
+        return t if t > s else s
+    return s + t
+
+
+cdef inline double embed_term(const double* x, const double* y, intp dim, int q,
+                              int pmode, double p) noexcept nogil:
+    cdef intp c
+    cdef double n = 0.0, dlt
+    if q == 2:
+        for c in range(dim):
+            dlt = x[c] - y[c]
+            n += dlt * dlt
+        if pmode == 2:
+            return n
+        return pw(sqrt(n), pmode, p)
+    for c in range(dim):
+        n += fabs(x[c] - y[c])
+    return pw(n, pmode, p)
+
+
+cdef inline double pair_reduced(const PlanS* P, const RowsS* A, intp i,
+                                const RowsS* B, intp j, int pmode,
+                                double bound) noexcept nogil:
+    """Reduced distance of row i of A and row j of B.
+
+    Returns ``sum_a w_a d_a^p`` (``max_a w_a d_a`` for p = inf), rescaled for the
+    "ignore" policy.  Without "ignore", the sum is abandoned as soon as a partial sum
+    exceeds ``bound`` (the returned value is then only known to exceed ``bound``).
+    """
+    cdef double s = 0.0, x, y, t, kw = 0.0
+    cdef intp a, cx, cy, V, nskip = 0
+    cdef const double* xa
+    cdef const double* ya
+    cdef const int* ia
+    cdef const int* ja
+    cdef double p = P.p
+    cdef int ign = P.has_ignore
+    # continuous block
+    if P.mc:
+        xa = A.c + i * P.mc
+        ya = B.c + j * P.mc
+        for a in range(P.mc):
+            x = xa[a]
+            y = ya[a]
+            if x == x and y == y:
+                t = pw(fabs(x - y), pmode, p)
+            elif ign and P.c_ign[a]:
+                nskip += 1
+                continue
+            elif x == x:
+                t = A.cpen[i * P.mc + a]
+            elif y == y:
+                t = B.cpen[j * P.mc + a]
+            else:
+                t = P.c_both[a]
+            if ign:
+                kw += P.c_w[a]
+            s = acc(s, t, pmode)
+        if not ign and s > bound:
+            return s
+    # overlap block
+    if P.mo:
+        ia = A.o + i * P.mo
+        ja = B.o + j * P.mo
+        for a in range(P.mo):
+            cx = ia[a]
+            cy = ja[a]
+            if cx >= 0 and cy >= 0:
+                if cx != cy:
+                    s = acc(s, P.o_w[a], pmode)
+            elif ign and P.o_ign[a]:
+                nskip += 1
+                continue
+            else:
+                s = acc(s, P.o_miss[a], pmode)
+            if ign:
+                kw += P.o_rw[a]
+        if not ign and s > bound:
+            return s
+    # table block
+    if P.mt:
+        ia = A.t + i * P.mt
+        ja = B.t + j * P.mt
+        for a in range(P.mt):
+            cx = ia[a]
+            cy = ja[a]
+            if cx >= 0 and cy >= 0:
+                if cx != cy:
+                    V = P.t_V[a]
+                    if cx > V:
+                        cx = V
+                    if cy > V:
+                        cy = V
+                    s = acc(s, P.t_tab[P.t_off[a] + cx * (V + 1) + cy], pmode)
+            elif ign and P.t_ign[a]:
+                nskip += 1
+                continue
+            else:
+                s = acc(s, P.t_miss[a], pmode)
+            if ign:
+                kw += P.t_rw[a]
+        if not ign and s > bound:
+            return s
+    # embedded block
+    if P.me:
+        xa = A.e + i * A.D
+        ya = B.e + j * B.D
+        for a in range(P.me):
+            x = xa[P.e_off[a]]
+            y = ya[P.e_off[a]]
+            if x == x and y == y:
+                t = embed_term(xa + P.e_off[a], ya + P.e_off[a],
+                               P.e_off[a + 1] - P.e_off[a], P.e_q[a], pmode, p)
+            elif ign and P.e_ign[a]:
+                nskip += 1
+                continue
+            else:
+                t = P.e_miss[a]
+            if ign:
+                kw += P.e_rw[a]
+            s = acc(s, t, pmode)
+    if ign and nskip:
+        s = rescale_ignore(P, s, kw, pmode)
+    return s
+
+
+cdef inline double rescale_ignore(const PlanS* P, double s, double kw,
+                                  int pmode) noexcept nogil:
+    """Seed 000's rule for skipped components: d^p = (sum over known) / (known weight)
+    * (total weight); nothing known (or no known weight) -> every component counts 1."""
+    if kw > 0.0:
+        if pmode == 0:
+            return s
+        return s * (P.w_all / kw)
+    if pmode == 0:
+        return P.w_max
+    return P.w_all
+
+
+cdef inline double finalize(const PlanS* P, double s) noexcept nogil:
+    """True distance from a reduced one."""
+    if P.mean and P.pmode != 0:
+        s = s / P.w_all
+    if P.pmode == 2:
+        return sqrt(s)
+    if P.pmode == 3:
+        return pow(s, P.inv_p)
+    return s

@@ -1,0 +1,533 @@
+# cython: language_level=3
+"""Brute-force kernels over a Plan: pairwise matrices, streaming top-k and radius search.
+
+Every function here sees only arrays (``CPlan`` and ``CRows``); it knows nothing of
+schemas, metrics or estimators.  The work is split in blocks of query rows; the GIL is
+released for each block and signals (Ctrl-C) are checked between blocks.  Results never
+depend on the number of threads or on the block and tile sizes: candidates are ordered
+by ``(reduced distance, training index)`` and a pair's distance is always computed by
+the same inline function (``pair_reduced`` in ``_kernels.pxd``).
+"""
+import numpy as np
+cimport numpy as cnp
+cimport cython
+from cython.parallel cimport prange, parallel
+from libc.stdlib cimport malloc, free, realloc, qsort
+from libc.math cimport INFINITY, isnan
+
+cnp.import_array()
+
+cdef extern from *:
+    """
+    #if HDIST_HAVE_OPENMP
+    #include <omp.h>
+    static int hdist_openmp_enabled(void) { return 1; }
+    static int hdist_max_threads(void) { return omp_get_max_threads(); }
+    static int hdist_thread_id(void) { return omp_get_thread_num(); }
+    #else
+    static int hdist_openmp_enabled(void) { return 0; }
+    static int hdist_max_threads(void) { return 1; }
+    static int hdist_thread_id(void) { return 0; }
+    #endif
+    """
+    int hdist_openmp_enabled() noexcept nogil
+    int hdist_max_threads() noexcept nogil
+    int hdist_thread_id() noexcept nogil
+
+cdef extern from "Python.h":
+    int PyErr_CheckSignals() except -1
+
+
+def openmp_enabled():
+    """True when the extension was compiled with OpenMP."""
+    return bool(hdist_openmp_enabled())
+
+
+def omp_max_threads():
+    """OpenMP's default thread count (honours ``OMP_NUM_THREADS``)."""
+    return int(hdist_max_threads())
+
+
+def _c(a, dtype):
+    a = np.ascontiguousarray(a, dtype=dtype)
+    return a
+
+
+cdef class CPlan:
+    """C view of a :class:`hdist._plan.Plan` (kept alive by this object)."""
+
+    def __cinit__(self, plan):
+        keep = {}
+
+        def arr(name, dtype, minlen=1):
+            a = _c(getattr(plan, name), dtype)
+            if a.size == 0:
+                a = np.zeros(minlen, dtype=dtype)
+            keep[name] = a
+            return a
+
+        cdef double[::1] c_w = arr("c_rw", np.float64)
+        cdef unsigned char[::1] c_ign = arr("c_ign", np.uint8)
+        cdef double[::1] c_both = arr("c_both", np.float64)
+        cdef double[::1] o_w = arr("o_w", np.float64)
+        cdef double[::1] o_miss = arr("o_miss", np.float64)
+        cdef double[::1] o_rw = arr("o_rw", np.float64)
+        cdef unsigned char[::1] o_ign = arr("o_ign", np.uint8)
+        cdef double[::1] t_tab = arr("t_tab", np.float64)
+        cdef intp[::1] t_off = arr("t_off", np.intp)
+        cdef int[::1] t_V = arr("t_V", np.intc)
+        cdef double[::1] t_miss = arr("t_miss", np.float64)
+        cdef double[::1] t_rw = arr("t_rw", np.float64)
+        cdef unsigned char[::1] t_ign = arr("t_ign", np.uint8)
+        cdef intp[::1] e_off = arr("e_off", np.intp)
+        cdef unsigned char[::1] e_q = arr("e_q", np.uint8)
+        cdef double[::1] e_miss = arr("e_miss", np.float64)
+        cdef double[::1] e_rw = arr("e_rw", np.float64)
+        cdef unsigned char[::1] e_ign = arr("e_ign", np.uint8)
+        self._keep = keep
+        self.s.mc = plan.mc
+        self.s.mo = plan.mo
+        self.s.mt = plan.mt
+        self.s.me = plan.me
+        self.s.pmode = plan.pmode
+        self.s.p = plan.p
+        self.s.inv_p = 1.0 / plan.p if plan.pmode != 0 else 0.0
+        self.s.has_ignore = plan.has_ignore
+        self.s.mean = plan.mean
+        self.s.w_all = plan.w_all
+        self.s.w_max = plan.w_max
+        self.s.c_w = &c_w[0]
+        self.s.c_ign = &c_ign[0]
+        self.s.c_both = &c_both[0]
+        self.s.o_w = &o_w[0]
+        self.s.o_miss = &o_miss[0]
+        self.s.o_rw = &o_rw[0]
+        self.s.o_ign = &o_ign[0]
+        self.s.t_tab = &t_tab[0]
+        self.s.t_off = &t_off[0]
+        self.s.t_V = &t_V[0]
+        self.s.t_miss = &t_miss[0]
+        self.s.t_rw = &t_rw[0]
+        self.s.t_ign = &t_ign[0]
+        self.s.e_off = &e_off[0]
+        self.s.e_q = &e_q[0]
+        self.s.e_miss = &e_miss[0]
+        self.s.e_rw = &e_rw[0]
+        self.s.e_ign = &e_ign[0]
+
+
+cdef class CRows:
+    """C view of encoded rows (a :class:`hdist._plan.Rows`)."""
+
+    def __cinit__(self, rows):
+        n = rows.n
+        keep = {}
+
+        def arr(name, dtype):
+            a = _c(getattr(rows, name), dtype)
+            if a.size == 0:
+                a = np.zeros(1, dtype=dtype)
+            keep[name] = a
+            return a
+
+        cdef double[::1] c = arr("c", np.float64).reshape(-1)
+        cdef double[::1] cpen = arr("cpen", np.float64).reshape(-1)
+        cdef int[::1] o = arr("o", np.intc).reshape(-1)
+        cdef int[::1] t = arr("t", np.intc).reshape(-1)
+        cdef double[::1] e = arr("e", np.float64).reshape(-1)
+        self._keep = keep
+        self.s.n = n
+        self.s.D = rows.D
+        self.s.c = &c[0]
+        self.s.cpen = &cpen[0]
+        self.s.o = &o[0]
+        self.s.t = &t[0]
+        self.s.e = &e[0]
+
+    @property
+    def n(self):
+        return self.s.n
+
+
+# ---------------------------------------------------------------------------
+# ordering of candidates: (distance, index) lexicographic
+
+cdef inline bint _before(double d1, intp i1, double d2, intp i2) noexcept nogil:
+    return d1 < d2 or (d1 == d2 and i1 < i2)
+
+
+cdef inline void heap_push(double* hd, intp* hi, intp k, double d, intp j) noexcept nogil:
+    """Replace the root of a full max-heap (on (d, j)) by (d, j) and sift down.
+    The caller has checked that (d, j) comes before the root."""
+    cdef intp pos = 0, child, right
+    while True:
+        child = 2 * pos + 1
+        if child >= k:
+            break
+        right = child + 1
+        if right < k and _before(hd[child], hi[child], hd[right], hi[right]):
+            child = right
+        if _before(d, j, hd[child], hi[child]):
+            hd[pos] = hd[child]
+            hi[pos] = hi[child]
+            pos = child
+        else:
+            break
+    hd[pos] = d
+    hi[pos] = j
+
+
+cdef inline void heap_sort(double* hd, intp* hi, intp k) noexcept nogil:
+    """Sort a max-heap in place into ascending (d, j) order."""
+    cdef intp end = k - 1
+    cdef double d
+    cdef intp j
+    while end > 0:
+        d = hd[end]
+        j = hi[end]
+        hd[end] = hd[0]
+        hi[end] = hi[0]
+        # sift (d, j) down from the root in heap [0, end)
+        heap_push(hd, hi, end, d, j)
+        end -= 1
+
+
+cdef inline void insertion_sort(double* hd, intp* hi, intp k) noexcept nogil:
+    cdef intp a, b
+    cdef double d
+    cdef intp j
+    for a in range(1, k):
+        d = hd[a]
+        j = hi[a]
+        b = a - 1
+        while b >= 0 and _before(d, j, hd[b], hi[b]):
+            hd[b + 1] = hd[b]
+            hi[b + 1] = hi[b]
+            b -= 1
+        hd[b + 1] = d
+        hi[b + 1] = j
+
+
+cdef void scan_block(const PlanS* P, const RowsS* Q, const RowsS* R, intp q0, intp q1,
+                     intp r0, intp r1, double* hd, intp* hi, intp k, intp tile,
+                     int excl, intp self_off) noexcept nogil:
+    """Update the heaps of queries [q0, q1) with reference rows [r0, r1), tile by tile."""
+    cdef intp t0, t1, q, j, qk
+    cdef double s, bound
+    cdef int pmode = P.pmode
+    t0 = r0
+    while t0 < r1:
+        t1 = t0 + tile
+        if t1 > r1:
+            t1 = r1
+        for q in range(q0, q1):
+            qk = (q - q0) * k
+            bound = hd[qk]
+            for j in range(t0, t1):
+                if excl and j == q + self_off:
+                    continue
+                if pmode == 2:
+                    s = pair_reduced(P, Q, q, R, j, 2, bound)
+                elif pmode == 1:
+                    s = pair_reduced(P, Q, q, R, j, 1, bound)
+                elif pmode == 0:
+                    s = pair_reduced(P, Q, q, R, j, 0, bound)
+                else:
+                    s = pair_reduced(P, Q, q, R, j, 3, bound)
+                if _before(s, j, bound, hi[qk]):
+                    heap_push(hd + qk, hi + qk, k, s, j)
+                    bound = hd[qk]
+        t0 = t1
+
+
+def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
+        intp block=0, bint exclude_self=False, intp self_offset=0, strategy=None):
+    """Exact k nearest reference rows for every query row.
+
+    Returns ``(dist, ind)``, both ``[n_q, k]``, sorted by (distance, index); ``dist`` holds
+    true distances.  ``exclude_self`` skips reference ``q + self_offset`` for query ``q``.
+    ``strategy`` is "queries" (parallel over query rows) or "references" (parallel over
+    reference rows, one heap set per thread, merged at the end); None chooses.
+    """
+    cdef const PlanS* P = &plan.s
+    cdef const RowsS* QS = &Q.s
+    cdef const RowsS* RS = &R.s
+    cdef intp nq = Q.s.n, nr = R.s.n
+    cdef intp i, q, b0, b1, nb, t, c, per, r0, r1, j
+    cdef int excl = exclude_self
+    if k < 1 or k > nr - (1 if exclude_self else 0):
+        raise ValueError("k must be in [1, %d], got %d" % (nr - (1 if exclude_self else 0), k))
+    if tile < 1:
+        raise ValueError("tile must be >= 1")
+    n_threads = max(1, n_threads)
+    dist = np.full((nq, k), np.inf)
+    ind = np.full((nq, k), nr, dtype=np.intp)   # sentinel index > every real index
+    cdef double[:, ::1] D = dist
+    cdef intp[:, ::1] I = ind
+    if nq == 0:
+        return dist, ind
+    if strategy is None:
+        strategy = "queries" if nq >= 8 * n_threads or nr < 4096 else "references"
+    if block <= 0:
+        block = max(64, 16 * n_threads)
+    cdef double* td
+    cdef intp* ti
+    cdef intp nt
+    if strategy == "queries":
+        for b0 in range(0, nq, block):
+            b1 = min(nq, b0 + block)
+            nb = b1 - b0
+            # one small chunk of queries per iteration; chunks are independent
+            per = 8
+            with nogil:
+                for c in prange((nb + per - 1) // per, num_threads=n_threads, schedule="dynamic"):
+                    scan_block(P, QS, RS, b0 + c * per, min(b1, b0 + c * per + per), 0, nr,
+                               &D[b0 + c * per, 0], &I[b0 + c * per, 0], k, tile, excl,
+                               self_offset)
+            PyErr_CheckSignals()
+    elif strategy == "references":
+        nt = n_threads
+        tdist = np.full((nt, nq, k), np.inf)
+        tind = np.full((nt, nq, k), nr, dtype=np.intp)
+        for b0 in range(0, nr, block * tile):
+            b1 = min(nr, b0 + block * tile)
+            td = <double*> cnp.PyArray_DATA(tdist)
+            ti = <intp*> cnp.PyArray_DATA(tind)
+            per = (b1 - b0 + nt - 1) // nt
+            with nogil:
+                for t in prange(nt, num_threads=n_threads, schedule="static"):
+                    r0 = b0 + t * per
+                    r1 = min(b1, r0 + per)
+                    if r0 < r1:
+                        scan_block(P, QS, RS, 0, nq, r0, r1, td + t * nq * k, ti + t * nq * k,
+                                   k, tile, excl, self_offset)
+            PyErr_CheckSignals()
+        # merge: the k best of all thread heaps under (d, j)
+        td = <double*> cnp.PyArray_DATA(tdist)
+        ti = <intp*> cnp.PyArray_DATA(tind)
+        with nogil:
+            for q in range(nq):
+                for t in range(nt):
+                    for i in range(k):
+                        if _before(td[(t * nq + q) * k + i], ti[(t * nq + q) * k + i],
+                                   D[q, 0], I[q, 0]):
+                            heap_push(&D[q, 0], &I[q, 0], k, td[(t * nq + q) * k + i],
+                                      ti[(t * nq + q) * k + i])
+    else:
+        raise ValueError("strategy must be 'queries' or 'references', got %r" % (strategy,))
+    with nogil:
+        for q in range(nq):
+            heap_sort(&D[q, 0], &I[q, 0], k)
+            for i in range(k):
+                D[q, i] = finalize(P, D[q, i])
+            insertion_sort(&D[q, 0], &I[q, 0], k)
+    return dist, ind
+
+
+def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
+             bint symmetric=False, bint reduced=False):
+    """Fill ``out[i, j]`` with the distance of X row i and Y row j.
+
+    With ``symmetric`` (X is Y), each pair is computed once and mirrored.
+    ``reduced`` keeps the reduced distance (no root, no mean)."""
+    cdef const PlanS* P = &plan.s
+    cdef const RowsS* XS = &X.s
+    cdef const RowsS* YS = &Y.s
+    cdef intp nx = X.s.n, ny = Y.s.n, i, j, b0, b1, block
+    cdef int pmode = P.pmode
+    cdef int red = reduced
+    cdef int sym = symmetric
+    cdef double s
+    if out.shape[0] != nx or out.shape[1] != ny:
+        raise ValueError("out has shape (%d, %d), expected (%d, %d)"
+                         % (out.shape[0], out.shape[1], nx, ny))
+    block = max(32, 8 * n_threads)
+    for b0 in range(0, nx, block):
+        b1 = min(nx, b0 + block)
+        with nogil:
+            for i in prange(b0, b1, num_threads=n_threads, schedule="dynamic"):
+                for j in range(i if sym else 0, ny):
+                    s = pair_reduced(P, XS, i, YS, j, pmode, INFINITY)
+                    if not red:
+                        s = finalize(P, s)
+                    out[i, j] = s
+                    if sym:
+                        out[j, i] = s
+        PyErr_CheckSignals()
+    return np.asarray(out)
+
+
+ctypedef struct Hit:
+    double d
+    intp j
+
+
+cdef int _cmp_hit(const void* a, const void* b) noexcept nogil:
+    cdef const Hit* x = <const Hit*> a
+    cdef const Hit* y = <const Hit*> b
+    if _before(x.d, x.j, y.d, y.j):
+        return -1
+    if _before(y.d, y.j, x.d, x.j):
+        return 1
+    return 0
+
+
+def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_self=False,
+           intp self_offset=0, intp block=0):
+    """All reference rows within true distance ``r`` (inclusive) of each query row,
+    sorted by (distance, index).  Returns two lists of arrays."""
+    cdef const PlanS* P = &plan.s
+    cdef const RowsS* QS = &Q.s
+    cdef const RowsS* RS = &R.s
+    cdef intp nq = Q.s.n, nr = R.s.n, q, j, b0, b1, cnt, cap, h
+    cdef int pmode = P.pmode
+    cdef int excl = exclude_self
+    cdef double s, d
+    cdef Hit* buf
+    cdef Hit* tmp
+    cdef Hit** bufs
+    cdef intp* counts
+    out_d = []
+    out_i = []
+    if block <= 0:
+        block = max(64, 16 * n_threads)
+    bufs = <Hit**> malloc(max(1, block) * sizeof(Hit*))
+    counts = <intp*> malloc(max(1, block) * sizeof(intp))
+    if bufs == NULL or counts == NULL:
+        free(bufs)
+        free(counts)
+        raise MemoryError()
+    for q in range(block):
+        bufs[q] = NULL
+    try:
+        for b0 in range(0, nq, block):
+            b1 = min(nq, b0 + block)
+            for q in range(b1 - b0):
+                bufs[q] = NULL
+                counts[q] = 0
+            with nogil:
+                for q in prange(b0, b1, num_threads=n_threads, schedule="dynamic"):
+                    cap = 16
+                    cnt = 0
+                    buf = <Hit*> malloc(cap * sizeof(Hit))
+                    if buf == NULL:
+                        counts[q - b0] = -1
+                        continue
+                    for j in range(nr):
+                        if excl and j == q + self_offset:
+                            continue
+                        s = pair_reduced(P, QS, q, RS, j, pmode, INFINITY)
+                        d = finalize(P, s)
+                        if d <= r:
+                            if cnt == cap:
+                                cap = cap * 2
+                                tmp = <Hit*> realloc(buf, cap * sizeof(Hit))
+                                if tmp == NULL:
+                                    cnt = -1
+                                    break
+                                buf = tmp
+                            buf[cnt].d = d
+                            buf[cnt].j = j
+                            cnt = cnt + 1
+                    if cnt > 0:
+                        qsort(buf, cnt, sizeof(Hit), _cmp_hit)
+                    bufs[q - b0] = buf
+                    counts[q - b0] = cnt
+            for q in range(b1 - b0):
+                if counts[q] < 0:
+                    raise MemoryError("radius search ran out of memory")
+            for q in range(b1 - b0):
+                cnt = counts[q]
+                dq = np.empty(cnt)
+                iq = np.empty(cnt, dtype=np.intp)
+                for h in range(cnt):
+                    dq[h] = bufs[q][h].d
+                    iq[h] = bufs[q][h].j
+                free(bufs[q])
+                bufs[q] = NULL
+                out_d.append(dq)
+                out_i.append(iq)
+            PyErr_CheckSignals()
+    finally:
+        for q in range(block):
+            free(bufs[q])
+        free(bufs)
+        free(counts)
+    return out_d, out_i
+
+
+def pair_terms(CPlan plan, CRows A, intp i, CRows B, intp j):
+    """Per-block term values of one pair, for ``explain``.
+
+    Returns ``(terms_c, terms_o, terms_t, terms_e, skipped_c, skipped_o, skipped_t,
+    skipped_e, reduced)``: the weighted, raised term of every attribute of each block
+    (0 where skipped), boolean masks of the components skipped by the "ignore" policy,
+    and the pair's reduced distance as the kernels compute it."""
+    cdef const PlanS* P = &plan.s
+    cdef const RowsS* AS = &A.s
+    cdef const RowsS* BS = &B.s
+    cdef intp a, cx, cy, V
+    cdef double x, y
+    tc = np.zeros(P.mc)
+    to = np.zeros(P.mo)
+    tt = np.zeros(P.mt)
+    te = np.zeros(P.me)
+    sc = np.zeros(P.mc, dtype=bool)
+    so = np.zeros(P.mo, dtype=bool)
+    st = np.zeros(P.mt, dtype=bool)
+    se = np.zeros(P.me, dtype=bool)
+    for a in range(P.mc):
+        x = AS.c[i * P.mc + a]
+        y = BS.c[j * P.mc + a]
+        if not isnan(x) and not isnan(y):
+            tc[a] = pw(abs(x - y), P.pmode, P.p)
+        elif P.c_ign[a]:
+            sc[a] = True
+        elif not isnan(x):
+            tc[a] = AS.cpen[i * P.mc + a]
+        elif not isnan(y):
+            tc[a] = BS.cpen[j * P.mc + a]
+        else:
+            tc[a] = P.c_both[a]
+    for a in range(P.mo):
+        cx = AS.o[i * P.mo + a]
+        cy = BS.o[j * P.mo + a]
+        if cx >= 0 and cy >= 0:
+            to[a] = P.o_w[a] if cx != cy else 0.0
+        elif P.o_ign[a]:
+            so[a] = True
+        else:
+            to[a] = P.o_miss[a]
+    for a in range(P.mt):
+        cx = AS.t[i * P.mt + a]
+        cy = BS.t[j * P.mt + a]
+        if cx >= 0 and cy >= 0:
+            if cx != cy:
+                V = P.t_V[a]
+                cx = min(cx, V)
+                cy = min(cy, V)
+                tt[a] = P.t_tab[P.t_off[a] + cx * (V + 1) + cy]
+        elif P.t_ign[a]:
+            st[a] = True
+        else:
+            tt[a] = P.t_miss[a]
+    for a in range(P.me):
+        x = AS.e[i * AS.D + P.e_off[a]]
+        y = BS.e[j * BS.D + P.e_off[a]]
+        if not isnan(x) and not isnan(y):
+            te[a] = embed_term(AS.e + i * AS.D + P.e_off[a], BS.e + j * BS.D + P.e_off[a],
+                               P.e_off[a + 1] - P.e_off[a], P.e_q[a], P.pmode, P.p)
+        elif P.e_ign[a]:
+            se[a] = True
+        else:
+            te[a] = P.e_miss[a]
+    red = pair_reduced(P, AS, i, BS, j, P.pmode, INFINITY)
+    return tc, to, tt, te, sc, so, st, se, red
+
+
+def finalize_array(CPlan plan, double[::1] s):
+    """Apply :c:func:`finalize` to an array of reduced distances in place."""
+    cdef intp i
+    for i in range(s.shape[0]):
+        s[i] = finalize(&plan.s, s[i])
+    return np.asarray(s)

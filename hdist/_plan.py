@@ -1,0 +1,272 @@
+"""The Plan: what a fitted metric hands to the kernels.
+
+A fitted metric is a list of per-attribute *components* (what was learned for each
+column) plus the aggregation (weights, ``p``, mean or sum).  :class:`Plan` turns them into
+contiguous arrays, grouped in four blocks so that the kernels' inner loops have no
+per-attribute switch on kind:
+
+========  =====================================================  =====================
+block     term of attribute a for values x, y                     encoded per row
+========  =====================================================  =====================
+c         ``|x' - y'|^p`` on values pre-scaled by w^(1/p)/δ       float64 value, and the
+                                                                  term used when the
+                                                                  other side is missing
+o         ``w`` if the codes differ, else 0 (overlap)             int32 code
+t         ``T_a[x, y]`` from a table pre-weighted, pre-raised     int32 code
+e         ``(Σ_c |e_x - e_y|^q)^(p/q)`` on vectors pre-scaled     float64 vector
+========  =====================================================  =====================
+
+For ``p = inf`` the scale is ``w`` instead of ``w^(1/p)`` and terms are ``w · d``.
+A Plan is immutable and picklable; the compiled view (``CPlan``) is made on demand.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+ONE, MAX, IGNORE, SYMBOL = "one", "max", "ignore", "symbol"
+
+
+class DiffComponent:
+    """Continuous attribute: ``d = |x - y| / delta``."""
+
+    block = "c"
+
+    def __init__(self, col, delta, lo, hi, policy):
+        self.col, self.delta, self.lo, self.hi, self.policy = col, float(delta), float(lo), \
+            float(hi), policy
+
+
+class OverlapComponent:
+    """Nominal attribute compared by equality (no table; any cardinality)."""
+
+    block = "o"
+
+    def __init__(self, col, n_values, policy):
+        self.col, self.n_values, self.policy = col, n_values, policy
+
+
+class TableComponent:
+    """Nominal attribute with a learned value table.
+
+    ``table`` is ``(V + 1) x (V + 1)`` of component distances ``d_a`` (unweighted): rows
+    ``0..V-1`` the learned values (with the "symbol" policy the last of them is the
+    missing symbol), row ``V`` every unseen value.  ``T[v, v] = 0`` for learned values.
+    """
+
+    block = "t"
+
+    def __init__(self, col, table, policy, n_values):
+        self.col, self.table, self.policy, self.n_values = col, table, policy, n_values
+
+
+class EmbedComponent:
+    """Attribute mapped to a vector per value; ``d = ||e(x) - e(y)||_q``.
+
+    ``encode(values) -> float64 [n, dim]`` gets the schema-encoded column (float values for
+    continuous attributes, int codes for nominal ones, already remapped for "symbol") and
+    returns NaN rows for missing values."""
+
+    block = "e"
+
+    def __init__(self, col, dim, q, encode, policy, nominal):
+        self.col, self.dim, self.q, self.encode, self.policy = col, dim, q, encode, policy
+        self.nominal = nominal
+
+
+class Rows:
+    """Encoded rows: the arrays one side of a kernel call reads."""
+
+    __slots__ = ("n", "c", "cpen", "o", "t", "e", "D")
+
+    def __init__(self, n, c, cpen, o, t, e):
+        self.n, self.c, self.cpen, self.o, self.t, self.e = n, c, cpen, o, t, e
+        self.D = e.shape[1]
+
+    def take(self, idx):
+        idx = np.asarray(idx, dtype=np.intp)
+        return Rows(len(idx), self.c[idx], self.cpen[idx], self.o[idx], self.t[idx],
+                    self.e[idx])
+
+    def concat(self, other):
+        return Rows(self.n + other.n, np.vstack([self.c, other.c]),
+                    np.vstack([self.cpen, other.cpen]), np.vstack([self.o, other.o]),
+                    np.vstack([self.t, other.t]), np.vstack([self.e, other.e]))
+
+    def __getstate__(self):
+        return {k: getattr(self, k) for k in self.__slots__}
+
+    def __setstate__(self, st):
+        for k, v in st.items():
+            setattr(self, k, v)
+
+
+def p_mode(p):
+    if p == math.inf:
+        return 0
+    if p == 1:
+        return 1
+    if p == 2:
+        return 2
+    return 3
+
+
+class Plan:
+    """Contiguous arrays for the kernels, built from a fitted metric's components.
+
+    Parameters
+    ----------
+    components : list, one per attribute, in schema column order
+    weights : float64 [m] (non-negative)
+    p : float > 0 or inf
+    mean : divide the reduced distance by the total weight (Gower's average)
+    cont_pos, nom_pos : position of each column in the schema's continuous / nominal
+        encoded arrays (-1 where not of that kind)
+    """
+
+    def __init__(self, components, weights, p, mean, cont_pos, nom_pos):
+        self.components = list(components)
+        self.weights = np.asarray(weights, dtype=np.float64)
+        self.p = float(p)
+        self.pmode = p_mode(self.p)
+        self.mean = bool(mean)
+        self.cont_pos = np.asarray(cont_pos, dtype=np.intp)
+        self.nom_pos = np.asarray(nom_pos, dtype=np.intp)
+        m = len(components)
+        self.m = m
+        self.w_all = float(self.weights.sum())
+        self.w_max = float(self.weights.max()) if m else 0.0
+        by = {"c": [], "o": [], "t": [], "e": []}
+        for a, comp in enumerate(components):
+            by[comp.block].append(a)
+        self.c_attr = np.array(by["c"], dtype=np.intp)
+        self.o_attr = np.array(by["o"], dtype=np.intp)
+        self.t_attr = np.array(by["t"], dtype=np.intp)
+        self.e_attr = np.array(by["e"], dtype=np.intp)
+        self.mc, self.mo, self.mt, self.me = (len(by[k]) for k in "cote")
+        self.has_ignore = int(any(c.policy == IGNORE for c in components))
+        w = self.weights
+        inf = self.pmode == 0
+
+        def raise_p(d):
+            return d if (inf or self.pmode == 1) else np.power(d, self.p)
+
+        # scale applied to values so that |x' - y'|^p = w |x - y|^p / delta^p
+        def wscale(wa):
+            return wa if inf else wa ** (1.0 / self.p)
+
+        cs = [components[a] for a in by["c"]]
+        self.c_rw = w[by["c"]].copy()
+        self.c_scale = np.array([wscale(w[a]) / c.delta for a, c in zip(by["c"], cs)])
+        self.c_ign = np.array([c.policy == IGNORE for c in cs], dtype=np.uint8)
+        self.c_max = np.array([c.policy == MAX for c in cs], dtype=bool)
+        self.c_lo = np.array([c.lo for c in cs])
+        self.c_hi = np.array([c.hi for c in cs])
+        self.c_delta = np.array([c.delta for c in cs])
+        both = np.where(self.c_max, (self.c_hi - self.c_lo) / self.c_delta, 1.0) \
+            if cs else np.zeros(0)
+        self.c_both = self.c_rw * raise_p(both)
+
+        os_ = [components[a] for a in by["o"]]
+        self.o_rw = w[by["o"]].copy()
+        self.o_w = self.o_rw.copy()
+        self.o_miss = self.o_rw.copy()
+        self.o_ign = np.array([c.policy == IGNORE for c in os_], dtype=np.uint8)
+
+        ts = [components[a] for a in by["t"]]
+        self.t_rw = w[by["t"]].copy()
+        self.t_miss = self.t_rw.copy()
+        self.t_ign = np.array([c.policy == IGNORE for c in ts], dtype=np.uint8)
+        tabs, offs, Vs = [], [], []
+        off = 0
+        for a, c in zip(by["t"], ts):
+            T = np.asarray(c.table, dtype=np.float64)
+            V = T.shape[0] - 1
+            tabs.append((w[a] * raise_p(T)).ravel())
+            offs.append(off)
+            Vs.append(V)
+            off += T.size
+        self.t_tab = np.concatenate(tabs) if tabs else np.zeros(0)
+        self.t_off = np.array(offs, dtype=np.intp)
+        self.t_V = np.array(Vs, dtype=np.intc)
+
+        es = [components[a] for a in by["e"]]
+        self.e_rw = w[by["e"]].copy()
+        self.e_miss = self.e_rw.copy()
+        self.e_ign = np.array([c.policy == IGNORE for c in es], dtype=np.uint8)
+        self.e_q = np.array([c.q for c in es], dtype=np.uint8)
+        self.e_off = np.concatenate([[0], np.cumsum([c.dim for c in es])]).astype(np.intp)
+        self.e_scale = np.array([wscale(w[a]) for a in by["e"]])
+        self.D = int(self.e_off[-1])
+        self._cplan = None
+
+    # -- pickling: the compiled view is rebuilt on demand ---------------------
+    def __getstate__(self):
+        st = dict(self.__dict__)
+        st["_cplan"] = None
+        return st
+
+    @property
+    def cplan(self):
+        if self._cplan is None:
+            from ._kernels import CPlan
+            self._cplan = CPlan(self)
+        return self._cplan
+
+    # -- encoding ----------------------------------------------------------------
+    def nominal_codes(self, comp, codes):
+        """Schema codes -> codes for the kernels ("symbol": missing becomes a value)."""
+        codes = np.asarray(codes, dtype=np.int64)
+        if comp.policy == SYMBOL:
+            V = comp.n_values - 1  # the symbol is the last learned value
+            return np.where(codes < 0, V, np.where(codes >= V, codes + 1, codes))
+        return codes
+
+    def encode(self, cont, nom):
+        """Schema-encoded arrays -> :class:`Rows`."""
+        n = cont.shape[0] if cont.ndim == 2 else nom.shape[0]
+        inf = self.pmode == 0
+        c = np.empty((n, self.mc))
+        cpen = np.empty((n, self.mc))
+        for k, a in enumerate(self.c_attr):
+            comp = self.components[a]
+            v = cont[:, self.cont_pos[a]]
+            c[:, k] = v * self.c_scale[k]
+            if comp.policy == MAX:
+                pen = np.maximum(v - comp.lo, comp.hi - v) / comp.delta
+                pen = np.where(np.isnan(pen), 0.0, np.maximum(pen, 0.0))
+                cpen[:, k] = self.c_rw[k] * (pen if (inf or self.pmode == 1)
+                                             else np.power(pen, self.p))
+            else:
+                cpen[:, k] = self.c_rw[k]
+        o = np.empty((n, self.mo), dtype=np.intc)
+        for k, a in enumerate(self.o_attr):
+            comp = self.components[a]
+            o[:, k] = _as_int32(self.nominal_codes(comp, nom[:, self.nom_pos[a]]),
+                                comp.n_values)
+        t = np.empty((n, self.mt), dtype=np.intc)
+        for k, a in enumerate(self.t_attr):
+            comp = self.components[a]
+            codes = self.nominal_codes(comp, nom[:, self.nom_pos[a]])
+            # every unseen code maps to row V in the kernel; keep distinct codes for equality
+            t[:, k] = _as_int32(codes, comp.n_values)
+        e = np.empty((n, self.D))
+        for k, a in enumerate(self.e_attr):
+            comp = self.components[a]
+            if comp.nominal:
+                vals = self.nominal_codes(comp, nom[:, self.nom_pos[a]])
+            else:
+                vals = cont[:, self.cont_pos[a]]
+            vec = np.asarray(comp.encode(vals), dtype=np.float64)
+            lo, hi = self.e_off[k], self.e_off[k + 1]
+            e[:, lo:hi] = vec * self.e_scale[k]
+            miss = np.isnan(vec).any(axis=1) if vec.size else np.zeros(n, bool)
+            e[miss, lo] = np.nan
+        return Rows(n, c, cpen, o, t, e)
+
+
+def _as_int32(codes, n_values):
+    if codes.size and codes.max() > np.iinfo(np.int32).max:
+        raise ValueError("more than 2**31 distinct nominal values in one column")
+    return codes.astype(np.intc)

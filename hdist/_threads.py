@@ -1,0 +1,44 @@
+"""Turning ``n_jobs`` into a thread count (DESIGN: "Rules of the kernels")."""
+from __future__ import annotations
+
+import numbers
+import os
+
+
+def available_cpus():
+    """CPUs this process may run on (affinity / cgroup aware where the OS tells)."""
+    try:
+        n = len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        n = os.cpu_count() or 1
+    quota = _cgroup_cpu_quota()
+    if quota is not None:
+        n = max(1, min(n, quota))
+    return max(1, n)
+
+
+def _cgroup_cpu_quota():
+    try:
+        with open("/sys/fs/cgroup/cpu.max") as fh:
+            q, period = fh.read().split()[:2]
+        if q != "max":
+            return max(1, int(int(q) // int(period)))
+    except (OSError, ValueError):
+        pass
+    return None
+
+
+def effective_n_jobs(n_jobs):
+    """``None`` -> every core the process may use, limited by ``OMP_NUM_THREADS``;
+    ``-1`` -> all available cores; ``-k`` -> all but ``k - 1``; ``k >= 1`` -> ``k``."""
+    if n_jobs is None:
+        from ._kernels import omp_max_threads
+        return max(1, min(available_cpus(), omp_max_threads()))
+    if isinstance(n_jobs, bool) or not isinstance(n_jobs, numbers.Integral):
+        raise TypeError("n_jobs must be an int or None, got %r" % (n_jobs,))
+    n_jobs = int(n_jobs)
+    if n_jobs == 0:
+        raise ValueError("n_jobs == 0 has no meaning; use None, -1 or a positive count")
+    if n_jobs < 0:
+        return max(1, available_cpus() + 1 + n_jobs)
+    return n_jobs

@@ -1,0 +1,560 @@
+"""Heterogeneous metrics: one registry of presets, one class, one fit path.
+
+Every metric of SPEC.md is "learn per-attribute statistics once, then sum simple
+per-attribute terms" (seed 000, eq. 1):
+
+    d(x, y) = ( Σ_a w_a · d_a(x_a, y_a)^p )^(1/p),   p = inf -> max_a w_a · d_a
+
+A preset (``heom``, ``hvdm``, ``gower``, ...) fixes how continuous and nominal
+attributes are compared and the default parameters; every parameter of SPEC §2-4 that
+applies to the preset stays settable and the others are rejected by name.
+
+References: D. R. Wilson and T. R. Martinez, "Improved Heterogeneous Distance Functions",
+JAIR 6 (1997) (HEOM, HVDM, VDM N1/N2/N3, DVDM, IVDM); J. C. Gower, "A general
+coefficient of similarity and some of its properties", Biometrics 27 (1971) (Gower);
+seed 000 (Minkowski aggregation, normalizations, missing-value policies, MI weights).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import _estimators as est
+from ._plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan, TableComponent,
+                    IGNORE, MAX, ONE, SYMBOL)
+from ._schema import CONTINUOUS, Schema, encode_labels, to_columns
+from ._threads import effective_n_jobs
+
+POLICIES = (ONE, MAX, IGNORE, SYMBOL)
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """One preset: how each kind is compared, defaults, accepted parameters."""
+    name: str
+    continuous: str | None          # "diff", a posterior estimator name, or None (refused)
+    nominal: str                    # "overlap", "vdm", "hds", "add"
+    defaults: dict
+    params: frozenset
+    needs_y: bool
+    doc: str
+    aliases: tuple = field(default_factory=tuple)
+
+
+_COMMON = {"nominal", "weights", "missing", "aggregate", "mi_discretizer"}
+_DIFF = {"normalization", "trim"}
+_VDM = {"vdm", "unseen"}
+_BASE_DEFAULTS = dict(nominal=None, weights=None, missing=ONE, aggregate="sum",
+                      mi_discretizer=None, normalization="range", trim=0.05, vdm="N2",
+                      unseen="zero", p=2.0)
+
+METRICS: dict[str, MetricInfo] = {}
+
+
+def register(info: MetricInfo):
+    """Add a preset to the registry (the single source of truth for names)."""
+    METRICS[info.name] = info
+    for a in info.aliases:
+        METRICS[a] = info
+    return info
+
+
+def _preset(name, continuous, nominal, needs_y, doc, params, aliases=(), **defaults):
+    d = dict(_BASE_DEFAULTS)
+    d.update(defaults)
+    allowed = frozenset(_COMMON | set(params))
+    d = {k: v for k, v in d.items() if k in allowed or k == "p"}
+    return register(MetricInfo(name, continuous, nominal, d, allowed, needs_y, doc,
+                               tuple(aliases)))
+
+
+_preset("heom", "diff", "overlap", False,
+        "Heterogeneous Euclidean-Overlap Metric (Wilson & Martinez 1997).",
+        _DIFF | {"p"}, p=2.0, normalization="range")
+_preset("hvdm", "diff", "vdm", True,
+        "Heterogeneous Value Difference Metric (Wilson & Martinez 1997): |x-y|/4σ and "
+        "VDM N2 on nominal attributes.",
+        _DIFF | _VDM | {"p"}, p=2.0, normalization="4std", vdm="N2")
+_preset("vdm", None, "vdm", True,
+        "Value Difference Metric (Stanfill & Waltz 1986; N1 as in Wilson & Martinez).",
+        _VDM | {"p"}, p=1.0, vdm="N1")
+_preset("minkowski", "diff", "overlap", False,
+        "Minkowski aggregation of range-normalized differences and overlap.",
+        _DIFF | {"p"}, p=2.0)
+_preset("euclidean", "diff", "overlap", False, "Minkowski with p = 2.", _DIFF, p=2.0)
+_preset("manhattan", "diff", "overlap", False, "Minkowski with p = 1.", _DIFF,
+        aliases=("cityblock",), p=1.0)
+_preset("chebyshev", "diff", "overlap", False, "Minkowski with p = inf (largest term).",
+        _DIFF, p=math.inf)
+_preset("fractional", "diff", "overlap", False,
+        "Minkowski with a fractional 0 < p < 1 (default 0.5).", _DIFF | {"p"}, p=0.5)
+_preset("gower", "diff", "overlap", False,
+        "Gower's coefficient (1971): mean of range-normalized |x-y| and overlap over the "
+        "attributes both rows have.", _DIFF | {"p"}, p=1.0, missing=IGNORE,
+        aggregate="mean")
+
+_CONT_EXTRA = {}   # continuous estimator name -> (module attribute) filled by extensions
+_NOM_EXTRA = {}
+
+
+def _check_number(name, v, lo=None, lo_open=True, allow_inf=False):
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError("%s must be a number, got %r" % (name, v))
+    v = float(v)
+    if math.isnan(v):
+        raise ValueError("%s must not be NaN" % name)
+    if math.isinf(v) and not (allow_inf and v > 0):
+        raise ValueError("%s must be finite, got %r" % (name, v))
+    if lo is not None and (v <= lo if lo_open else v < lo):
+        raise ValueError("%s must be %s %s, got %r" % (name, ">" if lo_open else ">=", lo, v))
+    return v
+
+
+def get_metric(name, **params):
+    """The metric preset ``name`` with parameters ``params`` (unfitted)."""
+    return Metric(name, **params)
+
+
+class Metric:
+    """A heterogeneous distance on mixed records, fitted to training data.
+
+    Parameters
+    ----------
+    name : str
+        Preset: one of ``hdist.METRICS`` (``heom``, ``hvdm``, ``vdm``, ``minkowski``,
+        ``euclidean``, ``manhattan``, ``chebyshev``, ``fractional``, ``gower``, ...).
+    nominal : None, "all", list of names/positions, or boolean mask
+        Nominal columns (default: inferred from dtypes, SPEC §1).
+    p : float > 0 or inf
+        Minkowski exponent (SPEC §2); fractional ``0 < p < 1`` allowed.
+    weights : None, array of m non-negative numbers, dict name -> weight, or "mi"
+        Attribute weights ``w_a`` (default 1).  ``"mi"``: mutual information with the
+        class (SPEC §7).
+    normalization : {"range", "trimmed_range", "4std", "mean_diff", "none"}
+        The factor ``δ_a`` of continuous attributes (SPEC §3); ``trim`` for the trimmed
+        range (default 0.05).
+    vdm : {"N1", "N2", "N3"}
+        VDM normalization of nominal attributes (VDM presets).
+    missing : {"one", "max", "ignore", "symbol"} or dict kind -> policy
+        Missing-value policy (SPEC §4), e.g. ``{"continuous": "max", "nominal": "symbol"}``.
+    unseen : {"zero", "prior"}
+        Class probabilities of nominal values not seen in ``fit`` (VDM presets).
+    aggregate : {"sum", "mean"}
+        ``"mean"`` divides ``Σ w_a d_a^p`` by ``Σ w_a`` before the root (Gower's average).
+
+    Attributes (after ``fit``)
+    --------------------------
+    schema_, plan_, n_features_in_, feature_names_in_, kinds_, classes_ (when y was
+    used), delta_ (δ per continuous column), vdm_probabilities_, value_tables_,
+    weights_, n_train_.
+    """
+
+    def __init__(self, name="heom", **params):
+        if not isinstance(name, str):
+            raise TypeError("metric name must be a string, got %r" % (name,))
+        key = name.lower()
+        if key not in METRICS:
+            raise ValueError("unknown metric %r; choose one of %s"
+                             % (name, sorted(set(i.name for i in METRICS.values()))))
+        info = METRICS[key]
+        bad = sorted(set(params) - set(info.params))
+        if bad:
+            raise TypeError("metric %r does not take the parameter(s) %s; it accepts %s"
+                            % (info.name, ", ".join(map(repr, bad)), sorted(info.params)))
+        self.name = info.name
+        self.params = dict(params)
+
+    # -- sklearn-style parameter handling ------------------------------------
+    @property
+    def info(self) -> MetricInfo:
+        return METRICS[self.name]
+
+    def get_params(self, deep=True):
+        return {"name": self.name, **self.params}
+
+    def set_params(self, **params):
+        name = params.pop("name", self.name)
+        new = dict(self.params)
+        new.update(params)
+        Metric.__init__(self, name, **new)
+        for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
+            delattr(self, attr)
+        return self
+
+    def __repr__(self):
+        args = ", ".join("%s=%r" % kv for kv in self.params.items())
+        return "Metric(%r%s)" % (self.name, ", " + args if args else "")
+
+    def __getstate__(self):
+        return dict(self.__dict__)
+
+    def _param(self, key):
+        if key in self.params:
+            return self.params[key]
+        return self.info.defaults.get(key)
+
+    # -- validation -------------------------------------------------------------
+    def _policies(self):
+        miss = self._param("missing")
+        if isinstance(miss, str):
+            pc = pn = miss
+        elif isinstance(miss, dict):
+            bad = set(miss) - {"continuous", "nominal"}
+            if bad:
+                raise ValueError("missing: keys must be 'continuous' and/or 'nominal', got %r"
+                                 % sorted(bad))
+            pc = miss.get("continuous", ONE)
+            pn = miss.get("nominal", ONE)
+        else:
+            raise TypeError("missing must be a policy name or a dict, got %r" % (miss,))
+        for v in (pc, pn):
+            if v not in POLICIES:
+                raise ValueError("missing policy must be one of %s, got %r" % (POLICIES, v))
+        return pc, pn
+
+    def _p(self):
+        p = self._param("p")
+        p = _check_number("p", p, lo=0.0, allow_inf=True)
+        if self.name == "fractional" and not p < 1.0:
+            raise ValueError("fractional metric needs 0 < p < 1, got %r" % p)
+        return p
+
+    # -- fit ------------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Learn the schema and every per-attribute statistic from training rows."""
+        info = self.info
+        p = self._p()
+        pol_c, pol_n = self._policies()
+        agg = self._param("aggregate")
+        if agg not in ("sum", "mean"):
+            raise ValueError("aggregate must be 'sum' or 'mean', got %r" % (agg,))
+        if self.params.get("unseen", "zero") not in ("zero", "prior"):
+            raise ValueError("unseen must be 'zero' or 'prior', got %r" % self.params["unseen"])
+        norm = self._param("normalization")
+        if "normalization" in info.params and norm not in est.NORMALIZATIONS:
+            raise ValueError("normalization must be one of %s, got %r"
+                             % (est.NORMALIZATIONS, norm))
+        trim = self._param("trim")
+        if "trim" in info.params:
+            trim = _check_number("trim", trim, lo=0.0, lo_open=False)
+            if not trim < 0.5:
+                raise ValueError("trim must be in [0, 0.5), got %r" % trim)
+        if "vdm" in info.params and self._param("vdm") not in est.VDM_NORMS:
+            raise ValueError("vdm must be one of %s, got %r" % (est.VDM_NORMS, self._param("vdm")))
+
+        schema = Schema(self._param("nominal")).fit(X)
+        cont, nom = schema.encode(X)
+        n = cont.shape[0]
+        if n < 2:
+            raise ValueError("X has %d row(s); at least 2 training rows are needed" % n)
+        needs_y = info.needs_y or self._param("weights") == "mi" or \
+            _CONT_EXTRA.get(info.continuous, (None, False))[1]
+        ycodes = classes = None
+        if y is not None:
+            ycodes, classes = encode_labels(y, n)
+        elif needs_y:
+            raise ValueError("metric %r needs class labels: call fit(X, y)" % self.name)
+        C = len(classes) if classes is not None else 0
+
+        components = []
+        cont_pos, nom_pos = [], []
+        ic = inom = 0
+        self.delta_ = {}
+        self.vdm_probabilities_ = {}
+        self.value_tables_ = {}
+        for j, (name, kind) in enumerate(zip(schema.names_, schema.kinds_)):
+            if kind == CONTINUOUS:
+                cont_pos.append(ic)
+                nom_pos.append(-1)
+                x = cont[:, ic]
+                ic += 1
+                components.append(self._continuous_component(j, name, x, pol_c, norm, trim,
+                                                             ycodes, C))
+            else:
+                cont_pos.append(-1)
+                nom_pos.append(inom)
+                codes = nom[:, inom]
+                inom += 1
+                V = len(schema.categories_[j]) + (1 if pol_n == SYMBOL else 0)
+                components.append(self._nominal_component(j, name, codes, V, pol_n, ycodes, C,
+                                                          nom, schema))
+        weights = self._weights(schema, cont, nom, ycodes, C)
+        plan = Plan(components, weights, p, agg == "mean", cont_pos, nom_pos)
+        self.schema_ = schema
+        self.plan_ = plan
+        self.n_features_in_ = schema.n_features_in_
+        self.feature_names_in_ = np.array(schema.names_, dtype=object)
+        self.kinds_ = list(schema.kinds_)
+        self.weights_ = weights
+        if classes is not None:
+            self.classes_ = np.array(classes, dtype=object) if any(
+                isinstance(c, str) for c in classes) else np.array(classes)
+        self._y = ycodes
+        self.train_ = plan.encode(cont, nom)
+        self.n_train_ = n
+        return self
+
+    def _continuous_component(self, j, name, x, policy, norm, trim, y, C):
+        kind = self.info.continuous
+        if kind is None:
+            raise ValueError("metric %r compares nominal attributes only, but column %r is "
+                             "continuous; declare it nominal (nominal=[...]) or use hvdm"
+                             % (self.name, name))
+        if policy == SYMBOL:
+            policy = ONE
+        present = x[~np.isnan(x)]
+        lo, hi = float(present.min()), float(present.max())
+        if kind == "diff":
+            delta = est.normalization_delta(x, norm, trim)
+            self.delta_[name] = delta
+            return DiffComponent(j, delta, lo, hi, policy)
+        factory = _CONT_EXTRA[kind][0]
+        return factory(self, j, name, x, policy, y, C)
+
+    def _nominal_component(self, j, name, codes, V, policy, y, C, nom, schema):
+        kind = self.info.nominal
+        sym_codes = np.where(codes < 0, V - 1, codes) if policy == SYMBOL else codes
+        if kind == "overlap":
+            return OverlapComponent(j, V, policy)
+        if kind == "vdm":
+            unseen = self._param("unseen")
+            P = est.class_probabilities(sym_codes, y, V, C, empty=unseen)
+            self.vdm_probabilities_[name] = P
+            q, f = est.vdm_scale(self._param("vdm"), C)
+            if (V + 1) ** 2 <= est.TABLE_BUDGET:
+                T = est.vdm_table(P, self._param("vdm"))
+                self.value_tables_[name] = T
+                return TableComponent(j, T, policy, V)
+            return EmbedComponent(j, C, q, est.ProbabilityRows(P, f), policy, nominal=True)
+        factory = _NOM_EXTRA[kind]
+        return factory(self, j, name, sym_codes, V, policy, nom, schema)
+
+    def _weights(self, schema, cont, nom, y, C):
+        m = schema.n_features_in_
+        w = self._param("weights")
+        if w is None:
+            return np.ones(m)
+        if isinstance(w, str):
+            if w == "mi":
+                from ._info import mi_weights
+                return mi_weights(self, schema, cont, nom, y, C)
+            raise ValueError("weights must be None, 'mi', an array or a dict, got %r" % w)
+        if isinstance(w, dict):
+            bad = set(w) - set(schema.names_)
+            if bad:
+                raise ValueError("weights: no column(s) named %r" % sorted(bad))
+            arr = np.array([w.get(nm, 1.0) for nm in schema.names_], dtype=np.float64)
+        else:
+            try:
+                arr = np.asarray(w, dtype=np.float64)
+            except (TypeError, ValueError):
+                raise TypeError("weights must hold numbers, got %r" % (w,))
+        if arr.ndim != 1 or arr.shape[0] != m:
+            raise ValueError("weights must have one entry per column (%d), got shape %s"
+                             % (m, arr.shape))
+        if not np.all(np.isfinite(arr)):
+            raise ValueError("weights must be finite, got %r" % (arr.tolist(),))
+        if (arr < 0).any():
+            raise ValueError("weights must be non-negative, got %r" % (arr.tolist(),))
+        if not (arr > 0).any():
+            raise ValueError("weights must not all be zero")
+        return arr
+
+    # -- use ------------------------------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "plan_"):
+            raise RuntimeError("this %s metric is not fitted yet; call fit(X, y) first"
+                               % self.name) from None
+
+    def encode(self, X, unseen=None, what="X"):
+        """Rows of ``X`` encoded for the kernels (:class:`hdist._plan.Rows`)."""
+        self._check_fitted()
+        cont, nom = self.schema_.encode(X, unseen=unseen, what=what)
+        return self.plan_.encode(cont, nom)
+
+    def pairwise(self, X, Y=None, *, out=None, n_jobs=None, reduced=False):
+        """Distance matrix ``D[i, j] = d(X_i, Y_j)`` (``Y=None``: X against itself, each
+        pair computed once).  Returns true distances, or the reduced distance
+        ``Σ w d^p`` (no root, no mean) when ``reduced=True``."""
+        self._check_fitted()
+        threads = effective_n_jobs(n_jobs)
+        unseen = [dict() for _ in self.schema_.nominal_names]
+        A = self.encode(X, unseen, "X")
+        B = A if Y is None else self.encode(Y, unseen, "Y")
+        shape = (A.n, B.n)
+        if out is None:
+            out = np.empty(shape)
+        else:
+            if not isinstance(out, np.ndarray):
+                raise TypeError("out must be a numpy array, got %s" % type(out).__name__)
+            if out.dtype != np.float64:
+                raise ValueError("out must have dtype float64, got %s" % out.dtype)
+            if out.shape != shape:
+                raise ValueError("out must have shape %s, got %s" % (shape, out.shape))
+            if not out.flags.c_contiguous:
+                raise ValueError("out must be C-contiguous")
+            if not out.flags.writeable:
+                raise ValueError("out must be writeable")
+        from ._kernels import CRows, pairwise
+        cA = CRows(A)
+        cB = cA if Y is None else CRows(B)
+        pairwise(self.plan_.cplan, cA, cB, out, threads, Y is None, bool(reduced))
+        return out
+
+    def _queries(self, Q):
+        if Q is None:
+            return self.train_
+        return self.encode(Q, what="Q")
+
+    def kneighbors(self, Q=None, k=5, *, exclude_self=False, return_distance=True,
+                   n_jobs=None):
+        """The ``k`` nearest training rows of each row of ``Q`` (``None``: the training
+        rows), sorted by true distance, ties broken by the smaller training index.
+
+        Returns ``(distances, indices)`` of shape ``[n_q, k]`` (only indices when
+        ``return_distance=False``).  ``exclude_self`` skips training row ``i`` for query
+        row ``i`` (``Q`` must then be the training rows)."""
+        self._check_fitted()
+        rows = self._queries(Q)
+        k = _check_k(k, self.n_train_ - (1 if exclude_self else 0))
+        if exclude_self and rows.n != self.n_train_:
+            raise ValueError("exclude_self=True needs the training rows as queries (%d rows),"
+                             " got %d" % (self.n_train_, rows.n))
+        from ._kernels import CRows, knn
+        threads = effective_n_jobs(n_jobs)
+        d, i = knn(self.plan_.cplan, CRows(rows), self._ctrain(), k, threads,
+                   exclude_self=bool(exclude_self))
+        return (d, i) if return_distance else i
+
+    def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
+                         n_jobs=None):
+        """Training rows within distance ``r`` (inclusive) of each query row, sorted by
+        (distance, index).  Returns object arrays of arrays, like scikit-learn."""
+        self._check_fitted()
+        r = _check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
+        rows = self._queries(Q)
+        if exclude_self and rows.n != self.n_train_:
+            raise ValueError("exclude_self=True needs the training rows as queries")
+        from ._kernels import CRows, radius
+        threads = effective_n_jobs(n_jobs)
+        dl, il = radius(self.plan_.cplan, CRows(rows), self._ctrain(), r, threads,
+                        bool(exclude_self))
+        D = np.empty(len(dl), dtype=object)
+        I = np.empty(len(il), dtype=object)
+        D[:] = dl
+        I[:] = il
+        return (D, I) if return_distance else I
+
+    def _ctrain(self):
+        c = getattr(self, "_ctrain_cache", None)
+        if c is None:
+            from ._kernels import CRows
+            c = CRows(self.train_)
+            self._ctrain_cache = c
+        return c
+
+    def __getstate__(self):
+        st = dict(self.__dict__)
+        st.pop("_ctrain_cache", None)
+        return st
+
+    def explain(self, x, y):
+        """Per-attribute terms of ``d(x, y)`` for two single rows.
+
+        Returns an :class:`Explanation` whose ``terms`` add up to ``reduced`` (``Σ`` of
+        ``w_a d_a^p``, rescaled for "ignore" and divided by ``Σ w`` for the mean), with
+        ``distance = reduced ** (1/p)`` (``max`` of the terms for p = inf)."""
+        self._check_fitted()
+        unseen = [dict() for _ in self.schema_.nominal_names]
+        A = self.encode(_one_row(x, self.schema_), unseen, "x")
+        B = self.encode(_one_row(y, self.schema_), unseen, "y")
+        if A.n != 1 or B.n != 1:
+            raise ValueError("explain takes single rows; got %d and %d rows" % (A.n, B.n))
+        from ._kernels import CRows, pair_terms, finalize_array
+        plan = self.plan_
+        tc, to, tt, te, sc, so, st, se, red = pair_terms(plan.cplan, CRows(A), 0, CRows(B), 0)
+        m = plan.m
+        terms = np.zeros(m)
+        skipped = np.zeros(m, dtype=bool)
+        for attr, t, s in ((plan.c_attr, tc, sc), (plan.o_attr, to, so), (plan.t_attr, tt, st),
+                           (plan.e_attr, te, se)):
+            terms[attr] = t
+            skipped[attr] = s
+        if skipped.any() and plan.pmode != 0:
+            kw = plan.weights[~skipped].sum()
+            terms = terms * (plan.w_all / kw) if kw > 0 else plan.weights.copy()
+        if plan.mean and plan.pmode != 0:
+            terms = terms / plan.w_all
+            red_shown = red / plan.w_all
+        else:
+            red_shown = red
+        dist = float(finalize_array(plan.cplan, np.array([red]))[0])
+        return Explanation(list(self.schema_.names_), terms, skipped, float(red_shown), dist,
+                           plan.p)
+
+
+@dataclass
+class Explanation:
+    """Per-attribute terms of one distance (see :meth:`Metric.explain`)."""
+    columns: list
+    terms: np.ndarray
+    skipped: np.ndarray
+    reduced: float
+    distance: float
+    p: float
+
+    def to_dict(self):
+        return dict(zip(self.columns, self.terms.tolist()))
+
+    def to_frame(self):
+        import pandas as pd
+        return pd.DataFrame({"term": self.terms, "skipped": self.skipped},
+                            index=pd.Index(self.columns, name="column"))
+
+
+def _check_k(k, n):
+    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+        raise TypeError("k must be an int, got %r" % (k,))
+    k = int(k)
+    if k < 1:
+        raise ValueError("k must be >= 1, got %d" % k)
+    if k > n:
+        raise ValueError("k = %d is larger than the %d available training rows" % (k, n))
+    return k
+
+
+def _one_row(x, schema):
+    """A single row given as a 1-D sequence, dict or a 1-row table -> 1-row table."""
+    if isinstance(x, dict):
+        return _dict_row(x, schema)
+    mod = type(x).__module__.split(".")[0]
+    if mod == "pandas" and type(x).__name__ == "Series":
+        return _dict_row(x.to_dict(), schema)
+    if isinstance(x, np.ndarray) and x.dtype.names is not None:
+        return np.atleast_1d(x)
+    if isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim == 1):
+        row = np.empty((1, len(x)), dtype=object)
+        row[0, :] = list(x)
+        if schema.by_name_:
+            return _dict_row(dict(zip(schema.names_, list(x))), schema) \
+                if len(x) == len(schema.names_) else row
+        return row
+    return x
+
+
+def _dict_row(d, schema):
+    """Build a 1-row table matched by name without pandas: a structured object array."""
+    missing = [n for n in schema.names_ if n not in d]
+    if missing:
+        raise ValueError("row is missing the column(s) %r" % missing)
+    extra = [n for n in d if n not in schema.names_]
+    if extra:
+        raise ValueError("row has column(s) %r not seen in fit" % extra)
+    dt = np.dtype([(n, object) for n in schema.names_])
+    rec = np.empty(1, dtype=dt)
+    for n in schema.names_:
+        rec[n][0] = d[n]
+    return rec

@@ -1,0 +1,110 @@
+"""Build script for the compiled parts of hdist.
+
+OpenMP is required: a build without it fails unless ``HDIST_ALLOW_NO_OPENMP=1``
+is set.  ``HDIST_DEBUG=1`` builds with Cython bounds checks, ``-O0 -g``.
+``HDIST_SANITIZE=1`` adds AddressSanitizer and UndefinedBehaviorSanitizer (gcc/clang).
+"""
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+from setuptools.command.build_ext import build_ext
+
+DEBUG = os.environ.get("HDIST_DEBUG", "0") == "1"
+SANITIZE = os.environ.get("HDIST_SANITIZE", "0") == "1"
+ALLOW_NO_OPENMP = os.environ.get("HDIST_ALLOW_NO_OPENMP", "0") == "1"
+
+MODULES = ["_kernels", "_trees"]
+
+
+def _openmp_flags(compiler_type):
+    """Compile and link flags that enable OpenMP for this compiler."""
+    if compiler_type == "msvc":
+        return ["/openmp"], []
+    if sys.platform == "darwin":
+        # Apple clang needs libomp (Homebrew); honour a prefix given by the environment.
+        prefix = os.environ.get("LIBOMP_PREFIX") or "/opt/homebrew/opt/libomp"
+        if not os.path.isdir(prefix):
+            prefix = "/usr/local/opt/libomp"
+        return (["-Xpreprocessor", "-fopenmp", f"-I{prefix}/include"],
+                [f"-L{prefix}/lib", "-lomp"])
+    return ["-fopenmp"], ["-fopenmp"]
+
+
+def _check_openmp(compiler, cflags, lflags):
+    """Compile and run a tiny OpenMP program; True when it works."""
+    src = ("#include <omp.h>\n#include <stdio.h>\n"
+           "int main(void){int n=0;\n#pragma omp parallel reduction(+:n)\nn+=1;\n"
+           "printf(\"%d\", omp_get_max_threads()); return n > 0 ? 0 : 1;}\n")
+    with tempfile.TemporaryDirectory() as tmp:
+        path = os.path.join(tmp, "omp_check.c")
+        with open(path, "w") as fh:
+            fh.write(src)
+        try:
+            objs = compiler.compile([path], output_dir=tmp, extra_postargs=cflags)
+            exe = os.path.join(tmp, "omp_check")
+            compiler.link_executable(objs, exe, extra_postargs=lflags)
+        except Exception:
+            return False
+        if platform.system() != "Windows":
+            try:
+                subprocess.run([exe], check=True, capture_output=True, timeout=60)
+            except Exception:
+                return False
+    return True
+
+
+class BuildExt(build_ext):
+    def build_extensions(self):
+        ctype = self.compiler.compiler_type
+        omp_c, omp_l = _openmp_flags(ctype)
+        have_omp = _check_openmp(self.compiler, omp_c, omp_l)
+        if not have_omp:
+            if not ALLOW_NO_OPENMP:
+                raise RuntimeError(
+                    "hdist: OpenMP was not found for compiler %r. Install an OpenMP runtime "
+                    "(gcc: libgomp; macOS: brew install libomp) or set HDIST_ALLOW_NO_OPENMP=1 "
+                    "to build a serial extension." % ctype)
+            omp_c, omp_l = [], []
+        if ctype == "msvc":
+            opt = ["/Od", "/Zi"] if DEBUG else ["/O2"]
+        else:
+            opt = ["-O0", "-g"] if DEBUG else ["-O3"]
+            opt += ["-fno-fast-math", "-fno-strict-aliasing"]
+            if SANITIZE:
+                opt += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
+        for ext in self.extensions:
+            ext.extra_compile_args = opt + omp_c
+            ext.extra_link_args = omp_l + (["-fsanitize=address,undefined"] if SANITIZE and ctype != "msvc" else [])
+            ext.define_macros = list(ext.define_macros or []) + [
+                ("HDIST_HAVE_OPENMP", "1" if omp_c else "0"),
+                ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
+            ]
+        super().build_extensions()
+
+
+def _extensions():
+    exts = []
+    for name in MODULES:
+        src = os.path.join("hdist", name + ".pyx")
+        if os.path.exists(src):
+            exts.append(Extension("hdist." + name, [src], include_dirs=[np.get_include()]))
+    directives = {
+        "language_level": 3,
+        "boundscheck": DEBUG,
+        "wraparound": False,
+        "initializedcheck": DEBUG,
+        "cdivision": True,
+        "nonecheck": False,
+        "embedsignature": True,
+    }
+    return cythonize(exts, compiler_directives=directives,
+                     compile_time_env={"HDIST_DEBUG": DEBUG}, force=DEBUG or SANITIZE)
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": BuildExt})
