@@ -461,6 +461,46 @@ class Metric:
         st.pop("_ctrain_cache", None)
         return st
 
+    def value_distances(self, attribute):
+        """The learned value x value table ``d_a(v, w)`` of a nominal attribute.
+
+        Unweighted component distances between the values seen in ``fit`` (with the
+        "symbol" policy, the missing symbol is the last value, labelled ``"<missing>"``).
+        Returns a pandas DataFrame when pandas is installed, else ``(labels, table)``."""
+        self._check_fitted()
+        names = self.schema_.names_
+        if isinstance(attribute, (int, np.integer)) and not isinstance(attribute, bool):
+            if not -len(names) <= attribute < len(names):
+                raise ValueError("attribute position %d is out of range" % attribute)
+            j = int(attribute) % len(names)
+        elif attribute in names:
+            j = names.index(attribute)
+        else:
+            raise ValueError("no column named %r (columns: %r)" % (attribute, names))
+        if self.schema_.kinds_[j] != "nominal":
+            raise ValueError("column %r is continuous; value tables exist for nominal "
+                             "columns only" % names[j])
+        comp = self.plan_.components[j]
+        labels = list(self.schema_.categories_[j])
+        V = comp.n_values
+        if len(labels) < V:
+            labels.append("<missing>")
+        if isinstance(comp, TableComponent):
+            T = np.array(comp.table[:V, :V], dtype=np.float64)
+        elif isinstance(comp, OverlapComponent):
+            T = 1.0 - np.eye(V)
+        else:
+            codes = np.arange(V)
+            E = comp.encode(codes)
+            diff = E[:, None, :] - E[None, :, :]
+            T = np.abs(diff).sum(-1) if comp.q == 1 else np.sqrt((diff * diff).sum(-1))
+        try:
+            import pandas as pd
+        except ImportError:
+            return labels, T
+        return pd.DataFrame(T, index=pd.Index(labels, name=names[j]),
+                            columns=pd.Index(labels, name=names[j]))
+
     def explain(self, x, y):
         """Per-attribute terms of ``d(x, y)`` for two single rows.
 
