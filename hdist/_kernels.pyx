@@ -13,7 +13,7 @@ cimport numpy as cnp
 cimport cython
 from cython.parallel cimport prange, parallel
 from libc.stdlib cimport malloc, free, realloc, qsort
-from libc.math cimport INFINITY, isnan
+from libc.math cimport INFINITY, isnan, fabs
 
 cnp.import_array()
 
@@ -315,13 +315,62 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
                                       ti[(t * nq + q) * k + i])
     else:
         raise ValueError("strategy must be 'queries' or 'references', got %r" % (strategy,))
+    finish_heaps(plan, dist, ind)
+    return dist, ind
+
+
+def finish_heaps(CPlan plan, double[:, ::1] D, intp[:, ::1] I):
+    """Turn per-query max-heaps of reduced distances into rows sorted by
+    (true distance, index), in place."""
+    cdef const PlanS* P = &plan.s
+    cdef intp q, i, nq = D.shape[0], k = D.shape[1]
     with nogil:
         for q in range(nq):
             heap_sort(&D[q, 0], &I[q, 0], k)
             for i in range(k):
                 D[q, i] = finalize(P, D[q, i])
             insertion_sort(&D[q, 0], &I[q, 0], k)
-    return dist, ind
+
+
+def gemm_select(CPlan plan, CRows Q, CRows R, const double[:, ::1] G,
+                const double[::1] a, const double[::1] b, const double[::1] nx,
+                const double[::1] ny, intp q0, intp r0, double[:, ::1] HD, intp[:, ::1] HI,
+                double eps, int n_threads, bint exclude_self=False, intp self_offset=0):
+    """Update the heaps of queries ``q0 .. q0 + G.shape[0]`` with reference rows
+    ``r0 .. r0 + G.shape[1]``, using ``G[i, j] + a[q] + b[j]`` (a GEMM estimate of the
+    reduced p = 2 distance) as a filter: a pair is computed exactly (``pair_reduced``)
+    unless its estimate minus the rounding margin ``eps * (nx[q] ny[j] + |a[q]| + |b[j]|
+    + |estimate|)`` already exceeds the query's current k-th reduced distance.  The margin
+    bounds the rounding error of both computations, so the kept set is exactly the brute
+    force one; a NaN estimate is always computed exactly."""
+    cdef const PlanS* P = &plan.s
+    cdef const RowsS* QS = &Q.s
+    cdef const RowsS* RS = &R.s
+    cdef intp nb = G.shape[0], nt = G.shape[1], k = HD.shape[1], ii, jj, q, j
+    cdef double tau, est, marg, s, aq, nq_
+    cdef int excl = exclude_self
+    cdef double* hd
+    cdef intp* hi
+    with nogil:
+        for ii in prange(nb, num_threads=n_threads, schedule="static"):
+            q = q0 + ii
+            hd = &HD[q, 0]
+            hi = &HI[q, 0]
+            tau = hd[0]
+            aq = a[q]
+            nq_ = nx[q]
+            for jj in range(nt):
+                j = r0 + jj
+                est = G[ii, jj] + aq + b[j]
+                marg = eps * (nq_ * ny[j] + fabs(aq) + fabs(b[j]) + fabs(est))
+                if est - marg > tau:
+                    continue
+                if excl and j == q + self_offset:
+                    continue
+                s = pair_reduced(P, QS, q, RS, j, 2, tau)
+                if _before(s, j, tau, hi[0]):
+                    heap_push(hd, hi, k, s, j)
+                    tau = hd[0]
 
 
 def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,

@@ -327,7 +327,7 @@ class Metric:
             if (V + 1) ** 2 <= est.TABLE_BUDGET:
                 T = est.vdm_table(P, self._param("vdm"))
                 self.value_tables_[name] = T
-                return TableComponent(j, T, policy, V)
+                return TableComponent(j, T, policy, V, embedding=P * f if q == 2 else None)
             return EmbedComponent(j, C, q, est.ProbabilityRows(P, f), policy, nominal=True)
         factory = _NOM_EXTRA[kind]
         return factory(self, j, name, sym_codes, V, policy, nom, schema)
@@ -423,11 +423,31 @@ class Metric:
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries (%d rows),"
                              " got %d" % (self.n_train_, rows.n))
-        from ._kernels import CRows, knn
         threads = effective_n_jobs(n_jobs)
-        d, i = knn(self.plan_.cplan, CRows(rows), self._ctrain(), k, threads,
-                   exclude_self=bool(exclude_self))
+        d, i = self._knn_rows(rows, k, bool(exclude_self), threads)
         return (d, i) if return_distance else i
+
+    #: below this many pairs the direct kernel is used without the GEMM filter
+    _GEMM_MIN_PAIRS = 1 << 18
+
+    def _knn_rows(self, rows, k, exclude_self, threads, method="auto", R=None, cR=None):
+        """Brute-force k-NN of encoded query rows against the training rows (or ``R``).
+
+        ``method``: "direct" (the pair kernel over tiles), "gemm" (matrix-product filter,
+        p = 2 plans only; falls back to direct when not applicable) or "auto"."""
+        from . import _gemm
+        from ._kernels import CRows, knn
+        if R is None:
+            R, cR = self.train_, self._ctrain()
+        cQ = CRows(rows)
+        if method == "gemm" or (method == "auto" and
+                                rows.n * R.n >= self._GEMM_MIN_PAIRS and rows.n >= 16):
+            res = _gemm.knn(self.plan_, rows, R, cQ, cR, k, threads, exclude_self)
+            if res is not None:
+                return res
+        elif method not in ("auto", "direct"):
+            raise ValueError("method must be 'auto', 'direct' or 'gemm', got %r" % (method,))
+        return knn(self.plan_.cplan, cQ, cR, k, threads, exclude_self=exclude_self)
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
                          n_jobs=None):
