@@ -57,8 +57,11 @@ class TableComponent:
 
     block = "t"
 
-    def __init__(self, col, table, policy, n_values):
+    def __init__(self, col, table, policy, n_values, embedding=None):
+        # embedding (optional, (V + 1) x dim): T[v, w] = ||E[v] - E[w]||_2 for every pair,
+        # which lets p = 2 searches use matrix products (VDM N2/N3: the probability rows)
         self.col, self.table, self.policy, self.n_values = col, table, policy, n_values
+        self.embedding = embedding
 
 
 class EmbedComponent:
