@@ -97,7 +97,7 @@ _preset("gower", "diff", "overlap", False,
         aggregate="mean")
 
 _CONT_EXTRA = {}   # continuous estimator name -> (module attribute) filled by extensions
-_NOM_EXTRA = {}
+_NOM_EXTRA = {}    # nominal kind -> factory(metric, j, name, codes, V, policy, nom, schema, cont)
 
 
 def _check_number(name, v, lo=None, lo_open=True, allow_inf=False):
@@ -280,7 +280,7 @@ class Metric:
                 inom += 1
                 V = len(schema.categories_[j]) + (1 if pol_n == SYMBOL else 0)
                 components.append(self._nominal_component(j, name, codes, V, pol_n, ycodes, C,
-                                                          nom, schema))
+                                                          nom, schema, cont))
         weights = self._weights(schema, cont, nom, ycodes, C)
         plan = Plan(components, weights, p, agg == "mean", cont_pos, nom_pos)
         self.schema_ = schema
@@ -314,7 +314,7 @@ class Metric:
         factory = _CONT_EXTRA[kind][0]
         return factory(self, j, name, x, policy, y, C)
 
-    def _nominal_component(self, j, name, codes, V, policy, y, C, nom, schema):
+    def _nominal_component(self, j, name, codes, V, policy, y, C, nom, schema, cont=None):
         kind = self.info.nominal
         sym_codes = np.where(codes < 0, V - 1, codes) if policy == SYMBOL else codes
         if kind == "overlap":
@@ -330,7 +330,7 @@ class Metric:
                 return TableComponent(j, T, policy, V, embedding=P * f if q == 2 else None)
             return EmbedComponent(j, C, q, est.ProbabilityRows(P, f), policy, nominal=True)
         factory = _NOM_EXTRA[kind]
-        return factory(self, j, name, sym_codes, V, policy, nom, schema)
+        return factory(self, j, name, sym_codes, V, policy, nom, schema, cont)
 
     def _weights(self, schema, cont, nom, y, C):
         m = schema.n_features_in_
