@@ -1,0 +1,197 @@
+"""Co-occurrence value tables for nominal attributes: HDS and ADD (SPEC §3, no class needed).
+
+A nominal value is described by how the *other* attributes are distributed over the
+training rows that hold it.  For attribute ``a``, value ``v`` and another attribute
+``j != a``, ``Q_{a,v}^j`` is the distribution of ``j`` over the rows where ``a = v``
+(continuous ``j`` is binned first: equal frequency, ``n_bins`` bins).  Two values are as
+far apart as these distributions:
+
+- ``hds`` (Zhao, Liu & Wang 2016, seed 003, eq. 4 and Algorithm 1):
+  ``S_H(v, w) = Σ_{j≠a} H(Q_v^j, Q_w^j)`` with the Hellinger distance
+  ``H(P, Q) = sqrt(½ Σ_λ (√P(λ) − √Q(λ))²)``;
+- ``add`` (Ahmad & Dey 2007, the "ADD" of seed 003's experiments):
+  ``Σ_{j≠a} ½ Σ_λ |Q_v^j(λ) − Q_w^j(λ)|`` (total variation distance).
+
+Conventions (SPEC §3): missing values of a co-attribute are left out of its distribution;
+a term whose distribution is empty for ``v`` or ``w`` is 1; ``T[v, v] = 0``; with
+``average=True`` (the default) the sum is divided by ``m − 1`` so that ``0 ≤ T ≤ 1``.
+With the "symbol" missing policy the missing symbol of ``a`` is one more value whose
+distributions come from the rows where ``a`` is missing (co-attributes still leave their
+own missing values out).  An unseen value has empty distributions, so it is at ``m − 1``
+(1 after averaging) from every learned value; two *different* unseen values are at the
+same distance (``T[V, V]``), and equal unseen values are at 0 like any equal pair.
+
+The metric ``smd`` (simple matching distance, Huang 1998; seed 003's baseline) is the
+overlap of nominal attributes, registered here as a nominal-only preset with ``p = 1``.
+
+Binning: continuous co-attributes are cut at the ``k / n_bins`` quantiles of their training
+values (numpy's default linear interpolation), duplicate cut points merged; a value ``x``
+falls in bin ``#{cuts <= x}``, so bins are ``[c_{k-1}, c_k)`` with open ends.
+
+References
+----------
+- L. Zhao, J. Liu, X. Wang, "Hellinger Distance Based Similarity Analysis for Categorical
+  Variables in Mixture Dataset", Computer Science 43(6) (2016) 280-282 (seed 003).
+- A. Ahmad, L. Dey, "A k-mean clustering algorithm for mixed numeric and categorical
+  data", Data & Knowledge Engineering 63(2) (2007) 503-527.
+- Z. Huang, "Extensions to the k-Means Algorithm for Clustering Large Data Sets with
+  Categorical Values", Data Mining and Knowledge Discovery 2 (1998) 283-304.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+from ._plan import TableComponent
+from ._schema import CONTINUOUS
+from .metrics import _DIFF, _NOM_EXTRA, _preset
+
+#: largest number of doubles in one block of pairwise differences (``rows x V x L``)
+BLOCK_BUDGET = 1 << 20
+
+_DOC_HDS = ("Hellinger distance similarity (Zhao, Liu & Wang 2016): range-normalized "
+            "differences and, for nominal values, the sum over the other attributes of the "
+            "Hellinger distance between their conditional distributions.")
+_DOC_ADD = ("Ahmad & Dey's distance (2007): range-normalized differences and, for nominal "
+            "values, the sum over the other attributes of the total variation distance "
+            "between their conditional distributions.")
+_DOC_SMD = ("Simple matching distance (Huang 1998): the number of nominal attributes whose "
+            "values differ (nominal columns only).")
+
+_COOC = {"average", "n_bins"}
+_preset("hds", "diff", "hds", False, _DOC_HDS, _DIFF | _COOC | {"p"}, p=2.0,
+        normalization="range", average=True, n_bins=10)
+_preset("add", "diff", "add", False, _DOC_ADD, _DIFF | _COOC | {"p"}, p=2.0,
+        normalization="range", average=True, n_bins=10)
+_preset("smd", None, "overlap", False, _DOC_SMD, {"p"}, p=1.0)
+
+
+def check_params(average, n_bins):
+    """Validate the co-occurrence parameters; returns ``(average, n_bins)``."""
+    if not isinstance(average, (bool, np.bool_)):
+        raise TypeError("average must be True or False, got %r" % (average,))
+    if isinstance(n_bins, (bool, np.bool_)) or not isinstance(n_bins, numbers.Integral):
+        raise TypeError("n_bins must be an int, got %r" % (n_bins,))
+    if n_bins < 2:
+        raise ValueError("n_bins must be >= 2, got %d" % n_bins)
+    return bool(average), int(n_bins)
+
+
+def equal_frequency_cuts(x, n_bins):
+    """Cut points of ``n_bins`` equal-frequency bins of the non-missing values of ``x``.
+
+    The ``k / n_bins`` quantiles (``k = 1 .. n_bins - 1``, linear interpolation), with
+    duplicates merged, so a column with many ties gets fewer bins."""
+    x = np.asarray(x, dtype=np.float64)
+    present = x[~np.isnan(x)]
+    if present.size == 0:
+        return np.zeros(0)
+    q = np.quantile(present, np.arange(1, n_bins) / n_bins)
+    return np.unique(q)
+
+
+def bin_codes(x, cuts):
+    """Bin of each value (``#{cuts <= x}``); ``-1`` for missing."""
+    x = np.asarray(x, dtype=np.float64)
+    codes = np.searchsorted(cuts, x, side="right").astype(np.int64)
+    codes[np.isnan(x)] = -1
+    return codes
+
+
+def coattributes(schema, cont, nom, n_bins, skip=None):
+    """Every column but ``skip`` as ``(codes, n_levels)`` (``-1`` = missing), in schema
+    order; continuous columns binned with :func:`equal_frequency_cuts`.  Also returns the
+    cut points of the continuous columns by name."""
+    out, cuts_by_name = [], {}
+    ic = inom = 0
+    for k, (name, kind) in enumerate(zip(schema.names_, schema.kinds_)):
+        if kind == CONTINUOUS:
+            col = cont[:, ic]
+            ic += 1
+            if k == skip:
+                continue
+            cuts = equal_frequency_cuts(col, n_bins)
+            cuts_by_name[name] = cuts
+            out.append((bin_codes(col, cuts), cuts.size + 1))
+        else:
+            col = nom[:, inom]
+            inom += 1
+            if k == skip:
+                continue
+            out.append((col, len(schema.categories_[k])))
+    return out, cuts_by_name
+
+
+def _pair_terms(F, kind):
+    """``[V, V]`` term of one co-attribute from rows ``F`` (``√Q`` for hds, ``Q`` for add),
+    computed in row blocks of at most :data:`BLOCK_BUDGET` doubles."""
+    V, L = F.shape
+    out = np.empty((V, V))
+    step = max(1, BLOCK_BUDGET // max(1, V * L))
+    for r0 in range(0, V, step):
+        r1 = min(V, r0 + step)
+        diff = F[r0:r1, None, :] - F[None, :, :]
+        if kind == "hds":
+            out[r0:r1] = np.sqrt(0.5 * np.einsum("vwl,vwl->vw", diff, diff))
+        else:
+            out[r0:r1] = 0.5 * np.abs(diff).sum(axis=2)
+    return out
+
+
+def cooccurrence_table(codes, V, coattrs, kind, average):
+    """The ``(V + 1) x (V + 1)`` table of ``hds`` or ``add`` for one nominal attribute.
+
+    Parameters
+    ----------
+    codes : int array [n]
+        Codes of the attribute (``0 .. V-1``; ``-1`` missing, left out).
+    V : int
+        Number of learned values (the "symbol" value included).
+    coattrs : list of (codes, n_levels)
+        The other attributes (``-1`` = missing, left out of the distributions).
+    kind : {"hds", "add"}
+    average : bool
+        Divide by the number of co-attributes.
+
+    Row and column ``V`` stand for unseen values: every term 1.
+    """
+    codes = np.asarray(codes, dtype=np.int64)
+    n_co = len(coattrs)
+    T = np.zeros((V + 1, V + 1))
+    has_a = codes >= 0
+    for cj, L in coattrs:
+        ok = has_a & (cj >= 0)
+        N = np.bincount(codes[ok] * L + cj[ok], minlength=V * L).reshape(V, L)
+        N = N.astype(np.float64)
+        tot = N.sum(axis=1)
+        empty = tot == 0
+        Q = N / np.where(empty, 1.0, tot)[:, None]
+        term = _pair_terms(np.sqrt(Q) if kind == "hds" else Q, kind)
+        term[empty, :] = 1.0
+        term[:, empty] = 1.0
+        T[:V, :V] += term
+    T[V, :] = n_co
+    T[:, V] = n_co
+    if average:
+        T /= n_co
+    np.fill_diagonal(T[:V, :V], 0.0)
+    return T
+
+
+def _factory(kind):
+    def factory(metric, j, name, codes, V, policy, nom, schema, cont):
+        average, n_bins = check_params(metric._param("average"), metric._param("n_bins"))
+        if schema.n_features_in_ < 2:
+            raise ValueError("metric %r describes a value of column %r by the other "
+                             "columns, but X has no other column" % (metric.name, name))
+        coattrs, _ = coattributes(schema, cont, nom, n_bins, skip=j)
+        T = cooccurrence_table(codes, V, coattrs, kind, average)
+        metric.value_tables_[name] = T
+        return TableComponent(j, T, policy, V)
+    factory.__name__ = "%s_component" % kind
+    return factory
+
+
+_NOM_EXTRA["hds"] = _factory("hds")
+_NOM_EXTRA["add"] = _factory("add")
