@@ -28,6 +28,8 @@ from ._plan import IGNORE, TableComponent
 MAX_DIM = 512
 #: entries of a feature matrix beyond this magnitude risk overflow in the product
 MAX_ABS = 1e100
+#: the same for float32 products (squares of features stay far below float32's max)
+MAX_ABS32 = 1e15
 _U = 2.0 ** -53
 
 _controller = None
@@ -94,71 +96,125 @@ def _attributes(plan, rows):
     return out
 
 
-def features(plan, Q, R):
-    """Augmented features ``(Xq, a, nx, Yr, b, ny)`` with
-    ``reduced(q, j) ≈ Xq[q] · Yr[j] + a[q] + b[j]``; None when not applicable."""
-    fq = _attributes(plan, Q)
-    fr = _attributes(plan, R)
-    if fq is None or fr is None:
-        return None
-    xs, ys = [], []
-    xa, yb = [], []
-    a = np.zeros(Q.n)
-    b = np.zeros(R.n)
-    for (Ex, px, Ax, B), (Ey, py, Ay, _) in zip(fq, fr):
-        sx = np.einsum("ij,ij->i", Ex, Ex)
-        sy = np.einsum("ij,ij->i", Ey, Ey)
-        xs.append(Ex)
-        ys.append(-2.0 * Ey)
-        if px.all() and py.all():
-            a += sx
-            b += sy
+def _miss_set(plan, attrs_q, attrs_r):
+    return tuple(i for i, (fq, fr) in enumerate(zip(attrs_q, attrs_r))
+                 if not (fq[1].all() and fr[1].all()))
+
+
+def side_features(attrs, miss, query_side):
+    """Augmented features of one side; ``reduced(q, j) ≈ Xq[q] · Yr[j]``.
+
+    Query side: ``[e, (s - p A, p) per attribute in miss, a, 1]``;
+    reference side: ``[-2 e, (p, s - p A + B p) per attribute in miss, 1, b]``.
+    Returns ``(F, norms)`` or None when magnitudes make the product unsafe."""
+    n = attrs[0][0].shape[0] if attrs else 0
+    cols, extra = [], []
+    const = np.zeros(n)
+    for idx, (E, pres, A, B) in enumerate(attrs):
+        s = np.einsum("ij,ij->i", E, E)
+        cols.append(E if query_side else -2.0 * E)
+        if idx not in miss:
+            const += s
             continue
-        pxf = px.astype(np.float64)
-        pyf = py.astype(np.float64)
-        xa.append(np.column_stack([sx - pxf * Ax, pxf]))
-        yb.append(np.column_stack([pyf, sy - pyf * Ay + B * pyf]))
-        a += pxf * (Ax - B)
-        b += pyf * (Ay - B) + B
-    Xq = np.ascontiguousarray(np.hstack(xs + xa))
-    Yr = np.ascontiguousarray(np.hstack(ys + yb))
-    if Xq.shape[1] > MAX_DIM:
+        pf = pres.astype(np.float64)
+        if query_side:
+            extra.append(s - pf * A)
+            extra.append(pf)
+            const += pf * (A - B)
+        else:
+            extra.append(pf)
+            extra.append(s - pf * A + B * pf)
+            const += pf * (A - B) + B
+    ones = np.ones(n)
+    tail = [const, ones] if query_side else [ones, const]
+    F = np.hstack(cols + [np.column_stack(extra + tail)])
+    if not np.all(np.isfinite(F)) or (F.size and np.abs(F).max() > MAX_ABS):
         return None
-    for M in (Xq, Yr, a, b):
-        if not np.all(np.isfinite(M)) or (M.size and np.abs(M).max() > MAX_ABS):
-            return None
-    nx = np.sqrt(np.einsum("ij,ij->i", Xq, Xq))
-    ny = np.sqrt(np.einsum("ij,ij->i", Yr, Yr))
-    return Xq, a, nx, Yr, b, ny
+    return np.ascontiguousarray(F), np.sqrt(np.einsum("ij,ij->i", F, F))
 
 
-def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=256, r_tile=2048):
-    """Exact k-NN through the GEMM filter; None when the plan or data do not allow it."""
+def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=256, r_tile=4096,
+        r_chunk=64, dtype=np.float32, cache=None):
+    """Exact k-NN through the GEMM filter; None when the plan or data do not allow it.
+
+    ``cache`` (a dict kept by the caller for a fixed reference set ``R``) keeps the
+    reference side's features between calls."""
     if not eligible(plan):
         return None
-    f = features(plan, Q, R)
-    if f is None:
+    aq = _attributes(plan, Q)
+    if aq is None:
         return None
-    Xq, a, nx, Yr, b, ny = f
+    cache = {} if cache is None else cache
+    ar = cache.get("attrs")
+    if ar is None:
+        ar = _attributes(plan, R)
+        if ar is None:
+            return None
+        cache["attrs"] = ar
+    miss = _miss_set(plan, aq, ar)
+    fq = side_features(aq, miss, True)
+    key = (miss, np.dtype(dtype).str)
+    fr = cache.get(key)
+    if fr is None:
+        fr = side_features(ar, miss, False)
+        if fr is None or fq is None:
+            return None
+        Yr, ny = fr
+        # the reference side in the product's precision, and ny's maximum per chunk
+        fr = (Yr.astype(dtype), np.maximum.reduceat(ny, np.arange(0, R.n, r_chunk)),
+              float(np.abs(Yr).max(initial=0)))
+        cache[key] = fr
+    if fq is None:
+        return None
+    Xq, nx = fq
+    Yg, ny_chunk, ymax = fr
     from ._kernels import finish_heaps, gemm_select
     nq, nr = Q.n, R.n
     dim = Xq.shape[1]
-    # both computations' rounding: the product (dim terms), the additions, and the kernel's
-    # own sum over m attributes; a generous constant keeps the filter provably conservative
-    eps = 8.0 * (dim + plan.m + 16) * _U
+    if dtype == np.float32:
+        if max(np.abs(Xq).max(initial=0), ymax) > MAX_ABS32:
+            return knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self, q_block, r_tile,
+                       r_chunk, np.float64, cache)
+        # rounding of the inputs to float32 (2 u), the float32 product of dim terms
+        # (dim u) and the kernel's float64 sum; doubled for safety.  Underflowing products
+        # lose relative accuracy: an absolute slack covers them.
+        eps = 4.0 * (dim + 8) * 2.0 ** -24
+    else:
+        eps = 8.0 * (dim + plan.m + 16) * _U
+    slack = 1e-30
+    nx = nx + slack / eps
+    Xg = Xq.astype(dtype)
     HD = np.full((nq, k), np.inf)
     HI = np.full((nq, k), nr, dtype=np.intp)
-    buf = np.empty(q_block * r_tile)
     cplan = plan.cplan
-    with _blas_limit(n_threads):
-        for q0 in range(0, nq, q_block):
-            q1 = min(nq, q0 + q_block)
-            Xb = Xq[q0:q1]
+    r_tile = max(r_chunk, (r_tile // r_chunk) * r_chunk)
+
+    def run(q0, q1):
+        # one chunk of queries: a BLAS product per reference tile, then the exact filter;
+        # chunks touch disjoint heap rows, so they run in parallel threads
+        buf = np.empty(min(q_block, q1 - q0) * r_tile, dtype=dtype)
+        for a0 in range(q0, q1, q_block):
+            a1 = min(q1, a0 + q_block)
+            Xb = Xg[a0:a1]
             for r0 in range(0, nr, r_tile):
                 r1 = min(nr, r0 + r_tile)
-                G = buf[: (q1 - q0) * (r1 - r0)].reshape(q1 - q0, r1 - r0)
-                np.matmul(Xb, Yr[r0:r1].T, out=G)
-                gemm_select(cplan, cQ, cR, G, a, b, nx, ny, q0, r0, HD, HI, eps, n_threads,
-                            exclude_self, 0)
+                G = buf[: (a1 - a0) * (r1 - r0)].reshape(a1 - a0, r1 - r0)
+                np.matmul(Xb, Yg[r0:r1].T, out=G)
+                gemm_select(cplan, cQ, cR, G, nx, ny_chunk[r0 // r_chunk:], a0, r0, r_chunk,
+                            HD, HI, eps, 1, exclude_self, 0)
+
+    # BLAS runs single-threaded inside each of our threads: BLAS's own thread pool and
+    # OpenMP's would otherwise fight over the cores between tiles
+    n_chunks = min(n_threads, max(1, nq // 16))
+    bounds = np.linspace(0, nq, n_chunks + 1).astype(np.intp)
+    with _blas_limit(1):
+        if n_chunks == 1:
+            run(0, nq)
+        else:
+            from concurrent.futures import ThreadPoolExecutor
+            with ThreadPoolExecutor(n_chunks) as ex:
+                futs = [ex.submit(run, bounds[c], bounds[c + 1]) for c in range(n_chunks)]
+                for f in futs:
+                    f.result()
     finish_heaps(cplan, HD, HI)
     return HD, HI

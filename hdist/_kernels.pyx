@@ -13,7 +13,7 @@ cimport numpy as cnp
 cimport cython
 from cython.parallel cimport prange, parallel
 from libc.stdlib cimport malloc, free, realloc, qsort
-from libc.math cimport INFINITY, isnan, fabs
+from libc.math cimport INFINITY, isnan, fabs, nextafterf
 
 cnp.import_array()
 
@@ -332,45 +332,83 @@ def finish_heaps(CPlan plan, double[:, ::1] D, intp[:, ::1] I):
             insertion_sort(&D[q, 0], &I[q, 0], k)
 
 
-def gemm_select(CPlan plan, CRows Q, CRows R, const double[:, ::1] G,
-                const double[::1] a, const double[::1] b, const double[::1] nx,
-                const double[::1] ny, intp q0, intp r0, double[:, ::1] HD, intp[:, ::1] HI,
-                double eps, int n_threads, bint exclude_self=False, intp self_offset=0):
+ctypedef fused real:
+    float
+    double
+
+
+cdef inline float _float_above(double x) noexcept nogil:
+    """The smallest float >= x (x finite or +inf)."""
+    cdef float f = <float> x
+    if <double> f < x:
+        f = nextafterf(f, INFINITY)
+    return f
+
+
+def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double[::1] nx,
+                const double[::1] ny_max, intp q0, intp r0, intp r_chunk,
+                double[:, ::1] HD, intp[:, ::1] HI, double eps, int n_threads,
+                bint exclude_self=False, intp self_offset=0):
     """Update the heaps of queries ``q0 .. q0 + G.shape[0]`` with reference rows
-    ``r0 .. r0 + G.shape[1]``, using ``G[i, j] + a[q] + b[j]`` (a GEMM estimate of the
-    reduced p = 2 distance) as a filter: a pair is computed exactly (``pair_reduced``)
-    unless its estimate minus the rounding margin ``eps * (nx[q] ny[j] + |a[q]| + |b[j]|
-    + |estimate|)`` already exceeds the query's current k-th reduced distance.  The margin
-    bounds the rounding error of both computations, so the kept set is exactly the brute
-    force one; a NaN estimate is always computed exactly."""
+    ``r0 .. r0 + G.shape[1]``, using ``G[i, j]`` (a matrix-product estimate of the reduced
+    p = 2 distance, see ``hdist._gemm``) as a filter.
+
+    A pair is computed exactly (``pair_reduced``) unless ``G - eps nx[q] ny > tau``,
+    ``tau`` the query's current k-th reduced distance and ``ny`` bounded by ``ny_max[c]``
+    over chunk ``c`` of ``r_chunk`` reference rows: that margin bounds the rounding error
+    of both computations, so the kept set is exactly the brute-force one.  Chunks whose
+    smallest estimate passes the test are skipped as a whole (a vectorised minimum)."""
     cdef const PlanS* P = &plan.s
     cdef const RowsS* QS = &Q.s
     cdef const RowsS* RS = &R.s
-    cdef intp nb = G.shape[0], nt = G.shape[1], k = HD.shape[1], ii, jj, q, j
-    cdef double tau, est, marg, s, aq, nq_
+    cdef intp nb = G.shape[0], nt = G.shape[1], k = HD.shape[1], ii, jj, q, j, c0, c1, c
+    cdef double tau, s, S, nxq
+    cdef real Sr, mn, v
     cdef int excl = exclude_self
     cdef double* hd
     cdef intp* hi
+    cdef const real* g
     with nogil:
         for ii in prange(nb, num_threads=n_threads, schedule="static"):
             q = q0 + ii
             hd = &HD[q, 0]
             hi = &HI[q, 0]
             tau = hd[0]
-            aq = a[q]
-            nq_ = nx[q]
-            for jj in range(nt):
-                j = r0 + jj
-                est = G[ii, jj] + aq + b[j]
-                marg = eps * (nq_ * ny[j] + fabs(aq) + fabs(b[j]) + fabs(est))
-                if est - marg > tau:
-                    continue
-                if excl and j == q + self_offset:
-                    continue
-                s = pair_reduced(P, QS, q, RS, j, 2, tau)
-                if _before(s, j, tau, hi[0]):
-                    heap_push(hd, hi, k, s, j)
-                    tau = hd[0]
+            nxq = nx[q]
+            g = &G[ii, 0]
+            c0 = 0
+            c = 0
+            while c0 < nt:
+                c1 = c0 + r_chunk
+                if c1 > nt:
+                    c1 = nt
+                S = tau + eps * nxq * ny_max[c]
+                if real is float:
+                    Sr = _float_above(S)
+                else:
+                    Sr = S
+                mn = g[c0]
+                for jj in range(c0 + 1, c1):
+                    v = g[jj]
+                    mn = v if v < mn else mn
+                if not (mn > Sr):
+                    for jj in range(c0, c1):
+                        if g[jj] > Sr:
+                            continue
+                        j = r0 + jj
+                        if excl and j == q + self_offset:
+                            continue
+                        s = pair_reduced(P, QS, q, RS, j, 2, tau)
+                        if _before(s, j, tau, hi[0]):
+                            heap_push(hd, hi, k, s, j)
+                            tau = hd[0]
+                            S = tau + eps * nxq * ny_max[c]
+                            if real is float:
+                                Sr = _float_above(S)
+                            else:
+                                Sr = S
+                c0 = c1
+                c = c + 1
 
 
 def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,

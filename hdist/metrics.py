@@ -442,7 +442,10 @@ class Metric:
         cQ = CRows(rows)
         if method == "gemm" or (method == "auto" and
                                 rows.n * R.n >= self._GEMM_MIN_PAIRS and rows.n >= 16):
-            res = _gemm.knn(self.plan_, rows, R, cQ, cR, k, threads, exclude_self)
+            cache = None
+            if R is self.train_:
+                cache = self.__dict__.setdefault("_gemm_cache", {})
+            res = _gemm.knn(self.plan_, rows, R, cQ, cR, k, threads, exclude_self, cache=cache)
             if res is not None:
                 return res
         elif method not in ("auto", "direct"):
@@ -479,6 +482,7 @@ class Metric:
     def __getstate__(self):
         st = dict(self.__dict__)
         st.pop("_ctrain_cache", None)
+        st.pop("_gemm_cache", None)
         return st
 
     def value_distances(self, attribute):
