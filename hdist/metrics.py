@@ -113,6 +113,11 @@ def _check_number(name, v, lo=None, lo_open=True, allow_inf=False):
     return v
 
 
+def _is_mi(weights):
+    """True when ``weights`` asks for mutual-information weights (may be an array)."""
+    return isinstance(weights, str) and weights == "mi"
+
+
 def get_metric(name, **params):
     """The metric preset ``name`` with parameters ``params`` (unfitted)."""
     return Metric(name, **params)
@@ -250,7 +255,7 @@ class Metric:
         n = cont.shape[0]
         if n < 2:
             raise ValueError("X has %d row(s); at least 2 training rows are needed" % n)
-        needs_y = info.needs_y or self._param("weights") == "mi" or \
+        needs_y = info.needs_y or _is_mi(self._param("weights")) or \
             _CONT_EXTRA.get(info.continuous, (None, False))[1]
         ycodes = classes = None
         if y is not None:
