@@ -9,3 +9,26 @@ from ._config import show_config
 from . import _cooccurrence  # noqa: F401  (registers hds, add, smd)
 
 __all__ = ["__version__", "METRICS", "Metric", "Explanation", "get_metric", "show_config"]
+
+# Names served on first use, so that `import hdist` loads neither scikit-learn, pandas,
+# pyarrow, Dask nor matplotlib.
+_LAZY = {
+    "KNeighborsClassifier": "neighbors", "KNeighborsRegressor": "neighbors",
+    "NearestNeighbors": "neighbors", "KNeighborsTransformer": "neighbors",
+    "load_dataset": "datasets", "list_datasets": "datasets",
+}
+_LAZY_MODULES = ("neighbors", "datasets", "dask", "plot", "cli")
+__all__ += list(_LAZY)
+
+
+def __getattr__(name):
+    import importlib
+    if name in _LAZY:
+        return getattr(importlib.import_module("." + _LAZY[name], __name__), name)
+    if name in _LAZY_MODULES:
+        return importlib.import_module("." + name, __name__)
+    raise AttributeError("module 'hdist' has no attribute %r" % name)
+
+
+def __dir__():
+    return sorted(set(globals()) | set(_LAZY) | set(_LAZY_MODULES))

@@ -1,0 +1,176 @@
+"""k-NN prediction from neighbor lists, with numpy only (SPEC §8).
+
+Shared by the scikit-learn estimators (:mod:`hdist.neighbors`), the command line and the
+Dask helpers, none of which may differ in how a vote is counted:
+
+- neighbor weights: ``"uniform"``; ``"distance"`` (``1/d``; a row with exact zero
+  distances gives weight 1 to those neighbors and 0 to the others, so they win outright);
+  ``"dudani"`` (S. A. Dudani, "The distance-weighted k-nearest-neighbor rule", IEEE Trans.
+  SMC 6 (1976): ``w_j = (d_k - d_j) / (d_k - d_1)``, all 1 when ``d_k = d_1``); or a
+  callable mapping the distance array to a weight array of the same shape;
+- classification: weighted votes per class, the largest wins, ties go to the smallest
+  class (classes are numbered in sorted label order);
+- regression: the weighted mean of the neighbors' targets;
+- leave-one-out choice of k (as Weka's IBk ``-X``) from one query of the largest k.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+WEIGHTS = ("uniform", "distance", "dudani")
+
+
+def check_weights(weights):
+    """Validate a ``weights`` parameter (a name or a callable)."""
+    if callable(weights):
+        return weights
+    if not isinstance(weights, str) or weights not in WEIGHTS:
+        raise ValueError("weights must be one of %s or a callable, got %r" % (WEIGHTS, weights))
+    return weights
+
+
+def neighbor_weights(dist, weights):
+    """Weights ``[n, k]`` of the neighbors at distances ``dist`` (sorted per row).
+
+    A row whose weights are all zero (possible only with a callable) falls back to
+    uniform weights, so that every row casts a vote."""
+    dist = np.asarray(dist, dtype=np.float64)
+    weights = check_weights(weights)
+    if weights == "uniform":
+        return np.ones_like(dist)
+    if weights == "distance":
+        zero = dist == 0.0
+        with np.errstate(divide="ignore"):
+            w = 1.0 / dist
+        has_zero = zero.any(axis=1)
+        w[has_zero] = zero[has_zero].astype(np.float64)
+        return w
+    if weights == "dudani":
+        first = dist[:, :1]
+        last = dist[:, -1:]
+        span = last - first
+        flat = span[:, 0] == 0.0
+        with np.errstate(invalid="ignore", divide="ignore"):
+            w = (last - dist) / span
+        w[flat] = 1.0
+        return w
+    w = np.asarray(weights(dist), dtype=np.float64)
+    if w.shape != dist.shape:
+        raise ValueError("the weights callable must return an array of shape %s, got %s"
+                         % (dist.shape, w.shape))
+    if not np.all(np.isfinite(w)) or (w < 0).any():
+        raise ValueError("the weights callable must return finite non-negative weights")
+    dead = w.sum(axis=1) == 0.0
+    w[dead] = 1.0
+    return w
+
+
+def class_votes(codes, w, n_classes):
+    """Weighted votes ``[n, C]`` for the neighbors' class codes ``[n, k]``."""
+    n, k = codes.shape
+    flat = (np.arange(n, dtype=np.int64)[:, None] * n_classes + codes).ravel()
+    return np.bincount(flat, weights=np.asarray(w, dtype=np.float64).ravel(),
+                       minlength=n * n_classes).reshape(n, n_classes)
+
+
+def vote_winner(votes):
+    """Class code with the most votes; ties go to the smallest code (sorted labels)."""
+    return np.argmax(votes, axis=1)
+
+
+def vote_probabilities(votes):
+    """Votes normalized to sum to 1 per row."""
+    return votes / votes.sum(axis=1, keepdims=True)
+
+
+def weighted_mean(values, w):
+    """Weighted mean of the neighbors' targets: ``values`` ``[n, k]`` or ``[n, k, t]``."""
+    w = np.asarray(w, dtype=np.float64)
+    values = np.asarray(values, dtype=np.float64)
+    if values.ndim == 3:
+        return np.einsum("nk,nkt->nt", w, values) / w.sum(axis=1)[:, None]
+    return (w * values).sum(axis=1) / w.sum(axis=1)
+
+
+def loo_scores(dist, ind, y, weights, task):
+    """Leave-one-out score of every k = 1..K from one query of the K nearest *other*
+    training rows (``dist``, ``ind`` ``[n, K]``, each row's own index excluded).
+
+    ``task="classification"``: ``y`` are class codes, the score is the accuracy.
+    ``task="regression"``: the score is minus the mean absolute error (Weka IBk's default
+    for a numeric class), so larger is better in both cases.  Returns ``[K]``."""
+    n, K = ind.shape
+    scores = np.empty(K)
+    y = np.asarray(y)
+    if task == "classification":
+        C = int(y.max()) + 1 if y.size else 1
+        for k in range(1, K + 1):
+            w = neighbor_weights(dist[:, :k], weights)
+            pred = vote_winner(class_votes(y[ind[:, :k]], w, C))
+            scores[k - 1] = np.mean(pred == y)
+        return scores
+    for k in range(1, K + 1):
+        w = neighbor_weights(dist[:, :k], weights)
+        pred = weighted_mean(y[ind[:, :k]], w)
+        scores[k - 1] = -np.mean(np.abs(pred - y))
+    return scores
+
+
+def best_k(scores):
+    """The smallest k with the best leave-one-out score."""
+    return int(np.argmax(scores)) + 1
+
+
+class MetricIndex:
+    """A fitted :class:`hdist.Metric` seen through the neighbor-index interface
+    (``fit(X, y)``, ``kneighbors(Q, k, ...)``, ``radius_neighbors(Q, r, ...)``): an exact
+    brute-force scan.  Used where :class:`hdist.NeighborsIndex` is not available; every
+    algorithm returns the same neighbors (SPEC §8), so the result does not change."""
+
+    def __init__(self, metric, algorithm="auto", leaf_size=30):
+        self.metric = metric
+        self.algorithm = algorithm
+        self.leaf_size = leaf_size
+
+    def fit(self, X, y=None):
+        self.metric.fit(X, y)
+        return self
+
+    @property
+    def n_train_(self):
+        return self.metric.n_train_
+
+    def kneighbors(self, Q=None, k=5, *, exclude_self=False, return_distance=True,
+                   n_jobs=None):
+        return self.metric.kneighbors(Q, k, exclude_self=exclude_self,
+                                      return_distance=return_distance, n_jobs=n_jobs)
+
+    def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
+                         n_jobs=None):
+        return self.metric.radius_neighbors(Q, r, exclude_self=exclude_self,
+                                            return_distance=return_distance, n_jobs=n_jobs)
+
+
+ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree")
+
+
+def make_index(metric, algorithm="auto", leaf_size=30):
+    """An unfitted neighbor index over ``metric``: :class:`hdist.NeighborsIndex` when the
+    package provides it, else :class:`MetricIndex`."""
+    if algorithm not in ALGORITHMS:
+        raise ValueError("algorithm must be one of %s, got %r" % (ALGORITHMS, algorithm))
+    try:
+        from ._index import NeighborsIndex
+    except ImportError:
+        return MetricIndex(metric, algorithm, leaf_size)
+    return NeighborsIndex(metric, algorithm=algorithm, leaf_size=leaf_size)
+
+
+def needs_labels(metric):
+    """Whether fitting ``metric`` (an :class:`hdist.Metric`) needs class labels."""
+    from . import metrics as _m
+    info = metric.info
+    if info.needs_y or metric.params.get("weights") == "mi":
+        return True
+    extra = getattr(_m, "_CONT_EXTRA", {}).get(info.continuous)
+    return bool(extra and extra[1])

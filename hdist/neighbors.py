@@ -1,0 +1,433 @@
+"""scikit-learn estimators over hdist's heterogeneous metrics (SPEC §8).
+
+:class:`KNeighborsClassifier`, :class:`KNeighborsRegressor`, :class:`NearestNeighbors` and
+:class:`KNeighborsTransformer` take mixed tables as they are -- pandas (numpy, nullable,
+``string``, ``category`` dtypes), polars, pyarrow, numpy object arrays -- and hand them to
+hdist's one schema path: nothing is converted to a float array first, so nominal columns
+stay nominal and missing values stay missing.  They work with ``clone``, ``Pipeline``,
+``GridSearchCV`` and ``cross_val_score`` like scikit-learn's own neighbors estimators;
+``metric`` may be a preset name or a configured :class:`hdist.Metric` (whose parameters
+are then tunable as ``metric__p`` and so on).
+
+Neighbors are ordered by ``(distance, training index)``, so every result is
+deterministic; a majority-vote tie goes to the smallest class label in sorted order.
+
+scikit-learn's ``check_estimator`` passes for all four estimators.  Two of its
+expectations do not fit mixed data and are declared through estimator tags instead of
+being worked around: ``allow_nan`` (a ``NaN`` is a missing value that every metric
+handles, SPEC §4, not an error) and ``string`` (string columns are nominal attributes,
+so an object column is never cast to float).
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from scipy import sparse
+from sklearn.base import (BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin,
+                          RegressorMixin, TransformerMixin)
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import (_num_samples, check_array, check_is_fitted,
+                                      column_or_1d)
+
+from . import _knn
+from ._schema import is_missing_scalar
+from .metrics import Metric
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+    def _validate_data(est, X, reset, skip_check_array):
+        return est._validate_data(X, reset=reset, skip_check_array=skip_check_array)
+
+__all__ = ["KNeighborsClassifier", "KNeighborsRegressor", "NearestNeighbors",
+           "KNeighborsTransformer"]
+
+_PARAMS_DOC = """
+    n_neighbors : int, default=5
+        Number of neighbors ``k``.
+    metric : str or hdist.Metric, default="heom"
+        A preset name from ``hdist.METRICS`` or an unfitted :class:`hdist.Metric`
+        (copied, never fitted in place).
+    metric_params : dict, default=None
+        Parameters for the metric (``p``, ``nominal``, ``normalization``, ``missing``,
+        ...), applied over those of a given :class:`hdist.Metric`.
+    algorithm : {"auto", "brute", "kd_tree", "ball_tree"}, default="auto"
+        Search structure (:class:`hdist.NeighborsIndex`); every choice returns the same
+        neighbors.
+    leaf_size : int, default=30
+        Leaf size of the trees.
+    n_jobs : int, default=None
+        Threads for neighbor queries: ``None`` every core the process may use, ``-1``
+        all, ``k`` exactly k.  Results do not depend on it."""
+
+
+def _check_table(X, what="X"):
+    """Refuse, with scikit-learn's messages, the inputs that are not 2-D tables."""
+    if isinstance(X, np.ndarray) and X.dtype.kind == "c":
+        raise ValueError("Complex data not supported: %s has dtype %s" % (what, X.dtype))
+    ndim = getattr(X, "ndim", None)
+    if ndim is None and isinstance(X, (list, tuple)) and len(X) and \
+            not isinstance(X[0], (list, tuple, np.ndarray, dict)):
+        ndim = 1
+    if ndim == 1:
+        raise ValueError("Expected a 2-D table for %s, got a 1-D array. Reshape your data "
+                         "either using x.reshape(-1, 1) if it has a single feature or "
+                         "x.reshape(1, -1) if it is a single row." % what)
+
+
+class _NeighborsBase(BaseEstimator):
+    """Shared fit / query machinery: a metric, an index, and scikit-learn validation."""
+
+    def __init__(self, n_neighbors=5, *, metric="heom", metric_params=None,
+                 algorithm="auto", leaf_size=30, n_jobs=None):
+        self.n_neighbors = n_neighbors
+        self.metric = metric
+        self.metric_params = metric_params
+        self.algorithm = algorithm
+        self.leaf_size = leaf_size
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.string = True
+        tags.input_tags.sparse = False
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"allow_nan": True, "X_types": ["2darray", "string"]}
+
+    # -- validation ------------------------------------------------------------------
+    def _validate_X(self, X, reset):
+        _check_table(X)
+        _validate_data(self, X, reset=reset, skip_check_array=True)
+        if reset and getattr(self, "n_features_in_", None) == 0:
+            raise ValueError("Found array with 0 feature(s) (shape=(%d, 0)) while a minimum "
+                             "of 1 is required." % _num_samples(X))
+        return X
+
+    def _build_metric(self):
+        params = {} if self.metric_params is None else self.metric_params
+        if not isinstance(params, dict):
+            raise TypeError("metric_params must be a dict or None, got %r" % (params,))
+        if isinstance(self.metric, str):
+            return Metric(self.metric, **params)
+        if isinstance(self.metric, Metric):
+            merged = dict(self.metric.params)
+            merged.update(params)
+            return Metric(self.metric.name, **merged)
+        raise TypeError("metric must be a metric name or an hdist.Metric, got %r"
+                        % (self.metric,))
+
+    def _check_k(self, k, name="n_neighbors"):
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+            raise TypeError("%s must be an int, got %r" % (name, k))
+        if k < 1:
+            raise ValueError("%s must be >= 1, got %d" % (name, k))
+        return int(k)
+
+    def _fit_index(self, X, labels):
+        """Validate X, build the metric and fit the neighbor index on X."""
+        X = self._validate_X(X, reset=True)
+        n = _num_samples(X)
+        if n < 2:
+            raise ValueError("%s needs at least 2 training rows, got %d sample(s)"
+                             % (type(self).__name__, n))
+        self._check_k(self.n_neighbors)
+        if not isinstance(self.leaf_size, numbers.Integral) or self.leaf_size < 1:
+            raise ValueError("leaf_size must be a positive int, got %r" % (self.leaf_size,))
+        metric = self._build_metric()
+        index = _knn.make_index(metric, self.algorithm, int(self.leaf_size))
+        index.fit(X, labels)
+        self._index = index
+        self.metric_ = getattr(index, "metric_", metric)
+        self.n_samples_fit_ = n
+        return X
+
+    # -- queries ------------------------------------------------------------------------
+    def _query(self, X, k):
+        """(distances, indices) of the k nearest training rows; ``X=None`` queries the
+        training rows, each without itself (as scikit-learn does)."""
+        check_is_fitted(self)
+        if X is None:
+            return self._index.kneighbors(None, k, exclude_self=True, n_jobs=self.n_jobs)
+        X = self._validate_X(X, reset=False)
+        return self._index.kneighbors(X, k, n_jobs=self.n_jobs)
+
+    def kneighbors(self, X=None, n_neighbors=None, return_distance=True):
+        """The ``n_neighbors`` nearest training rows of each row of ``X``.
+
+        Parameters
+        ----------
+        X : table or None
+            Query rows; ``None`` queries the training rows, each without itself.
+        n_neighbors : int, default=None
+            ``k`` (default: the estimator's).
+        return_distance : bool, default=True
+
+        Returns
+        -------
+        distances : ndarray [n_queries, k]
+            True distances, ascending (only with ``return_distance``).
+        indices : ndarray [n_queries, k]
+            Training row positions; ties broken by the smaller position.
+        """
+        k = self._check_k(self.n_neighbors if n_neighbors is None else n_neighbors)
+        dist, ind = self._query(X, k)
+        return (dist, ind) if return_distance else ind
+
+    def kneighbors_graph(self, X=None, n_neighbors=None, mode="connectivity"):
+        """Sparse CSR graph ``[n_queries, n_samples_fit_]`` of the k nearest neighbors,
+        holding 1 (``mode="connectivity"``) or the distance (``mode="distance"``, explicit
+        zeros kept) at each neighbor."""
+        if mode not in ("connectivity", "distance"):
+            raise ValueError("mode must be 'connectivity' or 'distance', got %r" % (mode,))
+        k = self._check_k(self.n_neighbors if n_neighbors is None else n_neighbors)
+        dist, ind = self._query(X, k)
+        n_q = ind.shape[0]
+        data = dist.ravel() if mode == "distance" else np.ones(n_q * k)
+        return sparse.csr_matrix((data, ind.ravel(), np.arange(0, n_q * k + 1, k)),
+                                 shape=(n_q, self.n_samples_fit_))
+
+
+class NearestNeighbors(_NeighborsBase):
+    """Unsupervised nearest-neighbor search with an hdist metric.
+
+    Parameters
+    ----------""" + _PARAMS_DOC + """
+    radius : float, default=1.0
+        Default radius of :meth:`radius_neighbors`.
+
+    Attributes
+    ----------
+    metric_ : hdist.Metric
+        The fitted metric.
+    n_samples_fit_, n_features_in_, feature_names_in_ (named columns only)
+    """
+
+    def __init__(self, *, n_neighbors=5, radius=1.0, metric="heom", metric_params=None,
+                 algorithm="auto", leaf_size=30, n_jobs=None):
+        super().__init__(n_neighbors, metric=metric, metric_params=metric_params,
+                         algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs)
+        self.radius = radius
+
+    def fit(self, X, y=None):
+        """Fit the metric (with ``y`` when given, for metrics that learn from classes)
+        and index the rows of ``X``."""
+        self._fit_index(X, None if y is None else column_or_1d(y, warn=True))
+        return self
+
+    def radius_neighbors(self, X=None, radius=None, return_distance=True, sort_results=True):
+        """Training rows within ``radius`` (inclusive) of each query row, sorted by
+        (distance, index).  Returns object arrays of arrays, like scikit-learn
+        (``sort_results`` is accepted for compatibility; results are always sorted)."""
+        check_is_fitted(self)
+        r = self.radius if radius is None else radius
+        if X is None:
+            return self._index.radius_neighbors(None, r, exclude_self=True,
+                                                return_distance=return_distance,
+                                                n_jobs=self.n_jobs)
+        X = self._validate_X(X, reset=False)
+        return self._index.radius_neighbors(X, r, return_distance=return_distance,
+                                            n_jobs=self.n_jobs)
+
+    def radius_neighbors_graph(self, X=None, radius=None, mode="connectivity",
+                               sort_results=False):
+        """Sparse CSR graph of the neighbors within ``radius`` (see
+        :meth:`kneighbors_graph` for ``mode``)."""
+        if mode not in ("connectivity", "distance"):
+            raise ValueError("mode must be 'connectivity' or 'distance', got %r" % (mode,))
+        dist, ind = self.radius_neighbors(X, radius, return_distance=True)
+        counts = np.array([len(i) for i in ind], dtype=np.int64)
+        indptr = np.concatenate([[0], np.cumsum(counts)])
+        cols = np.concatenate(list(ind)) if len(ind) else np.zeros(0, dtype=np.intp)
+        data = np.concatenate(list(dist)) if mode == "distance" and len(dist) else \
+            np.ones(int(indptr[-1]))
+        return sparse.csr_matrix((data, cols, indptr), shape=(len(ind), self.n_samples_fit_))
+
+
+class _SupervisedBase(_NeighborsBase):
+    """Weights, leave-one-out choice of k, and shared predict plumbing."""
+
+    def __init__(self, n_neighbors=5, *, weights="uniform", metric="heom", metric_params=None,
+                 algorithm="auto", leaf_size=30, n_jobs=None, select_k=None):
+        super().__init__(n_neighbors, metric=metric, metric_params=metric_params,
+                         algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs)
+        self.weights = weights
+        self.select_k = select_k
+
+    def _check_fit_params(self, y):
+        if y is None:
+            raise ValueError("%s requires y to be passed, but the target y is None"
+                             % type(self).__name__)
+        _knn.check_weights(self.weights)
+        if self.select_k not in (None, "loo"):
+            raise ValueError("select_k must be None or 'loo', got %r" % (self.select_k,))
+
+    def _choose_k(self, targets, task):
+        """Set ``n_neighbors_`` (and ``loo_scores_`` when ``select_k="loo"``)."""
+        K = self._check_k(self.n_neighbors)
+        if self.select_k is None:
+            self.n_neighbors_ = K
+            return
+        if K > self.n_samples_fit_ - 1:
+            raise ValueError("select_k='loo' tries k = 1..n_neighbors against the other "
+                             "training rows; n_neighbors = %d exceeds the %d available"
+                             % (K, self.n_samples_fit_ - 1))
+        dist, ind = self._index.kneighbors(None, K, exclude_self=True, n_jobs=self.n_jobs)
+        self.loo_scores_ = _knn.loo_scores(dist, ind, targets, self.weights, task)
+        self.n_neighbors_ = _knn.best_k(self.loo_scores_)
+
+    def _neighbor_weights(self, X):
+        check_is_fitted(self)
+        dist, ind = self._query(X, self.n_neighbors_)
+        return _knn.neighbor_weights(dist, self.weights), ind
+
+
+class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
+    """k-nearest-neighbor classification with an hdist metric (SPEC §8).
+
+    Parameters
+    ----------""" + _PARAMS_DOC + """
+    weights : {"uniform", "distance", "dudani"} or callable, default="uniform"
+        Vote weights: equal; ``1/d`` (exact zero distances win outright); Dudani's
+        linear ``(d_k - d_j) / (d_k - d_1)`` (S. A. Dudani, IEEE Trans. SMC 6, 1976); or
+        a callable from the distance array to weights of the same shape.
+    select_k : {None, "loo"}, default=None
+        ``"loo"`` chooses ``k`` in ``1..n_neighbors`` by leave-one-out accuracy on the
+        training rows from a single neighbor query (Weka IBk's ``-X``); the smallest
+        best ``k`` wins.  With metrics that learn from the classes (VDM family) the
+        metric is fitted once on all training rows, so a held-out row's own class is part
+        of the learned value tables it is scored with.
+
+    Attributes
+    ----------
+    classes_ : ndarray
+        Class labels in sorted order (any label type scikit-learn accepts).
+    n_neighbors_ : int
+        The ``k`` used by predict (``n_neighbors``, or the leave-one-out choice).
+    loo_scores_ : ndarray [n_neighbors]
+        Leave-one-out accuracy of k = 1..n_neighbors (``select_k="loo"`` only).
+    metric_, n_samples_fit_, n_features_in_, feature_names_in_
+
+    Notes
+    -----
+    Majority-vote ties go to the smallest class label in sorted order; neighbors at equal
+    distance are taken in training order.
+    """
+
+    def fit(self, X, y):
+        """Fit the metric on ``(X, y)`` and index the training rows."""
+        self._check_fit_params(y)
+        y = column_or_1d(y, warn=True)
+        if y.dtype == object:
+            bad = [i for i, v in enumerate(y) if is_missing_scalar(v)]
+            if bad:
+                raise ValueError("y has a missing label at row %d; every training row "
+                                 "needs a class" % bad[0])
+        check_classification_targets(y)
+        self.classes_, codes = np.unique(y, return_inverse=True)
+        self._y = codes.astype(np.int64).ravel()
+        self._fit_index(X, self._y)
+        self._choose_k(self._y, "classification")
+        return self
+
+    def predict_proba(self, X):
+        """Weighted vote shares ``[n_queries, n_classes]``, columns in ``classes_``
+        order."""
+        w, ind = self._neighbor_weights(X)
+        return _knn.vote_probabilities(_knn.class_votes(self._y[ind], w, len(self.classes_)))
+
+    def predict(self, X):
+        """The class with the largest weighted vote (ties: smallest label)."""
+        w, ind = self._neighbor_weights(X)
+        votes = _knn.class_votes(self._y[ind], w, len(self.classes_))
+        return self.classes_[_knn.vote_winner(votes)]
+
+
+class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
+    """k-nearest-neighbor regression with an hdist metric: the (weighted) mean of the
+    neighbors' targets (SPEC §8).
+
+    Parameters
+    ----------""" + _PARAMS_DOC + """
+    weights : {"uniform", "distance", "dudani"} or callable, default="uniform"
+        As for :class:`KNeighborsClassifier`.
+    select_k : {None, "loo"}, default=None
+        ``"loo"`` chooses ``k`` by the leave-one-out mean absolute error (Weka IBk's
+        ``-X`` default for a numeric class).
+
+    Notes
+    -----
+    A metric that learns from classes (``hvdm``, VDM family) is fitted with the targets
+    as class labels, so each distinct target value is a class; that suits targets with a
+    few distinct values, and a metric that needs no labels suits the others.
+    Multi-output targets ``[n, t]`` are supported by metrics that do not need labels.
+    """
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.target_tags.multi_output = True
+        return tags
+
+    def fit(self, X, y):
+        """Fit the metric on ``X`` (and ``y`` if the metric needs labels) and index it."""
+        self._check_fit_params(y)
+        y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
+        if y.ndim not in (1, 2):
+            raise ValueError("y must be 1-D or 2-D, got shape %s" % (y.shape,))
+        self._y = y
+        labels = y if _knn.needs_labels(self._build_metric()) else None
+        self._fit_index(X, labels)
+        if len(y) != self.n_samples_fit_:
+            raise ValueError("y has %d rows for %d rows of X" % (len(y), self.n_samples_fit_))
+        self._choose_k(y, "regression")
+        return self
+
+    def predict(self, X):
+        """Weighted mean of the neighbors' targets ``[n_queries]`` (``[n_queries, t]``
+        for 2-D targets)."""
+        w, ind = self._neighbor_weights(X)
+        return _knn.weighted_mean(self._y[ind], w)
+
+
+class KNeighborsTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _NeighborsBase):
+    """Rows into a sparse k-nearest-neighbor graph, for estimators that take
+    ``metric="precomputed"`` sparse input (DBSCAN, Isomap, TSNE, scikit-learn's own
+    KNeighborsClassifier...).
+
+    Parameters
+    ----------
+    mode : {"distance", "connectivity"}, default="distance"
+        Store distances or ones.  As in scikit-learn, ``"distance"`` finds
+        ``n_neighbors + 1`` neighbors because each training row is its own nearest
+        neighbor when the training rows are transformed.""" + _PARAMS_DOC + """
+
+    ``transform(X)`` returns a CSR matrix ``[n_queries, n_samples_fit_]`` whose rows hold
+    their neighbors in (distance, index) order, explicit zero distances included.
+    """
+
+    def __init__(self, *, mode="distance", n_neighbors=5, metric="heom", metric_params=None,
+                 algorithm="auto", leaf_size=30, n_jobs=None):
+        super().__init__(n_neighbors, metric=metric, metric_params=metric_params,
+                         algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs)
+        self.mode = mode
+
+    def fit(self, X, y=None):
+        """Fit the metric (with ``y`` when given) and index the rows of ``X``."""
+        if self.mode not in ("connectivity", "distance"):
+            raise ValueError("mode must be 'connectivity' or 'distance', got %r"
+                             % (self.mode,))
+        self._fit_index(X, None if y is None else column_or_1d(y, warn=True))
+        self._n_features_out = self.n_samples_fit_
+        return self
+
+    def transform(self, X):
+        """The k-NN graph of the rows of ``X`` against the training rows."""
+        check_is_fitted(self)
+        extra = 1 if self.mode == "distance" else 0
+        return self.kneighbors_graph(X, self.n_neighbors + extra, mode=self.mode)
+
+    def fit_transform(self, X, y=None):
+        return self.fit(X, y).transform(X)
