@@ -154,13 +154,18 @@ def to_columns(X, what="X"):
         return names, cols, True
     if isinstance(X, (str, bytes)) or np.isscalar(X) or X is None:
         raise ValueError("%s must be a 2-D table, got %s" % (what, type(X).__name__))
+    if mod == "scipy" and hasattr(X, "tocsr"):
+        raise TypeError("%s is a scipy sparse matrix; sparse input is not supported, pass a "
+                        "dense table (X.toarray())" % what)
     if not isinstance(X, np.ndarray):
+        rows = X
         try:
-            X = np.asarray(X)
+            X = np.asarray(rows)
         except Exception:
-            X = np.asarray(X, dtype=object)
+            X = np.asarray(rows, dtype=object)
         if X.dtype.kind in "US":
-            X = X.astype(object)
+            # rows mixing strings and numbers: numpy would turn every number into text
+            X = np.asarray(rows, dtype=object)
     if X.ndim != 2:
         raise ValueError("%s must be 2-D, got an array with %d dimension(s) (shape %s); "
                          "reshape a single row with x.reshape(1, -1)" % (what, X.ndim, X.shape))
