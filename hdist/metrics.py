@@ -552,9 +552,12 @@ class Metric:
                            (plan.e_attr, te, se)):
             terms[attr] = t
             skipped[attr] = s
-        if skipped.any() and plan.pmode != 0:
+        if skipped.any():
             kw = plan.weights[~skipped].sum()
-            terms = terms * (plan.w_all / kw) if kw > 0 else plan.weights.copy()
+            if not kw > 0:
+                terms = plan.weights.copy()     # nothing known: every component is 1
+            elif plan.pmode != 0:
+                terms = terms * (plan.w_all / kw)
         if plan.mean and plan.pmode != 0:
             terms = terms / plan.w_all
             red_shown = red / plan.w_all
