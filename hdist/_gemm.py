@@ -160,9 +160,12 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=256, r_til
         if fr is None or fq is None:
             return None
         Yr, ny = fr
+        ymax = float(np.abs(Yr).max(initial=0))
+        if dtype == np.float32 and ymax > MAX_ABS32:
+            return knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self, q_block, r_tile,
+                       r_chunk, np.float64, cache)
         # the reference side in the product's precision, and ny's maximum per chunk
-        fr = (Yr.astype(dtype), np.maximum.reduceat(ny, np.arange(0, R.n, r_chunk)),
-              float(np.abs(Yr).max(initial=0)))
+        fr = (Yr.astype(dtype), np.maximum.reduceat(ny, np.arange(0, R.n, r_chunk)), ymax)
         cache[key] = fr
     if fq is None:
         return None

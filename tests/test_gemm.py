@@ -1,0 +1,128 @@
+"""The matrix-product filter of p = 2 k-NN returns exactly the direct kernel's result.
+
+The direct kernel is itself checked against the numpy reference in test_foundation.py;
+here the filtered path must equal it bit for bit (distances and indices), on data chosen
+to stress the filter: exact ties (nominal-only data), missing values under every
+bilinear policy, unseen values, weights, N2/N3 tables, embedded (high-cardinality)
+attributes, huge and tiny magnitudes, and every thread count and tile size.
+"""
+import numpy as np
+import pytest
+
+import hdist
+from hdist import _gemm
+from hdist._kernels import CRows
+
+
+def mixed(n, n_cont=4, n_nom=4, missing=0.0, seed=0, levels=(2, 12), scale=1.0,
+          n_classes=3):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, n_classes, n)
+    cols = [rng.normal(size=n) * scale * (a + 1) + y for a in range(n_cont)]
+    cols += [rng.integers(0, rng.integers(*levels), n).astype(float) for _ in range(n_nom)]
+    X = np.column_stack(cols)
+    if missing:
+        X[rng.random(X.shape) < missing] = np.nan
+    return X, y, list(range(n_cont, n_cont + n_nom))
+
+
+def both_paths(metric, Q, k, n_jobs=2, exclude_self=False, **kw):
+    rows = metric.train_ if Q is None else metric.encode(Q)
+    d1, i1 = metric._knn_rows(rows, k, exclude_self, n_jobs, "direct")
+    res = _gemm.knn(metric.plan_, rows, metric.train_, CRows(rows), metric._ctrain(), k,
+                    n_jobs, exclude_self, **kw)
+    assert res is not None, "the filter should apply to this plan"
+    return (d1, i1), res
+
+
+CASES = [
+    ("hvdm", {}),
+    ("heom", {}),
+    ("euclidean", {}),
+    ("hvdm", {"vdm": "N3"}),
+    ("hvdm", {"missing": "max"}),
+    ("heom", {"missing": {"continuous": "max", "nominal": "symbol"}}),
+    ("hvdm", {"missing": "symbol", "unseen": "prior"}),
+    ("heom", {"weights": [0.5, 2.0, 0.0, 1.0, 3.0, 0.25, 1.0, 1.0]}),
+    ("hvdm", {"normalization": "mean_diff"}),
+    ("hvdm", {"aggregate": "mean"}),
+]
+
+
+@pytest.mark.parametrize("name,params", CASES)
+@pytest.mark.parametrize("missing", [0.0, 0.15])
+def test_filter_equals_direct(name, params, missing):
+    X, y, nom = mixed(900, missing=missing, seed=len(params) + int(missing * 100))
+    m = hdist.get_metric(name, nominal=nom, **params).fit(X[:600], y[:600])
+    (d1, i1), (d2, i2) = both_paths(m, X[600:], 7)
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_array_equal(d1, d2)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("q_block,r_tile,r_chunk", [(1, 64, 64), (7, 100, 10), (256, 4096, 64)])
+@pytest.mark.parametrize("n_jobs", [1, 2, 3])
+def test_ties_and_tiles(dtype, q_block, r_tile, r_chunk, n_jobs):
+    # nominal-only data with few values: most distances tie exactly
+    X, y, nom = mixed(700, n_cont=0, n_nom=5, levels=(2, 4), seed=3)
+    m = hdist.get_metric("heom", nominal=nom).fit(X[:500], y[:500])
+    (d1, i1), (d2, i2) = both_paths(m, X[500:], 10, n_jobs=n_jobs, dtype=dtype,
+                                    q_block=q_block, r_tile=r_tile, r_chunk=r_chunk)
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_array_equal(d1, d2)
+
+
+def test_exclude_self_and_training_queries():
+    X, y, nom = mixed(800, missing=0.1, seed=5)
+    m = hdist.get_metric("hvdm", nominal=nom).fit(X, y)
+    (d1, i1), (d2, i2) = both_paths(m, None, 4, exclude_self=True)
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_array_equal(d1, d2)
+    assert not np.any(i2 == np.arange(800)[:, None])
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1e-20, 1e12, 1e40])
+def test_extreme_magnitudes(scale):
+    # the filter falls back to float64 or to the direct kernel where magnitudes demand it
+    X, y, nom = mixed(600, scale=scale, seed=7)
+    m = hdist.get_metric("hvdm", nominal=nom, normalization="none").fit(X[:400], y[:400])
+    rows = m.encode(X[400:])
+    d1, i1 = m._knn_rows(rows, 5, False, 2, "direct")
+    d2, i2 = m._knn_rows(rows, 5, False, 2, "gemm")
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_array_equal(d1, d2)
+
+
+def test_unseen_overlap_values_fall_back():
+    X, y, nom = mixed(600, seed=9)
+    m = hdist.get_metric("heom", nominal=nom).fit(X[:400], y[:400])
+    Q = X[400:].copy()
+    Q[::3, nom[0]] = 1000.0 + np.arange(len(Q[::3]))   # unseen values
+    rows = m.encode(Q)
+    assert _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), 3, 2) is None
+    d1, i1 = m._knn_rows(rows, 3, False, 2, "direct")
+    d2, i2 = m._knn_rows(rows, 3, False, 2, "auto")
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_array_equal(d1, d2)
+
+
+def test_high_cardinality_vdm_is_embedded_and_filtered(monkeypatch):
+    # a small table budget stands in for >= 50 000 values (tested in test_foundation)
+    monkeypatch.setattr(hdist._estimators, "TABLE_BUDGET", 1000)
+    rng = np.random.default_rng(11)
+    n = 3000
+    X = np.column_stack([rng.normal(size=n), rng.integers(0, 2500, n).astype(float)])
+    y = rng.integers(0, 4, n)
+    m = hdist.get_metric("hvdm", nominal=[1]).fit(X[:2000], y[:2000])
+    assert m.plan_.me == 1 and m.plan_.mt == 0     # no V^2 table
+    (d1, i1), (d2, i2) = both_paths(m, X[2000:], 5)
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_array_equal(d1, d2)
+
+
+@pytest.mark.parametrize("name,params", [("manhattan", {}), ("hvdm", {"vdm": "N1"}),
+                                         ("gower", {}), ("hvdm", {"p": 3})])
+def test_not_eligible(name, params):
+    X, y, nom = mixed(300, seed=1)
+    m = hdist.get_metric(name, nominal=nom, **params).fit(X, y)
+    assert not _gemm.eligible(m.plan_)
