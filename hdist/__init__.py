@@ -7,8 +7,12 @@ from ._version import __version__
 from .metrics import METRICS, Explanation, Metric, get_metric
 from ._config import show_config
 from . import _cooccurrence  # noqa: F401  (registers hds, add, smd)
+from . import discretize
+from . import _posteriors  # noqa: F401  (registers dvdm, ivdm, gvdm, lvdm, pvdm)
+from ._info import entropy, mutual_information
 
 __all__ = ["__version__", "METRICS", "Metric", "Explanation", "get_metric", "show_config"]
+__all__ += ["discretize", "entropy", "mutual_information"]
 
 # Names served on first use, so that `import hdist` loads neither scikit-learn, pandas,
 # pyarrow, Dask nor matplotlib.
