@@ -10,6 +10,7 @@ from . import _cooccurrence  # noqa: F401  (registers hds, add, smd)
 from . import discretize
 from . import _posteriors  # noqa: F401  (registers dvdm, ivdm, gvdm, lvdm, pvdm)
 from ._info import entropy, mutual_information
+from . import cluster  # noqa: F401  (KModes, KPrototypes, KMedoids)
 
 __all__ = ["__version__", "METRICS", "Metric", "Explanation", "get_metric", "show_config"]
 __all__ += ["discretize", "entropy", "mutual_information"]

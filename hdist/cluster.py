@@ -1,0 +1,793 @@
+"""Clustering on any hdist metric: k-modes, k-prototypes and k-medoids.
+
+The metric is fitted once on the data (its statistics, e.g. the HDS value tables, come
+from the rows being clustered); every distance is then computed by the compiled kernels
+over the fitted Plan, from encoded rows, so each pair's distance is the same whatever
+``n_jobs`` is and every result depends only on ``random_state``.
+
+- :class:`KModes` (Huang 1998) clusters nominal data around *modes*.  Seed 003 (Zhao, Liu
+  & Wang 2016) runs it with three dissimilarities: the simple matching distance
+  (``"smd"``), Ahmad & Dey's ``"add"`` and the Hellinger ``"hds"``; any nominal hdist
+  metric works.
+- :class:`KPrototypes` (Huang 1997/1998) clusters mixed data: continuous means and nominal
+  modes, compared under any hdist metric (Huang's cost is ``heom`` with
+  ``normalization="none"``, ``p = 2`` and the nominal weights set to his ``γ``).
+- :class:`KMedoids` clusters around data rows (medoids), so it needs nothing but
+  distances: any metric, class-based ones too (``fit(X, y)``).  ``method="fasterpam"``
+  (Schubert & Rousseeuw 2021, eager swaps) or ``"alternate"`` (Park & Jun 2009); beyond
+  ``max_exact`` rows it works on samples and keeps the medoids that are best on all rows
+  (CLARA, Kaufman & Rousseeuw 1990).
+
+Centers of k-modes / k-prototypes are not data rows: they are kept as encoded values
+(means, value codes), turned into rows of the fitted Plan and compared with the data by
+the same kernels; ``cluster_centers_`` decodes them back to the original values.
+
+References
+----------
+- Z. Huang, "Extensions to the k-Means Algorithm for Clustering Large Data Sets with
+  Categorical Values", Data Mining and Knowledge Discovery 2 (1998) 283-304.
+- L. Zhao, J. Liu, X. Wang, "Hellinger Distance Based Similarity Analysis for Categorical
+  Variables in Mixture Dataset", Computer Science 43(6) (2016) (seed 003).
+- E. Schubert, P. J. Rousseeuw, "Fast and eager k-medoids clustering: O(k) runtime
+  improvement of the PAM, CLARA, and CLARANS algorithms", Information Systems 101 (2021).
+- H.-S. Park, C.-H. Jun, "A simple and fast algorithm for K-medoids clustering", Expert
+  Systems with Applications 36 (2009) 3336-3341.
+- D. Arthur, S. Vassilvitskii, "k-means++: the advantages of careful seeding", SODA 2007.
+"""
+from __future__ import annotations
+
+import inspect
+import numbers
+
+import numpy as np
+
+from ._plan import SYMBOL
+from ._schema import CONTINUOUS
+from ._threads import effective_n_jobs
+from .metrics import METRICS, Metric
+
+__all__ = ["KModes", "KPrototypes", "KMedoids"]
+
+
+# -- small validators -----------------------------------------------------------------
+def _check_int(name, v, lo):
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Integral):
+        raise TypeError("%s must be an int, got %r" % (name, v))
+    if v < lo:
+        raise ValueError("%s must be >= %d, got %d" % (name, lo, v))
+    return int(v)
+
+
+def _base_rng(random_state):
+    """A numpy Generator from None, an int, a SeedSequence, a Generator or a RandomState."""
+    if isinstance(random_state, np.random.RandomState):
+        return np.random.default_rng(random_state.randint(0, 2 ** 31 - 1))
+    if random_state is None or isinstance(random_state, (np.random.Generator,
+                                                         np.random.SeedSequence)):
+        return np.random.default_rng(random_state)
+    if isinstance(random_state, (bool, np.bool_)) or \
+            not isinstance(random_state, numbers.Integral) or random_state < 0:
+        raise TypeError("random_state must be None, a non-negative int, a numpy Generator "
+                        "or a RandomState, got %r" % (random_state,))
+    return np.random.default_rng(int(random_state))
+
+
+def _is_pandas_frame(X):
+    return type(X).__module__.split(".")[0] == "pandas" and type(X).__name__ == "DataFrame"
+
+
+# -- distances between encoded rows ------------------------------------------------------
+def _crows(rows):
+    from ._kernels import CRows
+    return CRows(rows)
+
+
+#: below this many pairs a distance block is computed on one thread
+SERIAL_PAIRS = 1 << 15
+
+
+def _distances(plan, crows_a, crows_b, n_a, n_b, threads, reduced):
+    """``[n_a, n_b]`` distances between two sets of encoded rows, parallel over the rows
+    of ``a`` (so ``a`` should be the short side: centers, a tile of candidates)."""
+    from ._kernels import pairwise
+    if n_a * n_b < SERIAL_PAIRS:
+        threads = 1
+    out = np.empty((n_a, n_b))
+    pairwise(plan.cplan, crows_a, crows_b, out, threads, False, bool(reduced))
+    return out
+
+
+def _weighted_seeds(n, k, rng, dist_from):
+    """``k`` distinct row indices: the first uniform, each next one drawn with probability
+    proportional to its distance to the nearest row drawn so far (``dist_from(i)``: the
+    distances of row ``i`` to every row); uniform among the rest when all are at 0."""
+    chosen = [int(rng.integers(n))]
+    dmin = dist_from(chosen[0])
+    for _ in range(1, k):
+        w = dmin.copy()
+        w[chosen] = 0.0
+        total = w.sum()
+        if total > 0 and np.isfinite(total):
+            nxt = min(int(np.searchsorted(np.cumsum(w), rng.random() * total, side="right")),
+                      n - 1)
+            while w[nxt] == 0.0:   # rounding at the end of the cumulative sum
+                nxt -= 1
+        else:
+            free = np.setdiff1d(np.arange(n), chosen)
+            nxt = int(free[rng.integers(free.size)])
+        chosen.append(nxt)
+        dmin = np.minimum(dmin, dist_from(nxt))
+    return np.array(chosen, dtype=np.intp)
+
+
+class _ClusterBase:
+    """Parameter handling, the fitted metric and decoding shared by the estimators."""
+
+    _default_metric = "heom"
+
+    # -- sklearn-style parameters ------------------------------------------------------
+    @classmethod
+    def _param_names(cls):
+        sig = inspect.signature(cls.__init__)
+        return [p for p in sig.parameters if p != "self"]
+
+    def get_params(self, deep=True):
+        return {k: getattr(self, k) for k in self._param_names()}
+
+    def set_params(self, **params):
+        names = self._param_names()
+        for k, v in params.items():
+            if k not in names:
+                raise ValueError("%s has no parameter %r; it has %s"
+                                 % (type(self).__name__, k, names))
+            setattr(self, k, v)
+        return self
+
+    def __repr__(self):
+        args = ", ".join("%s=%r" % kv for kv in self.get_params().items())
+        return "%s(%s)" % (type(self).__name__, args)
+
+    # -- the metric --------------------------------------------------------------------
+    def _metric_defaults(self, info):
+        """Parameters a string metric gets unless ``metric_params`` sets them."""
+        return {}
+
+    def _new_metric(self):
+        metric = self.metric
+        params = self.metric_params
+        if params is not None and not isinstance(params, dict):
+            raise TypeError("metric_params must be a dict or None, got %r" % (params,))
+        if isinstance(metric, Metric):
+            if params:
+                raise ValueError("metric_params applies to a metric given by name; set "
+                                 "the parameters on the Metric instead")
+            if hasattr(metric, "plan_"):
+                return metric, True
+            return Metric(metric.name, **metric.params), False
+        if not isinstance(metric, str):
+            raise TypeError("metric must be a metric name or an hdist Metric, got %r"
+                            % (metric,))
+        if metric.lower() not in METRICS:
+            raise ValueError("unknown metric %r; choose one of %s"
+                             % (metric, sorted(set(i.name for i in METRICS.values()))))
+        info = METRICS[metric.lower()]
+        full = {k: v for k, v in self._metric_defaults(info).items() if k in info.params}
+        full.update(params or {})
+        return Metric(metric, **full), False
+
+    def _prepare(self, X, y):
+        """Fit (or reuse) the metric; encode X.  Sets ``metric_`` and returns the data."""
+        metric, prefit = self._new_metric()
+        if prefit:
+            if y is not None:
+                raise ValueError("y is only used to fit the metric, but the metric given is "
+                                 "already fitted")
+            rows = metric.encode(X)
+        else:
+            metric.fit(X, y)
+            rows = metric.train_
+        cont, nom = metric.schema_.encode(X)
+        self.metric_ = metric
+        self._pandas_out = _is_pandas_frame(X)
+        self.n_features_in_ = metric.n_features_in_
+        self.feature_names_in_ = metric.feature_names_in_
+        return _Data(metric, rows, cont, nom, effective_n_jobs(self.n_jobs))
+
+    def _check_fitted(self):
+        if not hasattr(self, "labels_"):
+            raise RuntimeError("this %s is not fitted yet; call fit(X) first"
+                               % type(self).__name__)
+
+    def _decode(self, cont_c, nom_c):
+        """Encoded centers -> a table of original values (DataFrame for pandas input)."""
+        schema = self.metric_.schema_
+        k = cont_c.shape[0] if cont_c.ndim == 2 else nom_c.shape[0]
+        out = np.empty((k, schema.n_features_in_), dtype=object)
+        ic = inom = 0
+        for j, kind in enumerate(schema.kinds_):
+            if kind == CONTINUOUS:
+                out[:, j] = [float(v) if v == v else None for v in cont_c[:, ic]]
+                ic += 1
+            else:
+                cats = schema.categories_[j]
+                out[:, j] = [cats[c] if c >= 0 else None for c in nom_c[:, inom]]
+                inom += 1
+        if self._pandas_out:
+            import pandas as pd
+            return pd.DataFrame(out, columns=list(schema.names_))
+        return out
+
+    def _query_rows(self, X):
+        self._check_fitted()
+        return self.metric_.encode(X, what="X")
+
+    def fit_predict(self, X, y=None):
+        """Fit and return ``labels_``."""
+        return self.fit(X, y).labels_
+
+    def predict(self, X):
+        """The nearest center of each row of ``X`` (ties: the smaller cluster index)."""
+        return np.argmin(self._to_centers(X, True), axis=1)
+
+    def transform(self, X):
+        """True distances ``[n, n_clusters]`` from each row of ``X`` to each center."""
+        return self._to_centers(X, False)
+
+    def _to_centers(self, X, reduced):
+        rows = self._query_rows(X)
+        C = self._center_rows
+        return _distances(self.metric_.plan_, _crows(C), _crows(rows), C.n, rows.n,
+                          effective_n_jobs(self.n_jobs), reduced).T
+
+
+class _Data:
+    """The fitted metric and the data rows in both encodings."""
+
+    def __init__(self, metric, rows, cont, nom, threads):
+        self.metric, self.plan, self.rows = metric, metric.plan_, rows
+        self.crows = _crows(rows)
+        self.cont, self.nom, self.threads = cont, nom, threads
+        self.n = rows.n
+
+    def to(self, center_rows):
+        """Reduced distances ``[k, n]`` of each center row to every data row."""
+        return _distances(self.plan, _crows(center_rows), self.crows, center_rows.n, self.n,
+                          self.threads, True)
+
+    def true_from(self, idx_rows):
+        """True distances ``[len, n]`` from some encoded rows to every data row."""
+        return _distances(self.plan, _crows(idx_rows), self.crows, idx_rows.n, self.n,
+                          self.threads, False)
+
+
+# -- k-modes / k-prototypes ----------------------------------------------------------------
+class _NominalCenters:
+    """Per nominal attribute: the reduced term between each data value class (learned
+    values, then one bucket for unseen ones) and each candidate center value, i.e. what the
+    kernel adds to ``Σ w d^p`` for that pair (``[V + 1, V]``)."""
+
+    def __init__(self, plan, schema):
+        self.items = []   # (position in nom, component, R)
+        inom = 0
+        for a, kind in enumerate(schema.kinds_):
+            if kind == CONTINUOUS:
+                continue
+            comp = plan.components[a]
+            self.items.append((inom, comp, self._terms(plan, a, comp)))
+            inom += 1
+
+    @staticmethod
+    def _terms(plan, a, comp):
+        V = comp.n_values
+        if comp.block == "o":
+            k = int(np.flatnonzero(plan.o_attr == a)[0])
+            R = np.full((V + 1, V), plan.o_w[k])
+            R[np.arange(V), np.arange(V)] = 0.0
+            return R
+        if comp.block == "t":
+            k = int(np.flatnonzero(plan.t_attr == a)[0])
+            off = plan.t_off[k]
+            tab = plan.t_tab[off:off + (V + 1) ** 2].reshape(V + 1, V + 1)
+            R = tab[:, :V].copy()
+            R[np.arange(V), np.arange(V)] = 0.0
+            return R
+        k = int(np.flatnonzero(plan.e_attr == a)[0])
+        E = np.asarray(comp.encode(np.arange(V + 1)), dtype=np.float64) * plan.e_scale[k]
+        diff = E[:, None, :] - E[None, :V, :]
+        if comp.q == 2:
+            norm = np.sqrt(np.einsum("vcd,vcd->vc", diff, diff))
+        else:
+            norm = np.abs(diff).sum(axis=2)
+        return norm if plan.pmode in (0, 1) else np.power(norm, plan.p)
+
+
+class _CenterBase(_ClusterBase):
+    def __init__(self, n_clusters=8, *, metric=None, metric_params=None, init="k-means++",
+                 n_init="auto", max_iter=100, nominal_center="cost", random_state=None,
+                 n_jobs=None):
+        self.n_clusters = n_clusters
+        self.metric = self._default_metric if metric is None else metric
+        self.metric_params = metric_params
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.nominal_center = nominal_center
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def _check_data(self, data):
+        """Hook: KModes refuses continuous columns."""
+
+    def fit(self, X, y=None):
+        """Cluster the rows of ``X``.  ``y`` is used only to fit a metric that needs class
+        labels (it plays no other part).  Returns self."""
+        k = _check_int("n_clusters", self.n_clusters, 1)
+        explicit = not isinstance(self.init, str)
+        if isinstance(self.n_init, str) and self.n_init == "auto":
+            n_init = 1 if explicit else 10
+        else:
+            n_init = _check_int("n_init", self.n_init, 1)
+        max_iter = _check_int("max_iter", self.max_iter, 1)
+        if self.nominal_center not in ("cost", "mode"):
+            raise ValueError("nominal_center must be 'cost' or 'mode', got %r"
+                             % (self.nominal_center,))
+        if not explicit and self.init not in ("k-means++", "random"):
+            raise ValueError("init must be 'k-means++', 'random' or a table of n_clusters "
+                             "rows, got %r" % (self.init,))
+        if explicit and n_init != 1:
+            raise ValueError("init given as a table of centers needs n_init=1, got %d"
+                             % n_init)
+        base = _base_rng(self.random_state)
+        data = self._prepare(X, y)
+        self._check_data(data)
+        if k > data.n:
+            raise ValueError("n_clusters=%d is larger than the %d rows of X" % (k, data.n))
+        first = None
+        if explicit:
+            first = self.metric_.encode(self.init, what="init")
+            if first.n != k:
+                raise ValueError("init has %d rows; n_clusters is %d" % (first.n, k))
+        eng = _CenterEngine(data, k, self.nominal_center)
+        seeds = base.integers(0, 2 ** 63 - 1, size=n_init)
+        best = None
+        for s in seeds:
+            rng = np.random.default_rng(int(s))
+            start = first if explicit else data.rows.take(eng.seed_rows(rng, self.init))
+            res = eng.run(start, max_iter)
+            if best is None or res[0] < best[0]:
+                best = res
+        inertia, labels, cont_c, nom_c, n_iter = best
+        self.inertia_ = float(inertia)
+        self.labels_ = labels
+        self.n_iter_ = n_iter
+        self._cont_c, self._nom_c = cont_c, nom_c
+        self._center_rows = data.plan.encode(cont_c, nom_c)
+        self.cluster_centers_ = self._decode(cont_c, nom_c)
+        return self
+
+
+class _CenterEngine:
+    """One k-modes / k-prototypes run: assignment by the kernels, center update per
+    attribute (continuous: mean; nominal: the value with the least total term over the
+    cluster, or the most frequent one)."""
+
+    def __init__(self, data, k, nominal_center):
+        self.d, self.k, self.how = data, k, nominal_center
+        self.nominal = _NominalCenters(data.plan, data.metric.schema_)
+        everyone = np.zeros(data.n, dtype=np.intp)
+        # fallback for a cluster where an attribute is missing on every row
+        self.fallback = self._update(everyone, 1, None)
+
+    def seed_rows(self, rng, how):
+        """Indices of the k initial rows: uniform without replacement, or k-means++
+        (probability proportional to the reduced distance to the nearest row drawn)."""
+        if how == "random":
+            return np.sort(rng.choice(self.d.n, size=self.k, replace=False))
+        return _weighted_seeds(self.d.n, self.k, rng,
+                               lambda i: self.d.to(self.d.rows.take([i]))[0])
+
+    def assign(self, center_rows):
+        D = self.d.to(center_rows)
+        labels = np.argmin(D, axis=0)
+        return labels, D[labels, np.arange(self.d.n)]
+
+    def _update(self, labels, k, fallback):
+        d = self.d
+        plan = d.plan
+        mc = d.cont.shape[1]
+        cont_c = np.empty((k, mc))
+        for c in range(mc):
+            x = d.cont[:, c]
+            ok = ~np.isnan(x)
+            s = np.bincount(labels[ok], weights=x[ok], minlength=k)
+            cnt = np.bincount(labels[ok], minlength=k)
+            with np.errstate(invalid="ignore", divide="ignore"):
+                cont_c[:, c] = s / cnt
+            if fallback is not None:
+                cont_c[cnt == 0, c] = fallback[0][0, c]
+        nom_c = np.empty((k, d.nom.shape[1]), dtype=np.int64)
+        for pos, comp, R in self.nominal.items:
+            V = comp.n_values
+            codes = plan.nominal_codes(comp, d.nom[:, pos])
+            ok = codes >= 0
+            bucket = np.minimum(codes[ok], V)
+            N = np.bincount(labels[ok] * (V + 1) + bucket, minlength=k * (V + 1))
+            N = N.reshape(k, V + 1).astype(np.float64)
+            if self.how == "mode":
+                best = np.argmax(N[:, :V], axis=1)
+                empty = N[:, :V].sum(axis=1) == 0
+            else:
+                best = np.argmin(np.einsum("kv,vc->kc", N, R), axis=1)
+                empty = N.sum(axis=1) == 0
+            if fallback is not None:
+                best[empty] = fallback[2][0, pos]
+            nom_c[:, pos] = best
+        # kernel codes -> schema codes (the "symbol" value is the schema's missing code)
+        schema_codes = nom_c.copy()
+        for pos, comp, R in self.nominal.items:
+            if comp.policy == SYMBOL:
+                col = schema_codes[:, pos]
+                col[col == comp.n_values - 1] = -1
+        return cont_c, schema_codes, nom_c
+
+    def _fill_empty(self, labels, dmin):
+        """Give every empty cluster the row farthest from its center (ties: the smaller
+        row index) taken from a cluster that keeps at least one row."""
+        sizes = np.bincount(labels, minlength=self.k)
+        for c in np.flatnonzero(sizes == 0):
+            movable = sizes[labels] >= 2
+            if not movable.any():
+                break
+            cand = np.where(movable, dmin, -np.inf)
+            i = int(np.argmax(cand))
+            sizes[labels[i]] -= 1
+            labels[i] = c
+            sizes[c] = 1
+            dmin[i] = 0.0
+        return labels
+
+    def run(self, start_rows, max_iter):
+        labels, dmin = self.assign(start_rows)
+        n_iter = 0
+        for n_iter in range(1, max_iter + 1):
+            labels = self._fill_empty(labels, dmin)
+            cont_c, nom_c, _ = self._update(labels, self.k, self.fallback)
+            new, dmin = self.assign(self.d.plan.encode(cont_c, nom_c))
+            converged = np.array_equal(new, labels)
+            labels = new
+            if converged:
+                break
+        return float(dmin.sum()), labels, cont_c, nom_c, n_iter
+
+
+_CENTER_DOC = """
+    Parameters
+    ----------
+    n_clusters : int, default 8
+    metric : str or Metric, default {default!r}
+        A preset name (``hdist.METRICS``) or a :class:`hdist.Metric`.  An unfitted Metric
+        (or a name) is fitted on ``X`` in ``fit``; a fitted Metric is used as it is (its
+        statistics then come from the data it was fitted on).{extra}
+    metric_params : dict, optional
+        Parameters of a metric given by name.
+    init : {{"k-means++", "random"}} or a table of ``n_clusters`` rows
+        Initial centers: ``n_clusters`` data rows, drawn uniformly or by k-means++ seeding
+        (probability proportional to the reduced distance to the nearest row drawn), or
+        the given rows (then ``n_init`` must be 1).  The first assignment is to these rows.
+    n_init : int or "auto", default "auto"
+        Runs from different initial rows; the one with the least ``inertia_`` is kept.
+        "auto": 1 when ``init`` is a table of centers, else 10.
+    max_iter : int, default 100
+        Most rounds of (center update, assignment) per run; a run stops earlier when no
+        row changes cluster.
+    nominal_center : {{"cost", "mode"}}, default "cost"
+        A nominal center value is the learned value with the least total term
+        ``Σ_i w d_a(x_ia, c)^p`` over the cluster ("cost"; for overlap this is the mode,
+        ties to the first value in sorted order) or the most frequent value ("mode", as
+        in Huang's k-modes with another dissimilarity plugged in).  Missing values do not
+        count (under the "symbol" policy the missing symbol is a value like any other).
+    random_state : None, int, numpy Generator or RandomState
+    n_jobs : None or int
+        Threads of the distance kernels; results do not depend on it.
+
+    Attributes
+    ----------
+    labels_ : int array [n]
+        Cluster of each row (ties: the smaller cluster index).
+    cluster_centers_ : DataFrame (pandas input) or object array [n_clusters, m]
+        Centers in original values: means for continuous columns, values for nominal ones.
+    inertia_ : float
+        ``Σ_i`` reduced distance of row ``i`` to its center (``Σ_a w_a d_a^p``, the
+        quantity the updates decrease).
+    n_iter_ : int
+    metric_ : Metric
+        The fitted metric.
+"""
+
+
+class KModes(_CenterBase):
+    """k-modes clustering of nominal data (Huang 1998) under any nominal hdist metric.
+
+    Every column is nominal unless the metric says otherwise (a metric given by name gets
+    ``nominal="all"`` and ``p = 1``, so the distance is ``Σ_a d_a``: the number of
+    mismatches for ``"smd"``, the sum of the value tables for ``"add"`` and ``"hds"`` as
+    in seed 003's experiments); a continuous column is an error.
+    """
+
+    _default_metric = "smd"
+
+    def _metric_defaults(self, info):
+        return {"nominal": "all", "p": 1.0}
+
+    def _check_data(self, data):
+        schema = data.metric.schema_
+        cont = schema.continuous_names
+        if cont:
+            raise ValueError("KModes clusters nominal data, but column %r is continuous; "
+                             "declare it nominal or use KPrototypes" % cont[0])
+
+
+class KPrototypes(_CenterBase):
+    """k-prototypes clustering of mixed data (Huang 1998): continuous means and nominal
+    centers, compared under any hdist metric (default ``heom``: range-normalized squared
+    differences plus mismatches, ``p = 2``).
+
+    Means minimize the continuous part of the cost exactly for ``p = 2``.
+    """
+
+    _default_metric = "heom"
+
+
+if KModes.__doc__:   # not under python -OO
+    KModes.__doc__ += _CENTER_DOC.format(default="smd", extra=(
+        " ``\"smd\"`` (simple matching), ``\"add\"`` (Ahmad & Dey), ``\"hds\"`` "
+        "(Hellinger, seed 003) or any other metric over nominal columns."))
+    KPrototypes.__doc__ += _CENTER_DOC.format(default="heom", extra="")
+
+
+# -- k-medoids -------------------------------------------------------------------------------
+class KMedoids(_ClusterBase):
+    """k-medoids clustering under any hdist metric: centers are data rows.
+
+    Parameters
+    ----------
+    n_clusters : int, default 8
+    metric : str or Metric, default "heom"
+        Any preset or Metric; one that needs class labels is fitted with ``fit(X, y)``.
+        A fitted Metric is used as it is.
+    metric_params : dict, optional
+    method : {"fasterpam", "alternate"}, default "fasterpam"
+        "fasterpam": eager swaps of a medoid with a non-medoid whenever the total
+        deviation decreases (Schubert & Rousseeuw 2021, FasterPAM), over candidate rows
+        in random order until a full pass changes nothing; distance rows are computed by
+        the kernels in tiles of candidates.  "alternate": assign, then move each medoid to
+        the member with the least distance sum to its cluster (Park & Jun 2009).
+    init : {"k-medoids++", "random"} or array of n_clusters row indices
+    n_init : int, default 1
+        Runs (each on a new sample in sampled mode); the least total deviation is kept.
+    max_iter : int, default 100
+        Most passes over the candidates (fasterpam) or medoid updates (alternate).
+    max_exact : int or None, default 20000
+        With more rows than this, each run clusters a random sample of ``sample_size``
+        rows and its medoids are scored on all rows (CLARA).  ``None``: always exact.
+    sample_size : int, default 5000
+    random_state, n_jobs : as in :class:`KModes`
+
+    Attributes
+    ----------
+    labels_, medoid_indices_, cluster_centers_ (the medoid rows in original values),
+    inertia_ (``Σ_i`` true distance of row ``i`` to its nearest medoid), n_iter_, metric_.
+    """
+
+    #: with at most this many entries, the full distance matrix is computed once
+    FULL_MATRIX_ENTRIES = 1 << 23
+    #: candidate rows per tile of distance rows
+    TILE = 256
+
+    def __init__(self, n_clusters=8, *, metric="heom", metric_params=None,
+                 method="fasterpam", init="k-medoids++", n_init=1, max_iter=100,
+                 max_exact=20000, sample_size=5000, random_state=None, n_jobs=None):
+        self.n_clusters = n_clusters
+        self.metric = metric
+        self.metric_params = metric_params
+        self.method = method
+        self.init = init
+        self.n_init = n_init
+        self.max_iter = max_iter
+        self.max_exact = max_exact
+        self.sample_size = sample_size
+        self.random_state = random_state
+        self.n_jobs = n_jobs
+
+    def fit(self, X, y=None):
+        """Cluster the rows of ``X``; ``y`` only fits a metric that needs labels."""
+        k = _check_int("n_clusters", self.n_clusters, 1)
+        n_init = _check_int("n_init", self.n_init, 1)
+        max_iter = _check_int("max_iter", self.max_iter, 1)
+        if self.method not in ("fasterpam", "alternate"):
+            raise ValueError("method must be 'fasterpam' or 'alternate', got %r"
+                             % (self.method,))
+        if self.max_exact is not None:
+            _check_int("max_exact", self.max_exact, 1)
+        sample_size = _check_int("sample_size", self.sample_size, 1)
+        explicit = not isinstance(self.init, str)
+        if not explicit and self.init not in ("k-medoids++", "random"):
+            raise ValueError("init must be 'k-medoids++', 'random' or n_clusters row "
+                             "indices, got %r" % (self.init,))
+        base = _base_rng(self.random_state)
+        data = self._prepare(X, y)
+        n = data.n
+        if k > n:
+            raise ValueError("n_clusters=%d is larger than the %d rows of X" % (k, n))
+        sampled = self.max_exact is not None and n > self.max_exact
+        if explicit:
+            init_idx = np.asarray(self.init)
+            if init_idx.ndim != 1 or init_idx.shape[0] != k or \
+                    init_idx.dtype.kind not in "iu":
+                raise ValueError("init must hold n_clusters=%d row indices, got %r"
+                                 % (k, self.init))
+            if len(np.unique(init_idx)) != k or init_idx.min() < 0 or init_idx.max() >= n:
+                raise ValueError("init must hold %d distinct row indices in [0, %d)" % (k, n))
+            if n_init != 1 or sampled:
+                raise ValueError("init given as row indices needs n_init=1 and no sampling "
+                                 "(max_exact=None or >= the number of rows)")
+        if sampled and sample_size < k:
+            raise ValueError("sample_size=%d is smaller than n_clusters=%d"
+                             % (sample_size, k))
+        seeds = base.integers(0, 2 ** 63 - 1, size=n_init)
+        best = None
+        for s in seeds:
+            rng = np.random.default_rng(int(s))
+            if sampled:
+                sub = np.sort(rng.choice(n, size=min(sample_size, n), replace=False))
+                eng = _MedoidEngine(data, data.rows.take(sub), self.TILE,
+                                    self.FULL_MATRIX_ENTRIES)
+                med_local, n_iter = eng.run(k, rng, self.init, self.method, max_iter)
+                med = sub[med_local]
+            else:
+                eng = _MedoidEngine(data, data.rows, self.TILE, self.FULL_MATRIX_ENTRIES)
+                start = np.array(init_idx, dtype=np.intp) if explicit else self.init
+                med, n_iter = eng.run(k, rng, start, self.method, max_iter)
+            Dm = data.true_from(data.rows.take(med))
+            labels = np.argmin(Dm, axis=0)
+            td = float(Dm[labels, np.arange(n)].sum())
+            if best is None or td < best[0]:
+                best = (td, med, labels, n_iter)
+        td, med, labels, n_iter = best
+        self.inertia_ = td
+        self.medoid_indices_ = np.asarray(med, dtype=np.intp)
+        self.labels_ = labels
+        self.n_iter_ = n_iter
+        self._center_rows = data.rows.take(self.medoid_indices_)
+        self.cluster_centers_ = self._decode(data.cont[self.medoid_indices_],
+                                             data.nom[self.medoid_indices_])
+        return self
+
+
+class _MedoidEngine:
+    """k-medoids over a set of encoded rows (all rows, or a sample)."""
+
+    def __init__(self, data, rows, tile, full_entries):
+        self.d = data
+        self.rows = rows
+        self.crows = _crows(rows)
+        self.n = rows.n
+        self.tile = tile
+        self.full = None
+        if self.n * self.n <= full_entries:
+            self.full = self.block(np.arange(self.n))
+
+    def block(self, idx):
+        """True distances ``[len(idx), n]`` from rows ``idx`` to every row."""
+        if self.full is not None:
+            return self.full[idx]
+        sub = self.rows.take(idx)
+        return _distances(self.d.plan, _crows(sub), self.crows, sub.n, self.n, self.d.threads,
+                          False)
+
+    # -- initial medoids ------------------------------------------------------------------
+    def seeds(self, k, rng, how):
+        if how == "random":
+            return np.sort(rng.choice(self.n, size=k, replace=False))
+        return _weighted_seeds(self.n, k, rng, lambda i: self.block(np.array([i]))[0])
+
+    def run(self, k, rng, init, method, max_iter):
+        med = init if isinstance(init, np.ndarray) else self.seeds(k, rng, init)
+        med = np.array(med, dtype=np.intp)
+        if method == "alternate":
+            return self._alternate(med, max_iter)
+        return self._fasterpam(med, rng, max_iter)
+
+    # -- FasterPAM -----------------------------------------------------------------------
+    @staticmethod
+    def _nearest(Dm):
+        """Nearest and second-nearest medoid slot of every row (ties: smaller slot)."""
+        k, n = Dm.shape
+        cols = np.arange(n)
+        near = np.argmin(Dm, axis=0)
+        dnear = Dm[near, cols]
+        if k == 1:
+            return near, dnear, np.full(n, np.inf)
+        D2 = Dm.copy()
+        D2[near, cols] = np.inf
+        dsec = D2.min(axis=0)
+        return near, dnear, dsec
+
+    def _fasterpam(self, med, rng, max_iter):
+        k, n = med.size, self.n
+        Dm = self.block(med)
+        near, dnear, dsec = self._nearest(Dm)
+        removal = np.bincount(near, weights=dsec - dnear, minlength=k) if k > 1 else None
+        is_med = np.zeros(n, dtype=bool)
+        is_med[med] = True
+        order = rng.permutation(n)
+        since_swap = 0
+        passes = 0
+        pos = 0
+        while since_swap < n and passes < max_iter:
+            idx = order[pos:pos + self.tile]
+            rows = self.block(idx)
+            for r, c in enumerate(idx):
+                since_swap += 1
+                if since_swap > n:
+                    break
+                if is_med[c]:
+                    continue
+                d = rows[r]
+                td = dnear.sum()
+                if k == 1:
+                    gain, slot = d.sum() - td, 0
+                else:
+                    closer = d < dnear
+                    second = ~closer & (d < dsec)
+                    delta = removal.copy()
+                    delta += np.bincount(near[closer], weights=dnear[closer] - dsec[closer],
+                                         minlength=k)
+                    delta += np.bincount(near[second], weights=d[second] - dsec[second],
+                                         minlength=k)
+                    slot = int(np.argmin(delta))
+                    gain = delta[slot] + (d[closer] - dnear[closer]).sum()
+                if gain < -1e-12 * max(td, 1e-300):
+                    is_med[med[slot]] = False
+                    is_med[c] = True
+                    med[slot] = c
+                    Dm[slot] = d
+                    near, dnear, dsec = self._nearest(Dm)
+                    if k > 1:
+                        removal = np.bincount(near, weights=dsec - dnear, minlength=k)
+                    since_swap = 0
+            pos += len(idx)
+            if pos >= n:
+                pos = 0
+                passes += 1
+        return med, max(passes, 1)
+
+    # -- alternating -----------------------------------------------------------------------
+    def _within_sums(self, members):
+        """Sum of distances from each member to the others (tiles of members)."""
+        sums = np.empty(members.size)
+        for t0 in range(0, members.size, self.tile):
+            idx = members[t0:t0 + self.tile]
+            sums[t0:t0 + idx.size] = self.block(idx)[:, members].sum(axis=1)
+        return sums
+
+    def _alternate(self, med, max_iter):
+        k = med.size
+        n_iter = 0
+        for n_iter in range(1, max_iter + 1):
+            labels = np.argmin(self.block(med), axis=0)
+            new = med.copy()
+            for c in range(k):
+                members = np.flatnonzero(labels == c)
+                if members.size == 0:
+                    continue
+                sums = self._within_sums(members)
+                cur = np.flatnonzero(members == med[c])
+                best = int(np.argmin(sums))
+                if cur.size and sums[cur[0]] <= sums[best]:
+                    continue
+                new[c] = members[best]
+            if np.array_equal(new, med):
+                break
+            med = new
+        return med, n_iter
