@@ -50,6 +50,10 @@ def omp_max_threads():
 
 def _c(a, dtype):
     a = np.ascontiguousarray(a, dtype=dtype)
+    if not a.flags.writeable:
+        # read-only input (a memory-mapped or shared fitted plan): the typed views below
+        # need a writable buffer, though the kernels never write through them
+        a = a.copy()
     return a
 
 
@@ -70,6 +74,10 @@ cdef class CPlan:
         cdef unsigned char[::1] c_ign = arr("c_ign", np.uint8)
         cdef double[::1] c_both = arr("c_both", np.float64)
         cdef double[::1] o_w = arr("o_w", np.float64)
+        sel = np.zeros(2 * max(1, plan.mo))
+        sel[1::2][:plan.mo] = plan.o_w
+        keep["o_sel"] = sel
+        cdef double[::1] o_sel = sel
         cdef double[::1] o_miss = arr("o_miss", np.float64)
         cdef double[::1] o_rw = arr("o_rw", np.float64)
         cdef unsigned char[::1] o_ign = arr("o_ign", np.uint8)
@@ -100,6 +108,7 @@ cdef class CPlan:
         self.s.c_ign = &c_ign[0]
         self.s.c_both = &c_both[0]
         self.s.o_w = &o_w[0]
+        self.s.o_sel = &o_sel[0]
         self.s.o_miss = &o_miss[0]
         self.s.o_rw = &o_rw[0]
         self.s.o_ign = &o_ign[0]
