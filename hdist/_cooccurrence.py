@@ -24,9 +24,10 @@ same distance (``T[V, V]``), and equal unseen values are at 0 like any equal pai
 The metric ``smd`` (simple matching distance, Huang 1998; seed 003's baseline) is the
 overlap of nominal attributes, registered here as a nominal-only preset with ``p = 1``.
 
-Binning: continuous co-attributes are cut at the ``k / n_bins`` quantiles of their training
-values (numpy's default linear interpolation), duplicate cut points merged; a value ``x``
-falls in bin ``#{cuts <= x}``, so bins are ``[c_{k-1}, c_k)`` with open ends.
+Binning: continuous co-attributes go through :class:`hdist.discretize.EqualFrequency`
+(cuts at the ``k / n_bins`` quantiles of the training values, numpy's linear
+interpolation, repeated cuts merged, bins ``[c_{k-1}, c_k)`` with open ends), so a column
+with many ties gets fewer bins.
 
 References
 ----------
@@ -45,6 +46,7 @@ import numpy as np
 
 from ._plan import TableComponent
 from ._schema import CONTINUOUS
+from .discretize import EqualFrequency
 from .metrics import _DIFF, _NOM_EXTRA, _preset
 
 #: largest number of doubles in one block of pairwise differences (``rows x V x L``)
@@ -78,49 +80,26 @@ def check_params(average, n_bins):
     return bool(average), int(n_bins)
 
 
-def equal_frequency_cuts(x, n_bins):
-    """Cut points of ``n_bins`` equal-frequency bins of the non-missing values of ``x``.
-
-    The ``k / n_bins`` quantiles (``k = 1 .. n_bins - 1``, linear interpolation), with
-    duplicates merged, so a column with many ties gets fewer bins."""
-    x = np.asarray(x, dtype=np.float64)
-    present = x[~np.isnan(x)]
-    if present.size == 0:
-        return np.zeros(0)
-    q = np.quantile(present, np.arange(1, n_bins) / n_bins)
-    return np.unique(q)
-
-
-def bin_codes(x, cuts):
-    """Bin of each value (``#{cuts <= x}``); ``-1`` for missing."""
-    x = np.asarray(x, dtype=np.float64)
-    codes = np.searchsorted(cuts, x, side="right").astype(np.int64)
-    codes[np.isnan(x)] = -1
-    return codes
-
-
 def coattributes(schema, cont, nom, n_bins, skip=None):
     """Every column but ``skip`` as ``(codes, n_levels)`` (``-1`` = missing), in schema
-    order; continuous columns binned with :func:`equal_frequency_cuts`.  Also returns the
-    cut points of the continuous columns by name."""
-    out, cuts_by_name = [], {}
+    order; continuous columns binned by :class:`hdist.discretize.EqualFrequency`."""
+    out = []
     ic = inom = 0
-    for k, (name, kind) in enumerate(zip(schema.names_, schema.kinds_)):
+    for k, kind in enumerate(schema.kinds_):
         if kind == CONTINUOUS:
             col = cont[:, ic]
             ic += 1
             if k == skip:
                 continue
-            cuts = equal_frequency_cuts(col, n_bins)
-            cuts_by_name[name] = cuts
-            out.append((bin_codes(col, cuts), cuts.size + 1))
+            disc = EqualFrequency(n_bins).fit(col)
+            out.append((disc.codes(col), disc.n_bins_))
         else:
             col = nom[:, inom]
             inom += 1
             if k == skip:
                 continue
             out.append((col, len(schema.categories_[k])))
-    return out, cuts_by_name
+    return out
 
 
 def _pair_terms(F, kind):
@@ -185,7 +164,7 @@ def _factory(kind):
         if schema.n_features_in_ < 2:
             raise ValueError("metric %r describes a value of column %r by the other "
                              "columns, but X has no other column" % (metric.name, name))
-        coattrs, _ = coattributes(schema, cont, nom, n_bins, skip=j)
+        coattrs = coattributes(schema, cont, nom, n_bins, skip=j)
         T = cooccurrence_table(codes, V, coattrs, kind, average)
         metric.value_tables_[name] = T
         return TableComponent(j, T, policy, V)
