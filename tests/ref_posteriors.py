@@ -331,7 +331,7 @@ class PosteriorMetric:
     def fit(self, columns, ys, C):
         self.C = C
         self.priors = [sum(1 for c in ys if c == k) / len(ys) for k in range(C)]
-        self.est, self.P = {}, {}
+        self.est, self.P, self._memo = {}, {}, {}
         for a, (kind, col) in enumerate(zip(self.kinds, columns)):
             if kind == "continuous":
                 self.est[a] = self.estimator().fit(col, ys, C)
@@ -345,7 +345,12 @@ class PosteriorMetric:
 
     def vector(self, a, v):
         if self.kinds[a] == "continuous":
-            return self.est[a].p(v)
+            if is_missing(v):
+                return None
+            key = (a, float(v))
+            if key not in self._memo:
+                self._memo[key] = self.est[a].p(v)
+            return self._memo[key]
         if is_missing(v):
             return None
         if v in self.P[a]:
