@@ -333,7 +333,9 @@ class Metric:
                 T = est.vdm_table(P, self._param("vdm"))
                 self.value_tables_[name] = T
                 return TableComponent(j, T, policy, V, embedding=P * f if q == 2 else None)
-            return EmbedComponent(j, C, q, est.ProbabilityRows(P, f), policy, nominal=True)
+            comp = EmbedComponent(j, C, q, est.ProbabilityRows(P, f), policy, nominal=True)
+            comp.n_values = V   # learned values (symbol included), as tables have
+            return comp
         factory = _NOM_EXTRA[kind]
         return factory(self, j, name, sym_codes, V, policy, nom, schema, cont)
 
