@@ -11,9 +11,10 @@ from . import discretize
 from . import _posteriors  # noqa: F401  (registers dvdm, ivdm, gvdm, lvdm, pvdm)
 from ._info import entropy, mutual_information
 from . import cluster  # noqa: F401  (KModes, KPrototypes, KMedoids)
+from ._index import NeighborsIndex
 
 __all__ = ["__version__", "METRICS", "Metric", "Explanation", "get_metric", "show_config"]
-__all__ += ["discretize", "entropy", "mutual_information"]
+__all__ += ["discretize", "entropy", "mutual_information", "NeighborsIndex"]
 
 # Names served on first use, so that `import hdist` loads neither scikit-learn, pandas,
 # pyarrow, Dask nor matplotlib.

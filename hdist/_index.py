@@ -1,0 +1,479 @@
+"""Exact nearest-neighbor index over a fitted metric: brute force, KD-tree or ball tree.
+
+:class:`NeighborsIndex` holds encoded rows (the metric's Plan encodes them once) and,
+for the tree algorithms, a flat tree built by :mod:`hdist._trees`.  Every algorithm
+returns the same ``(distances, indices)`` (SPEC §8): candidates are ordered by (reduced
+distance, row index), and a pair's distance is computed by the same compiled function
+whatever the algorithm, thread count or leaf size.
+
+Trees follow seed 004 (Witten & Frank, "Finding nearest neighbors efficiently"): the
+KD-tree splits on the attribute of greatest spread and prunes with per-attribute lower
+bounds (valid for every Plan: any ``p``, weights, missing policy, table or embedded
+attribute); the ball tree uses data rows as pivots, splits by the two far points and
+prunes with the triangle inequality, so it is offered only where the metric satisfies
+it (SPEC §8, :func:`ball_tree_refusal`).  Rows can be inserted after the build; a tree
+whose depth grows past twice the balanced depth is rebuilt (seed 004).
+"""
+from __future__ import annotations
+
+import math
+import numbers
+import time
+
+import numpy as np
+
+from ._plan import IGNORE
+from ._threads import effective_n_jobs
+from .metrics import Metric, _check_k, _check_number
+
+ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree")
+TREES = ("kd_tree", "ball_tree")
+
+#: the "auto" rule (measured on a 2-core machine, see benchmarks/bench_trees.py):
+#: brute force below this many indexed rows ...
+AUTO_MIN_ROWS = 4096
+#: ... and a KD-tree when the number of search dimensions is at most this
+AUTO_MAX_DIMS = 8
+
+
+def _search_dims(plan):
+    """Dimensions a KD-tree has to cut: attributes of positive weight, an embedded
+    attribute counting one per vector component."""
+    w = plan.weights
+    dims = int(np.count_nonzero(w[plan.c_attr] > 0) + np.count_nonzero(w[plan.o_attr] > 0)
+               + np.count_nonzero(w[plan.t_attr] > 0))
+    for k, a in enumerate(plan.e_attr):
+        if w[a] > 0:
+            dims += int(plan.e_off[k + 1] - plan.e_off[k])
+    return dims
+
+
+def auto_algorithm(plan, n_rows):
+    """The algorithm ``"auto"`` picks for ``n_rows`` indexed rows of ``plan``.
+
+    Brute force for small indexes (a tree's bookkeeping does not pay off) and for many
+    search dimensions (bounds stop pruning: seed 004 notes that KD-trees are worthwhile
+    only up to about 10 attributes); a KD-tree otherwise.  The ball tree is never chosen:
+    on the measured cases it was slower than the KD-tree (its per-node work is a full
+    distance), and it is not exact for every Plan."""
+    if n_rows < AUTO_MIN_ROWS:
+        return "brute"
+    if _search_dims(plan) <= AUTO_MAX_DIMS:
+        return "kd_tree"
+    return "brute"
+
+
+def _table_is_metric(T, tol=1e-9):
+    """True when a value table (with its unseen row) satisfies the triangle inequality,
+    unseen values counted as distinct points at ``T[V, V]`` from each other."""
+    T = np.asarray(T, dtype=np.float64)
+    V = T.shape[0] - 1
+    M = np.empty((V + 2, V + 2))
+    M[:V + 1, :V + 1] = T
+    M[V + 1, :V + 1] = T[V]
+    M[:V + 1, V + 1] = T[:, V]
+    M[V + 1, V + 1] = 0.0
+    M[V, V + 1] = M[V + 1, V] = T[V, V]
+    np.fill_diagonal(M, 0.0)
+    if (M < 0).any() or not np.allclose(M, M.T, rtol=tol, atol=tol):
+        return False
+    scale = max(1.0, float(M.max()))
+    for u in range(M.shape[0]):
+        # d(u, w) <= d(u, v) + d(v, w) for all v, w
+        via = (M[u][:, None] + M).min(axis=0)
+        if (M[u] > via + tol * scale).any():
+            return False
+    return True
+
+
+#: tables larger than this are trusted to be metrics (VDM, Hellinger and total-variation
+#: tables are by construction) instead of being checked in O(V^3)
+TABLE_CHECK_MAX = 256
+
+
+def _embed_bound(comp):
+    """An upper bound of an embedded attribute's component distance, or None."""
+    bound = getattr(comp, "max_distance", None)
+    if bound is not None:
+        return float(bound)
+    enc = comp.encode
+    P = getattr(enc, "P", None)
+    if comp.nominal and isinstance(P, np.ndarray):
+        # rows of (scaled) class probabilities: d(v, w) <= |P_v| + |P_w|
+        norms = np.abs(P).sum(axis=1) if comp.q == 1 else np.sqrt((P * P).sum(axis=1))
+        return 2.0 * float(norms.max()) if norms.size else 0.0
+    from . import _posteriors
+    if isinstance(enc, getattr(_posteriors, "_Posterior", ())):
+        # class-frequency vectors: |p - p'|_2 <= sqrt(2); |p - p'|_1 <= 2, except for the
+        # Gaussian estimator, whose grid interpolation may overshoot by its tolerance
+        if comp.q == 2:
+            return math.sqrt(2.0) * (1.0 + 1e-5)
+        if type(enc).__name__ != "GaussianPosterior":
+            return 2.0
+    return None
+
+
+def _missing_columns(plan, rows):
+    """Block positions with a missing value in ``rows``: (c, o, t, e) boolean arrays."""
+    mc = np.isnan(rows.c).any(axis=0) if rows.c.size else np.zeros(plan.mc, bool)
+    mo = (rows.o < 0).any(axis=0) if rows.o.size else np.zeros(plan.mo, bool)
+    mt = (rows.t < 0).any(axis=0) if rows.t.size else np.zeros(plan.mt, bool)
+    me = np.zeros(plan.me, bool)
+    for k in range(plan.me):
+        col = rows.e[:, plan.e_off[k]]
+        me[k] = bool(np.isnan(col).any()) if col.size else False
+    return mc, mo, mt, me
+
+
+def ball_tree_refusal(plan, rows, names=None):
+    """Why a ball tree over ``rows`` would not be exact for ``plan``, or None.
+
+    SPEC §8: the ball tree prunes with the triangle inequality, which holds when
+    ``p >= 1``, no attribute uses the "ignore" policy (its rescaling is not a metric),
+    every value table is a metric, and, for attributes with a missing value in the
+    indexed rows, the component distance never exceeds 2 (a missing middle point
+    contributes 1 + 1 under "one"; Weka's "max" policy is a metric for continuous
+    attributes)."""
+    def name(a):
+        return repr(names[a]) if names is not None else "#%d" % a
+
+    if plan.p < 1.0:
+        return ("p = %g < 1: the Minkowski aggregate is not a metric, so the triangle "
+                "inequality the ball tree prunes with does not hold" % plan.p)
+    if plan.has_ignore:
+        a = next(a for a, c in enumerate(plan.components) if c.policy == IGNORE)
+        return ("the 'ignore' missing policy (attribute %s) rescales by the known weight, "
+                "which breaks the triangle inequality the ball tree prunes with" % name(a))
+    for k, a in enumerate(plan.t_attr):
+        T = plan.components[a].table
+        if T.shape[0] - 1 <= TABLE_CHECK_MAX and not _table_is_metric(T):
+            return ("the value table of attribute %s does not satisfy the triangle "
+                    "inequality" % name(a))
+    mc, mo, mt, me = _missing_columns(plan, rows)
+    for k, a in enumerate(plan.c_attr):
+        if mc[k] and not plan.c_max[k]:
+            return ("attribute %s has missing values in the indexed rows and |x - y| / δ "
+                    "can exceed 2, so a missing row breaks the triangle inequality (use "
+                    "missing='max', or kd_tree)" % name(a))
+    for k, a in enumerate(plan.t_attr):
+        T = plan.components[a].table
+        if mt[k] and float(np.max(T)) > 2.0:
+            return ("attribute %s has missing values in the indexed rows and its value "
+                    "distances reach %.4g > 2, so a missing row breaks the triangle "
+                    "inequality" % (name(a), float(np.max(T))))
+    for k, a in enumerate(plan.e_attr):
+        if me[k]:
+            b = _embed_bound(plan.components[a])
+            if b is None or b > 2.0:
+                return ("attribute %s has missing values in the indexed rows and its "
+                        "component distance is not bounded by 2, so a missing row breaks "
+                        "the triangle inequality" % name(a))
+    return None
+
+
+def _reduced_radius(plan, r):
+    """A reduced-distance threshold that every pair within true distance ``r`` stays
+    under: ``r^p`` (times the total weight for the mean), enlarged for rounding."""
+    if math.isinf(r):
+        return math.inf
+    if plan.pmode == 0:
+        red = r
+    else:
+        with np.errstate(over="ignore"):
+            red = float(np.power(r, plan.p))
+        if plan.mean:
+            red *= plan.w_all
+    return red * (1.0 + 1e-6 + 8.0 * plan.p * 2.0 ** -52) + 1e-300
+
+
+class NeighborsIndex:
+    """Exact k-nearest-neighbor and radius search over a heterogeneous metric.
+
+    Parameters
+    ----------
+    metric : str or Metric, default "heom"
+        A preset name (``hdist.METRICS``), an unfitted :class:`Metric` (fitted on ``X``
+        by :meth:`fit`; the object passed is not modified) or a fitted one (its learned
+        statistics are used as they are).
+    algorithm : {"auto", "brute", "kd_tree", "ball_tree"}, default "auto"
+        ``"kd_tree"`` serves every metric; ``"ball_tree"`` only metrics that satisfy the
+        triangle inequality on the indexed rows (:func:`ball_tree_refusal`; otherwise a
+        ValueError names the reason); ``"auto"`` follows :func:`auto_algorithm` and never
+        picks an inexact path.  The results are identical for every choice.
+    leaf_size : int, default 32
+        Rows per tree leaf (a node with more rows is split).
+    metric_params : dict, optional
+        Parameters of the metric when ``metric`` is a name.
+
+    Attributes
+    ----------
+    metric_ : the fitted Metric; algorithm_ : the algorithm in use; n_train_ : rows
+    indexed; depth_, n_nodes_ : tree shape (0 for brute force); build_time_ : seconds
+    spent in the last (re)build; n_distance_evaluations_ : pair distances computed for
+    each query of the last kneighbors / radius_neighbors call (brute force counts every
+    pair); tree_nbytes_ : memory of the tree (nodes, permutation and the rows in tree
+    order).
+    """
+
+    def __init__(self, metric="heom", algorithm="auto", leaf_size=32, metric_params=None):
+        if algorithm not in ALGORITHMS:
+            raise ValueError("algorithm must be one of %s, got %r" % (ALGORITHMS, algorithm))
+        if isinstance(leaf_size, bool) or not isinstance(leaf_size, numbers.Integral):
+            raise TypeError("leaf_size must be an int, got %r" % (leaf_size,))
+        if leaf_size < 1:
+            raise ValueError("leaf_size must be >= 1, got %d" % leaf_size)
+        if not isinstance(metric, (str, Metric)):
+            raise TypeError("metric must be a preset name or an hdist.Metric, got %r"
+                            % (metric,))
+        if metric_params is not None and not isinstance(metric, str):
+            raise ValueError("metric_params is only used with a metric name; pass the "
+                             "parameters to Metric(...) instead")
+        self.metric = metric
+        self.algorithm = algorithm
+        self.leaf_size = int(leaf_size)
+        self.metric_params = metric_params
+
+    def __repr__(self):
+        return "NeighborsIndex(%r, algorithm=%r, leaf_size=%d)" % (
+            self.metric, self.algorithm, self.leaf_size)
+
+    # -- fit ------------------------------------------------------------------------------
+    def fit(self, X=None, y=None):
+        """Fit the metric on ``X`` (and ``y``) if it is not fitted yet, encode the rows of
+        ``X`` and build the search structure.  With a fitted metric, ``X=None`` indexes
+        its training rows."""
+        m = self.metric
+        if isinstance(m, str):
+            metric = Metric(m, **(self.metric_params or {}))
+        elif hasattr(m, "plan_"):
+            metric = m
+        else:
+            metric = Metric(m.name, **m.params)
+        self._unseen = None
+        if hasattr(metric, "plan_"):
+            self._unseen = [dict() for _ in metric.schema_.nominal_names]
+            if X is None:
+                rows = metric.train_
+            else:
+                rows = metric.encode(X, self._unseen, "X")
+        else:
+            if X is None:
+                raise ValueError("X is needed to fit the metric %r" % metric.name)
+            metric.fit(X, y)
+            self._unseen = [dict() for _ in metric.schema_.nominal_names]
+            rows = metric.train_
+        if rows.n < 1:
+            raise ValueError("X has no rows to index")
+        self.metric_ = metric
+        self._rows = rows
+        self._drop_caches()
+        self.algorithm_ = self._choose(rows.n)
+        self._build()
+        self.n_distance_evaluations_ = np.zeros(0, dtype=np.intp)
+        return self
+
+    def _choose(self, n):
+        plan = self.metric_.plan_
+        if self.algorithm == "auto":
+            return auto_algorithm(plan, n)
+        if self.algorithm == "ball_tree":
+            reason = ball_tree_refusal(plan, self._rows, self.metric_.schema_.names_)
+            if reason is not None:
+                raise ValueError("algorithm='ball_tree' is not exact here: " + reason)
+        return self.algorithm
+
+    def _build(self):
+        self._tree = None
+        self.build_time_ = 0.0
+        if self.algorithm_ == "brute":
+            return
+        from . import _trees
+        t0 = time.perf_counter()
+        nodes, perm, rowdist = _trees.build(self.algorithm_, self.metric_.plan_.cplan,
+                                            self._crows(), self.leaf_size)
+        self.build_time_ = time.perf_counter() - t0
+        depth = int(nodes["depth"].max())
+        self._tree = {"nodes": nodes, "perm": perm, "rowdist": rowdist, "depth": depth,
+                      "fresh_depth": depth}
+
+    # -- state ------------------------------------------------------------------------
+    def _check_fitted(self):
+        if not hasattr(self, "metric_"):
+            raise RuntimeError("this NeighborsIndex is not fitted yet; call fit(X) first")
+
+    def _drop_caches(self):
+        self._c_rows = None
+        self._c_tree_rows = None
+
+    def _crows(self):
+        if getattr(self, "_c_rows", None) is None:
+            from ._kernels import CRows
+            self._c_rows = CRows(self._rows)
+        return self._c_rows
+
+    def _ctree_rows(self):
+        if getattr(self, "_c_tree_rows", None) is None:
+            from ._kernels import CRows
+            self._c_tree_rows = CRows(self._rows.take(self._tree["perm"]))
+        return self._c_tree_rows
+
+    def __getstate__(self):
+        st = dict(self.__dict__)
+        st.pop("_c_rows", None)
+        st.pop("_c_tree_rows", None)
+        return st
+
+    def __setstate__(self, st):
+        self.__dict__.update(st)
+        self._drop_caches()
+
+    @property
+    def n_train_(self):
+        self._check_fitted()
+        return self._rows.n
+
+    @property
+    def depth_(self):
+        self._check_fitted()
+        return 0 if self._tree is None else self._tree["depth"]
+
+    @property
+    def n_nodes_(self):
+        self._check_fitted()
+        return 0 if self._tree is None else int(self._tree["nodes"]["start"].shape[0])
+
+    @property
+    def tree_nbytes_(self):
+        """Bytes held by the tree on top of the indexed rows: node arrays, permutation,
+        per-row pivot distances and the copy of the rows in tree order."""
+        self._check_fitted()
+        if self._tree is None:
+            return 0
+        t = self._tree
+        rows = self._rows
+        data = sum(getattr(rows, k).nbytes for k in ("c", "cpen", "o", "t", "e"))
+        return int(sum(a.nbytes for a in t["nodes"].values()) + t["perm"].nbytes
+                   + t["rowdist"].nbytes + data)
+
+    @property
+    def data_nbytes_(self):
+        """Bytes of the indexed rows as encoded for the kernels."""
+        self._check_fitted()
+        return int(sum(getattr(self._rows, k).nbytes for k in ("c", "cpen", "o", "t", "e")))
+
+    # -- insertion ---------------------------------------------------------------------
+    def insert(self, X):
+        """Add the rows of ``X`` to the index; they get the next indices, which are
+        returned.  The metric's learned statistics do not change (SPEC: learned in
+        ``fit`` only): the rows are encoded with the fitted Plan.  Each new row descends
+        to a leaf, widening the bounds on its way; a tree whose depth exceeds twice the
+        balanced depth (and the depth of its last full build) is rebuilt (seed 004)."""
+        self._check_fitted()
+        unseen = [dict(d) for d in self._unseen]
+        new = self.metric_.encode(X, unseen, "X")
+        if new.n == 0:
+            return np.zeros(0, dtype=np.intp)
+        n_old = self._rows.n
+        rows = self._rows.concat(new)
+        algo = self.algorithm_
+        if self.algorithm == "auto":
+            algo = auto_algorithm(self.metric_.plan_, rows.n)
+        elif algo == "ball_tree":
+            reason = ball_tree_refusal(self.metric_.plan_, new, self.metric_.schema_.names_)
+            if reason is not None:
+                raise ValueError("cannot insert these rows into a ball tree: " + reason)
+        self._unseen = unseen
+        self._rows = rows
+        self._drop_caches()
+        if algo != self.algorithm_ or algo == "brute" or self._tree is None:
+            self.algorithm_ = algo
+            self._build()
+            return np.arange(n_old, rows.n, dtype=np.intp)
+        from . import _trees
+        t = self._tree
+        nodes, perm, rowdist = _trees.insert(algo, self.metric_.plan_.cplan, self._crows(),
+                                             t["nodes"], t["perm"], t["rowdist"], n_old,
+                                             self.leaf_size)
+        depth = int(nodes["depth"].max())
+        self._tree = {"nodes": nodes, "perm": perm, "rowdist": rowdist, "depth": depth,
+                      "fresh_depth": t["fresh_depth"]}
+        if depth > 2 * max(1, self.balanced_depth(rows.n)) and depth > t["fresh_depth"]:
+            self._build()
+        return np.arange(n_old, rows.n, dtype=np.intp)
+
+    def balanced_depth(self, n=None):
+        """Depth of a perfectly balanced tree over ``n`` rows (default: the indexed
+        rows) with leaves of at most ``leaf_size`` rows."""
+        if n is None:
+            n = self.n_train_
+        leaves = max(1, -(-int(n) // self.leaf_size))
+        return int(math.ceil(math.log2(leaves))) if leaves > 1 else 0
+
+    # -- queries ---------------------------------------------------------------------
+    def _query_rows(self, Q, exclude_self):
+        if Q is None:
+            return self._rows
+        if exclude_self:
+            raise ValueError("exclude_self=True needs Q=None (the indexed rows as queries)")
+        # unseen values of the queries get codes after those of the indexed rows
+        return self.metric_.encode(Q, [dict(d) for d in self._unseen], "Q")
+
+    def kneighbors(self, Q=None, k=5, *, exclude_self=False, return_distance=True,
+                   n_jobs=None):
+        """The ``k`` nearest indexed rows of each row of ``Q`` (``None``: the indexed rows
+        themselves), sorted by true distance, ties broken by the smaller row index.
+
+        Returns ``(distances, indices)`` ``[n_q, k]``, or only the indices when
+        ``return_distance=False``; ``exclude_self`` skips row ``i`` for query row ``i``
+        (with ``Q=None``)."""
+        self._check_fitted()
+        rows = self._query_rows(Q, exclude_self)
+        n = self._rows.n
+        k = _check_k(k, n - (1 if exclude_self else 0))
+        threads = effective_n_jobs(n_jobs)
+        if self.algorithm_ == "brute":
+            d, i = self.metric_._knn_rows(rows, k, bool(exclude_self), threads, R=self._rows,
+                                          cR=self._crows())
+            self.n_distance_evaluations_ = np.full(rows.n, n - (1 if exclude_self else 0),
+                                                   dtype=np.intp)
+        else:
+            from . import _trees
+            from ._kernels import CRows
+            t = self._tree
+            cq = self._crows() if Q is None else CRows(rows)
+            d, i, cnt = _trees.knn(self.algorithm_, self.metric_.plan_.cplan, cq,
+                                   self._ctree_rows(), self._crows(), t["nodes"], t["perm"],
+                                   t["rowdist"], t["depth"], k, threads, bool(exclude_self))
+            self.n_distance_evaluations_ = cnt
+        return (d, i) if return_distance else i
+
+    def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
+                         n_jobs=None):
+        """Indexed rows within true distance ``r`` (inclusive) of each row of ``Q``,
+        sorted by (distance, index).  Returns object arrays of arrays (distances and
+        indices), like scikit-learn, or only the indices."""
+        self._check_fitted()
+        r = _check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
+        rows = self._query_rows(Q, exclude_self)
+        threads = effective_n_jobs(n_jobs)
+        plan = self.metric_.plan_
+        from ._kernels import CRows
+        cq = self._crows() if Q is None else CRows(rows)
+        if self.algorithm_ == "brute":
+            from ._kernels import radius
+            dl, il = radius(plan.cplan, cq, self._crows(), r, threads, bool(exclude_self))
+            self.n_distance_evaluations_ = np.full(
+                rows.n, self._rows.n - (1 if exclude_self else 0), dtype=np.intp)
+        else:
+            from . import _trees
+            t = self._tree
+            dl, il, cnt = _trees.radius(self.algorithm_, plan.cplan, cq, self._ctree_rows(),
+                                        self._crows(), t["nodes"], t["perm"], t["rowdist"],
+                                        t["depth"], r, _reduced_radius(plan, r), threads,
+                                        bool(exclude_self))
+            self.n_distance_evaluations_ = cnt
+        D = np.empty(len(dl), dtype=object)
+        I = np.empty(len(il), dtype=object)
+        D[:] = dl
+        I[:] = il
+        return (D, I) if return_distance else I

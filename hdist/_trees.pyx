@@ -1,0 +1,1462 @@
+# cython: language_level=3
+"""Exact KD-tree and ball tree over a Plan (DESIGN "Trees"; seed 004, Witten & Frank).
+
+Both trees are flat arrays (one row per node, children by explicit index), so they pickle
+as plain numpy arrays and grow by appending nodes on insertion.  Every distance a query
+needs is computed by ``pair_reduced`` (``_kernels.pxd``), the function the brute-force
+kernels use, and candidates are ordered by ``(reduced distance, training index)``, so a
+tree returns exactly brute force's neighbors, ties included.
+
+KD-tree
+    A node stores, per attribute, what a lower bound of the reduced distance from a query
+    to any of its rows needs: the interval of the (pre-scaled) values and the smallest
+    "other side missing" penalty of its rows (continuous); a 64-bit set of value buckets
+    (nominal codes modulo 64; exact for at most 64 values) and flags for missing and, for
+    table attributes, unseen codes; per-component intervals (embedded vectors).  A term's
+    lower bound is the smallest term any row of the node can give; the bound of the node
+    sums (or maximises, for p = inf) them in the kernel's own order, so by the monotonicity
+    of rounded addition it never exceeds a row's computed reduced distance.  Components
+    the "ignore" policy may skip count 0, and the known-weight rescaling is bounded by the
+    weight skipped for certain; where ``pow`` or the rescaling round, the bound is lowered
+    by a relative margin of a few hundred ulps.
+    Nodes are split on the attribute of largest spread in units of the reduced distance
+    (continuous: the term of the value range; nominal: the largest term between present
+    values; missing-versus-present when the missing penalty is larger), continuous values
+    at the median, nominal value sets in two groups of about equal size.
+Ball tree
+    Pivots are data rows; the radius is the largest true distance of a row of the node to
+    its pivot; a node is split by the two far rows (seed 004): the row farthest from the
+    pivot, the row farthest from that one, each row going to the nearer (at the median of
+    the difference of the two distances, for balance).  Pruning uses the triangle
+    inequality on true distances with a relative safety margin, so it is offered only for
+    metrics (SPEC §8; the caller checks).
+"""
+import numpy as np
+cimport numpy as cnp
+from cython.parallel cimport prange
+from libc.stdlib cimport malloc, free, realloc, qsort
+from libc.math cimport INFINITY, sqrt, fabs
+from libc.stdint cimport uint64_t
+
+from hdist._kernels cimport PlanS, RowsS, CPlan, CRows, intp, pw, acc, pair_reduced, finalize
+
+cnp.import_array()
+
+cdef extern from *:
+    """
+    #if defined(_MSC_VER)
+    #include <intrin.h>
+    static int hdist_ctz64(unsigned long long x) {
+        unsigned long i; _BitScanForward64(&i, x); return (int)i; }
+    static int hdist_popcount64(unsigned long long x) { return (int)__popcnt64(x); }
+    #else
+    static int hdist_ctz64(unsigned long long x) { return __builtin_ctzll(x); }
+    static int hdist_popcount64(unsigned long long x) { return __builtin_popcountll(x); }
+    #endif
+    """
+    int hdist_ctz64(unsigned long long x) noexcept nogil
+    int hdist_popcount64(unsigned long long x) noexcept nogil
+
+cdef extern from "Python.h":
+    int PyErr_CheckSignals() except -1
+
+# per-attribute node flags
+cdef enum:
+    F_PRESENT = 1   # some row has a (seen, for tables) value
+    F_MISSING = 2   # some row is missing
+    F_UNSEEN = 4    # some row has a value unseen in fit (table attributes)
+
+# split kinds (KD-tree), recorded so that inserted rows can be routed
+cdef enum:
+    S_CONT = 0
+    S_CONT_MISS = 1
+    S_OVER = 2
+    S_OVER_MISS = 3
+    S_TAB = 4
+    S_TAB_MISS = 5
+    S_EMB = 6
+    S_EMB_MISS = 7
+    S_POS = 8
+
+cdef double TINY = 1e-290
+
+
+ctypedef struct TreeS:
+    intp* start
+    intp* end
+    intp* left
+    intp* right
+    intp* minidx
+    intp* depth
+    signed char* sk     # split kind
+    intp* sa            # split attribute (block position)
+    intp* sdim          # split column of an embedded attribute
+    double* sthr        # continuous threshold: x < thr goes left
+    uint64_t* smask     # nominal buckets going left
+    unsigned char* sfl  # bit 0: missing rows go left
+    double* c_lo
+    double* c_hi
+    double* c_pen       # smallest "other side missing" term of the node's present rows
+    unsigned char* c_fl
+    uint64_t* o_mask
+    unsigned char* o_fl
+    uint64_t* t_mask
+    unsigned char* t_fl
+    double* e_lo
+    double* e_hi
+    unsigned char* e_fl
+    intp* pivot         # ball tree: training index of the pivot row
+    double* radius
+
+
+def node_fields(kind, intp mc, intp mo, intp mt, intp me, intp D):
+    """(name, dtype, width) of the per-node arrays of a tree of ``kind``."""
+    f = [("start", np.intp, 1), ("end", np.intp, 1), ("left", np.intp, 1),
+         ("right", np.intp, 1), ("minidx", np.intp, 1), ("depth", np.intp, 1)]
+    if kind == "kd_tree":
+        f += [("sk", np.int8, 1), ("sa", np.intp, 1), ("sdim", np.intp, 1),
+              ("sthr", np.float64, 1), ("smask", np.uint64, 1), ("sfl", np.uint8, 1),
+              ("c_lo", np.float64, mc), ("c_hi", np.float64, mc), ("c_pen", np.float64, mc),
+              ("c_fl", np.uint8, mc), ("o_mask", np.uint64, mo), ("o_fl", np.uint8, mo),
+              ("t_mask", np.uint64, mt), ("t_fl", np.uint8, mt), ("e_lo", np.float64, D),
+              ("e_hi", np.float64, D), ("e_fl", np.uint8, me)]
+    elif kind == "ball_tree":
+        f += [("pivot", np.intp, 1), ("radius", np.float64, 1)]
+    else:
+        raise ValueError("unknown tree kind %r" % (kind,))
+    return f
+
+
+cdef class Nodes:
+    """Per-node arrays with room to grow, and a C view (``TreeS``) of them."""
+    cdef public dict arrays
+    cdef public intp nn
+    cdef intp cap
+    cdef list fields
+    cdef TreeS s
+
+    def __init__(self, fields, intp cap, arrays=None, intp nn=0, bint copy=True):
+        self.fields = list(fields)
+        self.arrays = {}
+        self.cap = max(cap, nn, 1)
+        self.nn = nn
+        for name, dt, w in self.fields:
+            if not copy:
+                # a read-only view for queries: the caller checked the layout
+                self.arrays[name] = arrays[name]
+                continue
+            a = np.zeros((self.cap, w), dtype=dt)
+            if arrays is not None and nn:
+                a[:nn] = np.asarray(arrays[name]).reshape(nn, w)
+            self.arrays[name] = a
+        if not copy:
+            self.cap = nn
+        self._bind()
+
+    cdef void* _ptr(self, name):
+        a = self.arrays.get(name)
+        if a is None:
+            return NULL
+        return cnp.PyArray_DATA(a)
+
+    cdef _bind(self):
+        self.s.start = <intp*> self._ptr("start")
+        self.s.end = <intp*> self._ptr("end")
+        self.s.left = <intp*> self._ptr("left")
+        self.s.right = <intp*> self._ptr("right")
+        self.s.minidx = <intp*> self._ptr("minidx")
+        self.s.depth = <intp*> self._ptr("depth")
+        self.s.sk = <signed char*> self._ptr("sk")
+        self.s.sa = <intp*> self._ptr("sa")
+        self.s.sdim = <intp*> self._ptr("sdim")
+        self.s.sthr = <double*> self._ptr("sthr")
+        self.s.smask = <uint64_t*> self._ptr("smask")
+        self.s.sfl = <unsigned char*> self._ptr("sfl")
+        self.s.c_lo = <double*> self._ptr("c_lo")
+        self.s.c_hi = <double*> self._ptr("c_hi")
+        self.s.c_pen = <double*> self._ptr("c_pen")
+        self.s.c_fl = <unsigned char*> self._ptr("c_fl")
+        self.s.o_mask = <uint64_t*> self._ptr("o_mask")
+        self.s.o_fl = <unsigned char*> self._ptr("o_fl")
+        self.s.t_mask = <uint64_t*> self._ptr("t_mask")
+        self.s.t_fl = <unsigned char*> self._ptr("t_fl")
+        self.s.e_lo = <double*> self._ptr("e_lo")
+        self.s.e_hi = <double*> self._ptr("e_hi")
+        self.s.e_fl = <unsigned char*> self._ptr("e_fl")
+        self.s.pivot = <intp*> self._ptr("pivot")
+        self.s.radius = <double*> self._ptr("radius")
+
+    cdef intp new_node(self, intp start, intp end, intp depth) except -1:
+        cdef intp node
+        if self.nn == self.cap:
+            self.cap = 2 * self.cap
+            for name in list(self.arrays):
+                old = self.arrays[name]
+                new = np.zeros((self.cap, old.shape[1]), dtype=old.dtype)
+                new[:self.nn] = old[:self.nn]
+                self.arrays[name] = new
+            self._bind()
+        node = self.nn
+        self.nn += 1
+        self.s.start[node] = start
+        self.s.end[node] = end
+        self.s.left[node] = -1
+        self.s.right[node] = -1
+        self.s.depth[node] = depth
+        return node
+
+    def export(self):
+        """The arrays trimmed to the nodes in use (copies)."""
+        return {name: a[:self.nn].copy() for name, a in self.arrays.items()}
+
+
+# ---------------------------------------------------------------------------
+# small helpers
+
+cdef inline bint before(double d1, intp i1, double d2, intp i2) noexcept nogil:
+    return d1 < d2 or (d1 == d2 and i1 < i2)
+
+
+cdef inline void sorted_insert(double* hd, intp* hi, intp k, double d, intp j) noexcept nogil:
+    """Insert (d, j) into the ascending list hd/hi of length k, dropping its last entry.
+    The caller has checked that (d, j) comes before that entry."""
+    cdef intp p = k - 1
+    while p > 0 and before(d, j, hd[p - 1], hi[p - 1]):
+        hd[p] = hd[p - 1]
+        hi[p] = hi[p - 1]
+        p -= 1
+    hd[p] = d
+    hi[p] = j
+
+
+cdef inline double true_dist(const PlanS* P, const RowsS* A, intp i, const RowsS* B,
+                             intp j) noexcept nogil:
+    return finalize(P, pair_reduced(P, A, i, B, j, P.pmode, INFINITY))
+
+
+cdef inline double leaf_pair(const PlanS* P, const RowsS* Q, intp q, const RowsS* R, intp pos,
+                             double bound) noexcept nogil:
+    """``pair_reduced`` with the aggregation specialised, as the brute kernel calls it."""
+    cdef int pm = P.pmode
+    if pm == 2:
+        return pair_reduced(P, Q, q, R, pos, 2, bound)
+    elif pm == 1:
+        return pair_reduced(P, Q, q, R, pos, 1, bound)
+    elif pm == 0:
+        return pair_reduced(P, Q, q, R, pos, 0, bound)
+    return pair_reduced(P, Q, q, R, pos, 3, bound)
+
+
+cdef inline void swap2(double* key, intp* idx, intp a, intp b) noexcept nogil:
+    cdef double t = key[a]
+    cdef intp u = idx[a]
+    key[a] = key[b]
+    idx[a] = idx[b]
+    key[b] = t
+    idx[b] = u
+
+
+cdef void select_kth(double* key, intp* idx, intp n, intp kth) noexcept nogil:
+    """Rearrange so that position ``kth`` holds the kth smallest (key, idx) pair, with
+    smaller pairs before it and larger after (quickselect, deterministic pivots)."""
+    cdef intp lo = 0, hi = n - 1, i, st, m
+    cdef unsigned long long rng = 0x9E3779B97F4A7C15ULL ^ <unsigned long long> n
+    cdef double pk
+    cdef intp pi
+    while lo < hi:
+        rng = rng * 6364136223846793005ULL + 1442695040888963407ULL
+        m = lo + <intp> ((rng >> 33) % <unsigned long long> (hi - lo + 1))
+        swap2(key, idx, m, hi)
+        pk = key[hi]
+        pi = idx[hi]
+        st = lo
+        for i in range(lo, hi):
+            if before(key[i], idx[i], pk, pi):
+                swap2(key, idx, i, st)
+                st += 1
+        swap2(key, idx, st, hi)
+        if st == kth:
+            return
+        elif st < kth:
+            lo = st + 1
+        else:
+            hi = st - 1
+
+
+cdef int cmp_intp(const void* a, const void* b) noexcept nogil:
+    cdef intp x = (<const intp*> a)[0]
+    cdef intp y = (<const intp*> b)[0]
+    return (x > y) - (x < y)
+
+
+cdef intp stable_partition(intp* perm, const unsigned char* side, intp s, intp e,
+                           intp* tmp) noexcept nogil:
+    """Move positions with side 0 before those with side 1 (``side`` indexed from s),
+    keeping order within each side.  Returns the first position of side 1."""
+    cdef intp pos, a = s, b = 0
+    for pos in range(s, e):
+        if side[pos - s] == 0:
+            perm[a] = perm[pos]
+            a += 1
+        else:
+            tmp[b] = perm[pos]
+            b += 1
+    for pos in range(b):
+        perm[a + pos] = tmp[pos]
+    return a
+
+
+# ---------------------------------------------------------------------------
+# KD-tree: node bounds
+
+cdef void kd_init(const PlanS* P, TreeS* T, intp node, intp D) noexcept nogil:
+    cdef intp a
+    for a in range(P.mc):
+        T.c_lo[node * P.mc + a] = INFINITY
+        T.c_hi[node * P.mc + a] = -INFINITY
+        T.c_pen[node * P.mc + a] = INFINITY
+        T.c_fl[node * P.mc + a] = 0
+    for a in range(P.mo):
+        T.o_mask[node * P.mo + a] = 0
+        T.o_fl[node * P.mo + a] = 0
+    for a in range(P.mt):
+        T.t_mask[node * P.mt + a] = 0
+        T.t_fl[node * P.mt + a] = 0
+    for a in range(D):
+        T.e_lo[node * D + a] = INFINITY
+        T.e_hi[node * D + a] = -INFINITY
+    for a in range(P.me):
+        T.e_fl[node * P.me + a] = 0
+    T.minidx[node] = -1
+
+
+cdef void kd_widen(const PlanS* P, TreeS* T, intp node, const RowsS* R, intp j) noexcept nogil:
+    """Widen the bounds of ``node`` so that they cover row j of R."""
+    cdef intp a, b, off, cx, D = R.D
+    cdef double x
+    cdef intp base
+    base = node * P.mc
+    for a in range(P.mc):
+        x = R.c[j * P.mc + a]
+        if x == x:
+            T.c_fl[base + a] |= F_PRESENT
+            if x < T.c_lo[base + a]:
+                T.c_lo[base + a] = x
+            if x > T.c_hi[base + a]:
+                T.c_hi[base + a] = x
+            if R.cpen[j * P.mc + a] < T.c_pen[base + a]:
+                T.c_pen[base + a] = R.cpen[j * P.mc + a]
+        else:
+            T.c_fl[base + a] |= F_MISSING
+    base = node * P.mo
+    for a in range(P.mo):
+        cx = R.o[j * P.mo + a]
+        if cx >= 0:
+            T.o_fl[base + a] |= F_PRESENT
+            T.o_mask[base + a] |= (<uint64_t> 1) << (cx & 63)
+        else:
+            T.o_fl[base + a] |= F_MISSING
+    base = node * P.mt
+    for a in range(P.mt):
+        cx = R.t[j * P.mt + a]
+        if cx < 0:
+            T.t_fl[base + a] |= F_MISSING
+        elif cx >= P.t_V[a]:
+            T.t_fl[base + a] |= F_UNSEEN
+        else:
+            T.t_fl[base + a] |= F_PRESENT
+            T.t_mask[base + a] |= (<uint64_t> 1) << (cx & 63)
+    for a in range(P.me):
+        off = P.e_off[a]
+        if R.e[j * D + off] == R.e[j * D + off]:
+            T.e_fl[node * P.me + a] |= F_PRESENT
+            for b in range(off, P.e_off[a + 1]):
+                x = R.e[j * D + b]
+                if x < T.e_lo[node * D + b]:
+                    T.e_lo[node * D + b] = x
+                if x > T.e_hi[node * D + b]:
+                    T.e_hi[node * D + b] = x
+        else:
+            T.e_fl[node * P.me + a] |= F_MISSING
+    if T.minidx[node] < 0 or j < T.minidx[node]:
+        T.minidx[node] = j
+
+
+# ---------------------------------------------------------------------------
+# KD-tree: the lower bound of a query to a node
+
+ctypedef struct QCtx:
+    const double* qc       # query's continuous values
+    const double* qpen     # query's "other side missing" terms
+    const int* qo
+    const int* qt
+    const double* qe
+    double* bm             # [mt * 64] smallest table term from the query to each bucket
+    double* tun            # [mt] table term from the query to an unseen code
+    double margin          # relative lowering where pow or the rescaling round
+
+
+cdef void kd_prepare(const PlanS* P, const RowsS* Q, intp q, QCtx* C) noexcept nogil:
+    cdef intp a, v, V, r, off
+    cdef int cx
+    cdef double t
+    C.qc = Q.c + q * P.mc
+    C.qpen = Q.cpen + q * P.mc
+    C.qo = Q.o + q * P.mo
+    C.qt = Q.t + q * P.mt
+    C.qe = Q.e + q * Q.D
+    for a in range(P.mt):
+        cx = C.qt[a]
+        for v in range(64):
+            C.bm[a * 64 + v] = INFINITY
+        if cx < 0:
+            continue
+        V = P.t_V[a]
+        r = cx if cx < V else V
+        off = P.t_off[a] + r * (V + 1)
+        for v in range(V):
+            t = 0.0 if v == cx else P.t_tab[off + v]
+            if t < C.bm[a * 64 + (v & 63)]:
+                C.bm[a * 64 + (v & 63)] = t
+        C.tun[a] = P.t_tab[off + V]
+
+
+cdef inline double embed_gap(const double* x, const double* lo, const double* hi, intp dim,
+                             int q, int pmode, double p) noexcept nogil:
+    """Smallest embedded term from vector x to the box [lo, hi] (same operations as
+    ``embed_term`` applied to the per-component gaps)."""
+    cdef intp c
+    cdef double n = 0.0, g
+    for c in range(dim):
+        if x[c] < lo[c]:
+            g = lo[c] - x[c]
+        elif x[c] > hi[c]:
+            g = x[c] - hi[c]
+        else:
+            g = 0.0
+        if q == 2:
+            n += g * g
+        else:
+            n += g
+    if q == 2:
+        if pmode == 2:
+            return n
+        return pw(sqrt(n), pmode, p)
+    return pw(n, pmode, p)
+
+
+cdef inline double with_missing(double t, unsigned char fl, bint skippable,
+                                double pen) noexcept nogil:
+    """A term's lower bound once the node's rows with a missing value count: they give
+    ``pen``, or may be skipped ("ignore")."""
+    if fl & F_MISSING:
+        if skippable:
+            return 0.0
+        if pen < t:
+            return pen
+    return t
+
+
+cdef inline bint skipped(bint sk, bint qmiss, unsigned char fl, double w,
+                        double* skipw) noexcept nogil:
+    """True (and ``w`` added to ``skipw``) when "ignore" skips the component for every row
+    of the node: the query's value, or every row's value, is missing."""
+    if sk and (qmiss or fl == F_MISSING):
+        skipw[0] += w
+        return True
+    return False
+
+
+cdef double kd_lower(const PlanS* P, const TreeS* T, const QCtx* C, intp node, intp D,
+                     double kth) noexcept nogil:
+    """A lower bound of the reduced distance from the query to every row of ``node``.
+
+    Per attribute: the smallest term any row of the node can give.  Under "ignore", a
+    component every row skips (the query's value or all the node's values are missing)
+    adds its weight to ``skipw``; one that only some rows skip counts 0."""
+    cdef int pm = P.pmode
+    cdef double p = P.p
+    cdef int ign = P.has_ignore
+    cdef double s = 0.0, t, x, skipw = 0.0, kmax
+    cdef intp a, base, off
+    cdef int cx
+    cdef unsigned char fl
+    cdef bint sk
+    cdef uint64_t m
+    base = node * P.mc
+    for a in range(P.mc):
+        fl = T.c_fl[base + a]
+        x = C.qc[a]
+        sk = ign and P.c_ign[a]
+        if skipped(sk, x != x, fl, P.c_w[a], &skipw):
+            continue
+        t = INFINITY
+        if x != x:
+            if fl & F_PRESENT:
+                t = T.c_pen[base + a]
+            t = with_missing(t, fl, 0, P.c_both[a])
+        else:
+            if fl & F_PRESENT:
+                if x < T.c_lo[base + a]:
+                    t = pw(T.c_lo[base + a] - x, pm, p)
+                elif x > T.c_hi[base + a]:
+                    t = pw(x - T.c_hi[base + a], pm, p)
+                else:
+                    t = 0.0
+            t = with_missing(t, fl, sk, C.qpen[a])
+        s = acc(s, t, pm)
+    if not ign and s * C.margin > kth:
+        return s * C.margin
+    base = node * P.mo
+    for a in range(P.mo):
+        fl = T.o_fl[base + a]
+        cx = C.qo[a]
+        sk = ign and P.o_ign[a]
+        if skipped(sk, cx < 0, fl, P.o_rw[a], &skipw):
+            continue
+        t = P.o_miss[a]
+        if cx >= 0:
+            t = INFINITY
+            if fl & F_PRESENT:
+                t = 0.0 if (T.o_mask[base + a] >> (cx & 63)) & 1 else P.o_w[a]
+            t = with_missing(t, fl, sk, P.o_miss[a])
+        s = acc(s, t, pm)
+    if not ign and s * C.margin > kth:
+        return s * C.margin
+    base = node * P.mt
+    for a in range(P.mt):
+        fl = T.t_fl[base + a]
+        cx = C.qt[a]
+        sk = ign and P.t_ign[a]
+        if skipped(sk, cx < 0, fl, P.t_rw[a], &skipw):
+            continue
+        t = P.t_miss[a]
+        if cx >= 0:
+            t = INFINITY
+            if fl & F_PRESENT:
+                m = T.t_mask[base + a]
+                while m:
+                    x = C.bm[a * 64 + hdist_ctz64(m)]
+                    if x < t:
+                        t = x
+                    m &= m - 1
+            if fl & F_UNSEEN:
+                # an unseen query value may equal an unseen row value (term 0)
+                x = 0.0 if cx >= P.t_V[a] else C.tun[a]
+                if x < t:
+                    t = x
+            t = with_missing(t, fl, sk, P.t_miss[a])
+        s = acc(s, t, pm)
+    if not ign and s * C.margin > kth:
+        return s * C.margin
+    for a in range(P.me):
+        fl = T.e_fl[node * P.me + a]
+        off = P.e_off[a]
+        x = C.qe[off]
+        sk = ign and P.e_ign[a]
+        if skipped(sk, x != x, fl, P.e_rw[a], &skipw):
+            continue
+        t = P.e_miss[a]
+        if x == x:
+            t = INFINITY
+            if fl & F_PRESENT:
+                t = embed_gap(C.qe + off, T.e_lo + node * D + off, T.e_hi + node * D + off,
+                              P.e_off[a + 1] - off, P.e_q[a], pm, p)
+            t = with_missing(t, fl, sk, P.e_miss[a])
+        s = acc(s, t, pm)
+    if ign and skipw > 0.0 and pm != 0:
+        # every row of the node skips at least the weight skipw: the rescaling
+        # W / (known weight) is at least W / (W - skipw)
+        kmax = P.w_all - skipw
+        if kmax > 0.0:
+            s = s * (P.w_all / kmax)
+    return s * C.margin
+
+
+# ---------------------------------------------------------------------------
+# KD-tree: build
+
+ctypedef struct BuildS:
+    const PlanS* P
+    const RowsS* R        # every row, in index order
+    intp* perm            # tree position -> row index
+    double* rowdist       # ball tree: distance of each position to its leaf's pivot
+    intp leaf
+    intp D
+    double* key           # scratch, one per row
+    double* aux           # scratch, one per row
+    intp* itmp            # scratch, one per row
+    unsigned char* side   # scratch, one per row
+
+
+cdef intp kd_split(BuildS* B, TreeS* T, intp node, intp s, intp e) noexcept nogil:
+    """Choose a split of rows perm[s:e), partition them and record the rule.
+    Returns the first position of the right child (s < mid < e)."""
+    cdef const PlanS* P = B.P
+    cdef const RowsS* R = B.R
+    cdef int pm = P.pmode
+    cdef double p = P.p
+    cdef intp n = e - s, half = n // 2, a, b, pos, j, off, V, cnt_p, i, nb, mid, dim
+    cdef intp best_a = -1, best_dim = 0
+    cdef int best_kind = S_POS
+    cdef double best = 0.0, v, vmax, ext
+    cdef unsigned char fl
+    cdef uint64_t mask
+    cdef int cx, b0
+    cdef intp counts[64]
+    cdef intp order[64]
+    cdef double score[64]
+    cdef intp U, M, total, cum, tmpi
+    cdef double tmpd
+    cdef uint64_t leftmask
+    cdef int miss_left
+    cdef double x
+    # --- choose
+    for a in range(P.mc):
+        fl = T.c_fl[node * P.mc + a]
+        if fl & F_PRESENT:
+            v = pw(T.c_hi[node * P.mc + a] - T.c_lo[node * P.mc + a], pm, p)
+            if v > best:
+                best, best_kind, best_a = v, S_CONT, a
+            if fl & F_MISSING:
+                v = T.c_pen[node * P.mc + a]
+                if v > best:
+                    best, best_kind, best_a = v, S_CONT_MISS, a
+    for a in range(P.mo):
+        fl = T.o_fl[node * P.mo + a]
+        if hdist_popcount64(T.o_mask[node * P.mo + a]) >= 2 and P.o_w[a] > best:
+            best, best_kind, best_a = P.o_w[a], S_OVER, a
+        if (fl & F_PRESENT) and (fl & F_MISSING) and P.o_miss[a] > best:
+            best, best_kind, best_a = P.o_miss[a], S_OVER_MISS, a
+    for a in range(P.mt):
+        fl = T.t_fl[node * P.mt + a]
+        if fl & F_PRESENT:
+            mask = T.t_mask[node * P.mt + a]
+            V = P.t_V[a]
+            b0 = hdist_ctz64(mask)
+            off = P.t_off[a] + b0 * (V + 1)
+            vmax = 0.0
+            while mask:
+                b = hdist_ctz64(mask)
+                if P.t_tab[off + b] > vmax:
+                    vmax = P.t_tab[off + b]
+                mask &= mask - 1
+            if (fl & F_UNSEEN) and P.t_tab[off + V] > vmax:
+                vmax = P.t_tab[off + V]
+            if vmax > best:
+                best, best_kind, best_a = vmax, S_TAB, a
+        if (fl & (F_PRESENT | F_UNSEEN)) and (fl & F_MISSING) and P.t_miss[a] > best:
+            best, best_kind, best_a = P.t_miss[a], S_TAB_MISS, a
+    for a in range(P.me):
+        fl = T.e_fl[node * P.me + a]
+        if fl & F_PRESENT:
+            for b in range(P.e_off[a], P.e_off[a + 1]):
+                ext = T.e_hi[node * B.D + b] - T.e_lo[node * B.D + b]
+                v = pw(ext, pm, p)
+                if v > best:
+                    best, best_kind, best_a, best_dim = v, S_EMB, a, b
+            if fl & F_MISSING and P.e_miss[a] > best:
+                best, best_kind, best_a = P.e_miss[a], S_EMB_MISS, a
+    T.sk[node] = best_kind
+    T.sa[node] = best_a
+    T.sdim[node] = best_dim
+    T.sthr[node] = INFINITY
+    T.smask[node] = 0
+    T.sfl[node] = 0
+    # --- partition
+    if best_kind == S_POS:
+        qsort(B.perm + s, n, sizeof(intp), cmp_intp)
+        return s + half
+    if best_kind == S_CONT or best_kind == S_CONT_MISS or best_kind == S_EMB \
+            or best_kind == S_EMB_MISS:
+        # present rows first, missing rows after (order kept)
+        for pos in range(s, e):
+            j = B.perm[pos]
+            if best_kind == S_CONT or best_kind == S_CONT_MISS:
+                x = R.c[j * P.mc + best_a]
+            else:
+                x = R.e[j * B.D + P.e_off[best_a]]
+            B.side[pos - s] = 0 if x == x else 1
+        mid = stable_partition(B.perm, B.side, s, e, B.itmp)
+        cnt_p = mid - s
+        if best_kind == S_CONT_MISS or best_kind == S_EMB_MISS or cnt_p <= half:
+            return mid
+        # median of the present values: left gets the `half` smallest (value, index)
+        for pos in range(s, mid):
+            j = B.perm[pos]
+            if best_kind == S_CONT:
+                B.key[pos - s] = R.c[j * P.mc + best_a]
+            else:
+                B.key[pos - s] = R.e[j * B.D + best_dim]
+        select_kth(B.key, B.perm + s, cnt_p, half)
+        T.sthr[node] = B.key[half]
+        return s + half
+    if best_kind == S_OVER_MISS or best_kind == S_TAB_MISS:
+        for pos in range(s, e):
+            j = B.perm[pos]
+            if best_kind == S_OVER_MISS:
+                cx = R.o[j * P.mo + best_a]
+            else:
+                cx = R.t[j * P.mt + best_a]
+            B.side[pos - s] = 0 if cx >= 0 else 1
+        return stable_partition(B.perm, B.side, s, e, B.itmp)
+    # nominal value split: count rows per bucket
+    for b in range(64):
+        counts[b] = 0
+    U = 0
+    M = 0
+    V = P.t_V[best_a] if best_kind == S_TAB else 0
+    for pos in range(s, e):
+        j = B.perm[pos]
+        cx = R.o[j * P.mo + best_a] if best_kind == S_OVER else R.t[j * P.mt + best_a]
+        if cx < 0:
+            M += 1
+        elif best_kind == S_TAB and cx >= V:
+            U += 1
+        else:
+            counts[cx & 63] += 1
+    # order the present buckets: overlap by count (descending), tables by their term to
+    # the first present bucket (ascending), so that similar values stay together
+    nb = 0
+    if best_kind == S_OVER:
+        mask = T.o_mask[node * P.mo + best_a]
+    else:
+        mask = T.t_mask[node * P.mt + best_a]
+    b0 = hdist_ctz64(mask) if mask else 0
+    while mask:
+        b = hdist_ctz64(mask)
+        order[nb] = b
+        if best_kind == S_OVER:
+            score[nb] = -<double> counts[b]
+        else:
+            score[nb] = P.t_tab[P.t_off[best_a] + b0 * (V + 1) + b]
+        nb += 1
+        mask &= mask - 1
+    for i in range(1, nb):
+        tmpi = order[i]
+        tmpd = score[i]
+        b = i - 1
+        while b >= 0 and (score[b] > tmpd or (score[b] == tmpd and order[b] > tmpi)):
+            order[b + 1] = order[b]
+            score[b + 1] = score[b]
+            b -= 1
+        order[b + 1] = tmpi
+        score[b + 1] = tmpd
+    total = U
+    for i in range(nb):
+        total += counts[order[i]]
+    cum = counts[order[0]]
+    leftmask = (<uint64_t> 1) << order[0]
+    i = 1
+    while i < nb - (0 if U > 0 else 1) and 2 * (cum + counts[order[i]]) <= total:
+        cum += counts[order[i]]
+        leftmask |= (<uint64_t> 1) << order[i]
+        i += 1
+    miss_left = 1 if cum < total - cum else 0
+    T.smask[node] = leftmask
+    T.sfl[node] = miss_left
+    for pos in range(s, e):
+        j = B.perm[pos]
+        cx = R.o[j * P.mo + best_a] if best_kind == S_OVER else R.t[j * P.mt + best_a]
+        if cx < 0:
+            B.side[pos - s] = 0 if miss_left else 1
+        elif best_kind == S_TAB and cx >= V:
+            B.side[pos - s] = 1
+        else:
+            B.side[pos - s] = 0 if (leftmask >> (cx & 63)) & 1 else 1
+    return stable_partition(B.perm, B.side, s, e, B.itmp)
+
+
+cdef int kd_route(const PlanS* P, const TreeS* T, intp node, const RowsS* R, intp j,
+                  intp D) noexcept nogil:
+    """0 when an inserted row j goes to the left child of ``node``, 1 for the right."""
+    cdef int kind = T.sk[node]
+    cdef intp a = T.sa[node]
+    cdef double x
+    cdef int cx
+    if kind == S_CONT or kind == S_CONT_MISS or kind == S_EMB or kind == S_EMB_MISS:
+        if kind == S_CONT or kind == S_CONT_MISS:
+            x = R.c[j * P.mc + a]
+        else:
+            x = R.e[j * D + P.e_off[a]]
+            if x == x and kind == S_EMB:
+                x = R.e[j * D + T.sdim[node]]
+        if x != x:
+            return 0 if (T.sfl[node] & 1) else 1
+        return 0 if x < T.sthr[node] else 1
+    if kind == S_OVER or kind == S_OVER_MISS or kind == S_TAB or kind == S_TAB_MISS:
+        cx = R.o[j * P.mo + a] if (kind == S_OVER or kind == S_OVER_MISS) else R.t[j * P.mt + a]
+        if cx < 0:
+            return 0 if (T.sfl[node] & 1) else 1
+        if kind == S_OVER_MISS or kind == S_TAB_MISS:
+            return 0
+        if kind == S_TAB and cx >= P.t_V[a]:
+            return 1
+        return 0 if (T.smask[node] >> (cx & 63)) & 1 else 1
+    return 1
+
+
+# ---------------------------------------------------------------------------
+# ball tree: build
+
+cdef intp ball_pivot(BuildS* B, intp s, intp e) noexcept nogil:
+    """A central row of perm[s:e): among a few evenly spaced candidates, the one whose
+    largest distance to an evenly spaced sample is smallest."""
+    cdef intp n = e - s, nc, ns, c, t, ci, ti, best_c = s
+    cdef double worst, best = INFINITY, d
+    nc = 5 if n > 5 else n
+    ns = 24 if n > 24 else n
+    for c in range(nc):
+        ci = s + (c * n) // nc + (n // (2 * nc))
+        if ci >= e:
+            ci = e - 1
+        worst = 0.0
+        for t in range(ns):
+            ti = s + (t * n) // ns
+            d = true_dist(B.P, B.R, B.perm[ci], B.R, B.perm[ti])
+            if d > worst:
+                worst = d
+            if worst >= best:
+                break
+        if worst < best:
+            best = worst
+            best_c = ci
+    return B.perm[best_c]
+
+
+cdef intp ball_split(BuildS* B, TreeS* T, intp node, intp s, intp e) noexcept nogil:
+    """Split perm[s:e) by the two far rows (seed 004); rowdist must hold the distances to
+    the node's pivot.  Returns the first position of the right child."""
+    cdef intp n = e - s, pos, far1 = B.perm[s], far2, half = n // 2
+    cdef double best = -1.0, d
+    for pos in range(s, e):
+        if B.rowdist[pos] > best:
+            best = B.rowdist[pos]
+            far1 = B.perm[pos]
+    best = -1.0
+    far2 = far1
+    for pos in range(s, e):
+        d = true_dist(B.P, B.R, far1, B.R, B.perm[pos])
+        B.aux[pos - s] = d
+        if d > best:
+            best = d
+            far2 = B.perm[pos]
+    for pos in range(s, e):
+        B.key[pos - s] = B.aux[pos - s] - true_dist(B.P, B.R, far2, B.R, B.perm[pos])
+    select_kth(B.key, B.perm + s, n, half)
+    return s + half
+
+
+# ---------------------------------------------------------------------------
+# building and growing (shared loop)
+
+cdef class Builder:
+    """Builds a tree (or regrows the subtree below a leaf) over rows in index order."""
+    cdef CPlan plan
+    cdef CRows rows
+    cdef Nodes nodes
+    cdef object perm_arr, rowdist_arr, scratch
+    cdef BuildS B
+    cdef int kd
+
+    def __init__(self, kind, CPlan plan, CRows rows, Nodes nodes, perm, rowdist,
+                 intp leaf_size):
+        self.plan = plan
+        self.rows = rows
+        self.nodes = nodes
+        self.kd = kind == "kd_tree"
+        self.perm_arr = perm
+        self.rowdist_arr = rowdist
+        n = max(1, perm.shape[0])
+        self.scratch = (np.empty(n), np.empty(n), np.empty(n, dtype=np.intp),
+                        np.empty(n, dtype=np.uint8))
+        self.B.P = &plan.s
+        self.B.R = &rows.s
+        self.B.perm = <intp*> cnp.PyArray_DATA(perm)
+        self.B.rowdist = <double*> cnp.PyArray_DATA(rowdist)
+        self.B.leaf = leaf_size
+        self.B.D = rows.s.D
+        self.B.key = <double*> cnp.PyArray_DATA(self.scratch[0])
+        self.B.aux = <double*> cnp.PyArray_DATA(self.scratch[1])
+        self.B.itmp = <intp*> cnp.PyArray_DATA(self.scratch[2])
+        self.B.side = <unsigned char*> cnp.PyArray_DATA(self.scratch[3])
+
+    def grow(self, intp root):
+        """Process ``root`` (its start/end/depth set) and everything below it."""
+        cdef list stack = [root]
+        cdef intp node, s, e, mid, pos, L, Rn, d, j, piv
+        cdef double rad, dd
+        cdef TreeS* T
+        while stack:
+            node = stack.pop()
+            T = &self.nodes.s
+            s = T.start[node]
+            e = T.end[node]
+            d = T.depth[node]
+            T.left[node] = -1
+            T.right[node] = -1
+            if self.kd:
+                with nogil:
+                    kd_init(self.B.P, T, node, self.B.D)
+                    for pos in range(s, e):
+                        kd_widen(self.B.P, T, node, self.B.R, self.B.perm[pos])
+                    mid = -1
+                    if e - s > self.B.leaf:
+                        mid = kd_split(&self.B, T, node, s, e)
+            else:
+                with nogil:
+                    piv = ball_pivot(&self.B, s, e)
+                    rad = 0.0
+                    j = -1
+                    for pos in range(s, e):
+                        dd = true_dist(self.B.P, self.B.R, piv, self.B.R, self.B.perm[pos])
+                        self.B.rowdist[pos] = dd
+                        if dd > rad:
+                            rad = dd
+                        if j < 0 or self.B.perm[pos] < j:
+                            j = self.B.perm[pos]
+                    T.pivot[node] = piv
+                    T.radius[node] = rad
+                    T.minidx[node] = j
+                    mid = -1
+                    if e - s > self.B.leaf:
+                        mid = ball_split(&self.B, T, node, s, e)
+            if mid < 0:
+                continue
+            L = self.nodes.new_node(s, mid, d + 1)
+            Rn = self.nodes.new_node(mid, e, d + 1)
+            T = &self.nodes.s
+            T.left[node] = L
+            T.right[node] = Rn
+            stack.append(Rn)
+            stack.append(L)
+
+
+def build(kind, CPlan plan, CRows rows, intp leaf_size):
+    """Build a tree of ``kind`` over all rows of ``rows`` (index order).
+
+    Returns ``(nodes, perm, rowdist)``: the per-node arrays (dict), the row index at each
+    tree position, and (ball tree) each position's distance to its leaf's pivot."""
+    if leaf_size < 1:
+        raise ValueError("leaf_size must be >= 1, got %d" % leaf_size)
+    cdef intp n = rows.s.n
+    cdef const PlanS* P = &plan.s
+    if n == 0:
+        raise ValueError("cannot build a tree over 0 rows")
+    fields = node_fields(kind, P.mc, P.mo, P.mt, P.me, rows.s.D)
+    nodes = Nodes(fields, max(16, 4 * n // max(1, leaf_size) + 4))
+    perm = np.arange(n, dtype=np.intp)
+    rowdist = np.zeros(n)
+    nodes.new_node(0, n, 0)
+    Builder(kind, plan, rows, nodes, perm, rowdist, leaf_size).grow(0)
+    return nodes.export(), perm, rowdist
+
+
+def insert(kind, CPlan plan, CRows rows, dict arrays, perm, rowdist, intp n_old,
+           intp leaf_size):
+    """Insert rows ``n_old .. rows.n - 1`` of ``rows`` (every row, index order) into a
+    tree: each new row descends to a leaf, widening the bounds (KD) or radii (ball) of
+    the nodes on its way; leaves then hold their new rows, and a leaf with more than
+    ``leaf_size`` rows is split further.  Returns ``(nodes, perm, rowdist)``."""
+    cdef intp n = rows.s.n, nn, i, j, node, c, L
+    cdef const PlanS* P = &plan.s
+    cdef const PlanS* PP = &plan.s
+    cdef const RowsS* RS = &rows.s
+    cdef intp D = rows.s.D
+    cdef double d0, d1, dl
+    fields = node_fields(kind, P.mc, P.mo, P.mt, P.me, D)
+    nn = arrays["start"].shape[0]
+    cdef Nodes nodes = Nodes(fields, nn + 4 * (n - n_old) // max(1, leaf_size) + 16, arrays, nn)
+    cdef TreeS* T = &nodes.s
+    cdef int kd = kind == "kd_tree"
+    leaf_of = np.empty(n - n_old, dtype=np.intp)
+    new_rd = np.zeros(n - n_old)
+    cdef intp[::1] lf = leaf_of
+    cdef double[::1] nrd = new_rd
+    with nogil:
+        for i in range(n - n_old):
+            j = n_old + i
+            node = 0
+            if not kd:
+                dl = true_dist(PP, RS, T.pivot[0], RS, j)
+            while True:
+                if kd:
+                    kd_widen(PP, T, node, RS, j)
+                elif dl > T.radius[node]:
+                    T.radius[node] = dl
+                if T.left[node] < 0:
+                    break
+                if kd:
+                    c = kd_route(PP, T, node, RS, j, D)
+                    node = T.right[node] if c else T.left[node]
+                else:
+                    d0 = true_dist(PP, RS, T.pivot[T.left[node]], RS, j)
+                    d1 = true_dist(PP, RS, T.pivot[T.right[node]], RS, j)
+                    if d1 < d0:
+                        node = T.right[node]
+                        dl = d1
+                    else:
+                        node = T.left[node]
+                        dl = d0
+            lf[i] = node
+            nrd[i] = dl if not kd else 0.0
+    # leaves in position order receive their new rows after their old ones
+    is_leaf = nodes.arrays["left"][:nn, 0] < 0
+    leaves = np.flatnonzero(is_leaf)
+    leaves = leaves[np.argsort(nodes.arrays["start"][leaves, 0], kind="stable")]
+    rank = np.empty(nn, dtype=np.intp)
+    rank[leaves] = np.arange(len(leaves))
+    sizes = nodes.arrays["end"][leaves, 0] - nodes.arrays["start"][leaves, 0]
+    old_rank = np.repeat(np.arange(len(leaves)), sizes)
+    keys = np.concatenate([old_rank, rank[leaf_of]])
+    second = np.concatenate([np.zeros(n_old, np.intp), np.ones(n - n_old, np.intp)])
+    order = np.lexsort((np.arange(n), second, keys))
+    perm = np.ascontiguousarray(np.concatenate([perm, np.arange(n_old, n)])[order])
+    rowdist = np.ascontiguousarray(np.concatenate([rowdist, new_rd])[order])
+    # node sizes bottom-up (children always have larger ids than their parent)
+    size = np.zeros(nn, dtype=np.intp)
+    size[leaves] = sizes + np.bincount(rank[leaf_of], minlength=len(leaves))
+    cdef intp[::1] sz = size
+    with nogil:
+        for node in range(nn - 1, -1, -1):
+            if T.left[node] >= 0:
+                sz[node] = sz[T.left[node]] + sz[T.right[node]]
+        T.start[0] = 0
+        for node in range(nn):
+            T.end[node] = T.start[node] + sz[node]
+            if T.left[node] >= 0:
+                T.start[T.left[node]] = T.start[node]
+                T.start[T.right[node]] = T.start[node] + sz[T.left[node]]
+    builder = Builder(kind, plan, rows, nodes, perm, rowdist, leaf_size)
+    for L in leaves:
+        if sz[L] > leaf_size:
+            builder.grow(L)
+    return nodes.export(), perm, rowdist
+
+
+# ---------------------------------------------------------------------------
+# queries
+
+ctypedef struct QueryS:
+    const PlanS* P
+    const TreeS* T
+    const RowsS* Q        # query rows
+    const RowsS* R        # rows in tree order
+    const RowsS* Ro       # rows in index order (ball pivots)
+    const intp* perm
+    const double* rowdist
+    intp D
+    intp stack_cap
+    int ball
+    int excl
+    double margin         # KD: relative lowering of the bounds
+    double eta            # ball: relative error allowance on true distances
+    double rred           # radius queries: the reduced-distance threshold
+    double r              # radius queries: the true-distance radius
+
+
+cdef inline double ball_lower(double dqp, double rad, double eta) noexcept nogil:
+    """A lower bound of the computed distance from the query to any row within ``rad``
+    of a pivot at computed distance ``dqp`` (triangle inequality with margins)."""
+    return (dqp * (1.0 - eta) - rad * (1.0 + eta)) * (1.0 - eta)
+
+
+cdef inline double ball_row_lower(double dqp, double rd, double eta) noexcept nogil:
+    cdef double a = dqp * (1.0 - eta) - rd * (1.0 + eta)
+    cdef double b = rd * (1.0 - eta) - dqp * (1.0 + eta)
+    return (a if a > b else b) * (1.0 - eta)
+
+
+cdef inline double safe_true(const PlanS* P, double red, double eta) noexcept nogil:
+    """A computed true distance (from a reduced one), enlarged by the margin."""
+    if red == INFINITY:
+        return INFINITY
+    return finalize(P, red) * (1.0 + eta) + TINY
+
+
+cdef int knn_chunk(const QueryS* S, intp q0, intp q1, double* Dd, intp* Ii, intp k,
+                   intp* cnt) noexcept nogil:
+    """k nearest rows for queries [q0, q1); lists in Dd/Ii hold (reduced, index),
+    initialised to (inf, sentinel).  Returns -1 when out of memory."""
+    cdef const PlanS* P = S.P
+    cdef const TreeS* T = S.T
+    cdef intp cap = S.stack_cap
+    cdef intp* snode = <intp*> malloc(cap * sizeof(intp))
+    cdef double* slb = <double*> malloc(cap * sizeof(double))
+    cdef double* sdq = <double*> malloc(cap * sizeof(double))
+    cdef double* bm = <double*> malloc((P.mt * 64 + 1) * sizeof(double))
+    cdef double* tun = <double*> malloc((P.mt + 1) * sizeof(double))
+    cdef QCtx C
+    cdef intp q, sp, node, pos, j, self_j, c, L, Rn
+    cdef double lb, lbl, lbr, kth, s, dq, dql, dqr, kt = INFINITY
+    cdef double* hd
+    cdef intp* hi
+    if snode == NULL or slb == NULL or sdq == NULL or bm == NULL or tun == NULL:
+        free(snode)
+        free(slb)
+        free(sdq)
+        free(bm)
+        free(tun)
+        return -1
+    C.bm = bm
+    C.tun = tun
+    C.margin = S.margin
+    for q in range(q0, q1):
+        hd = Dd + q * k
+        hi = Ii + q * k
+        self_j = q if S.excl else -1
+        c = 0
+        sp = 0
+        if S.ball:
+            dq = true_dist(P, S.Q, q, S.Ro, T.pivot[0])
+            c += 1
+            snode[0] = 0
+            slb[0] = ball_lower(dq, T.radius[0], S.eta)
+            sdq[0] = dq
+        else:
+            kd_prepare(P, S.Q, q, &C)
+            snode[0] = 0
+            slb[0] = kd_lower(P, T, &C, 0, S.D, INFINITY)
+            sdq[0] = 0.0
+        sp = 1
+        while sp > 0:
+            sp -= 1
+            node = snode[sp]
+            lb = slb[sp]
+            kth = hd[k - 1]
+            if S.ball:
+                kt = safe_true(P, kth, S.eta)
+                if lb > kt:
+                    continue
+            elif lb > kth or (lb == kth and T.minidx[node] > hi[k - 1]):
+                continue
+            L = T.left[node]
+            if L < 0:
+                dq = sdq[sp]
+                for pos in range(T.start[node], T.end[node]):
+                    j = S.perm[pos]
+                    if j == self_j:
+                        continue
+                    if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta) > kt:
+                        continue
+                    s = leaf_pair(P, S.Q, q, S.R, pos, hd[k - 1])
+                    c += 1
+                    if before(s, j, hd[k - 1], hi[k - 1]):
+                        sorted_insert(hd, hi, k, s, j)
+                        if S.ball:
+                            kt = safe_true(P, hd[k - 1], S.eta)
+                continue
+            Rn = T.right[node]
+            if S.ball:
+                dql = true_dist(P, S.Q, q, S.Ro, T.pivot[L])
+                dqr = true_dist(P, S.Q, q, S.Ro, T.pivot[Rn])
+                c += 2
+                lbl = ball_lower(dql, T.radius[L], S.eta)
+                lbr = ball_lower(dqr, T.radius[Rn], S.eta)
+            else:
+                dql = 0.0
+                dqr = 0.0
+                lbl = kd_lower(P, T, &C, L, S.D, kth)
+                lbr = kd_lower(P, T, &C, Rn, S.D, kth)
+            # the nearer child is visited first (pushed last)
+            if lbl <= lbr:
+                snode[sp] = Rn
+                slb[sp] = lbr
+                sdq[sp] = dqr
+                snode[sp + 1] = L
+                slb[sp + 1] = lbl
+                sdq[sp + 1] = dql
+            else:
+                snode[sp] = L
+                slb[sp] = lbl
+                sdq[sp] = dql
+                snode[sp + 1] = Rn
+                slb[sp + 1] = lbr
+                sdq[sp + 1] = dqr
+            sp += 2
+        cnt[q] = c
+    free(snode)
+    free(slb)
+    free(sdq)
+    free(bm)
+    free(tun)
+    return 0
+
+
+ctypedef struct HitBuf:
+    double* d
+    intp* j
+    intp n
+    intp cap
+
+
+cdef inline int hit_add(HitBuf* h, double d, intp j) noexcept nogil:
+    cdef double* nd
+    cdef intp* nj
+    if h.n == h.cap:
+        h.cap = 2 * h.cap if h.cap else 16
+        nd = <double*> realloc(h.d, h.cap * sizeof(double))
+        if nd == NULL:
+            return -1
+        h.d = nd
+        nj = <intp*> realloc(h.j, h.cap * sizeof(intp))
+        if nj == NULL:
+            return -1
+        h.j = nj
+    h.d[h.n] = d
+    h.j[h.n] = j
+    h.n += 1
+    return 0
+
+
+cdef int radius_chunk(const QueryS* S, intp q0, intp q1, HitBuf* hits, intp hoff,
+                      intp* cnt) noexcept nogil:
+    """Rows within true distance S.r of queries [q0, q1) into hits[q - hoff]."""
+    cdef const PlanS* P = S.P
+    cdef const TreeS* T = S.T
+    cdef intp cap = S.stack_cap
+    cdef intp* snode = <intp*> malloc(cap * sizeof(intp))
+    cdef double* sdq = <double*> malloc(cap * sizeof(double))
+    cdef double* bm = <double*> malloc((P.mt * 64 + 1) * sizeof(double))
+    cdef double* tun = <double*> malloc((P.mt + 1) * sizeof(double))
+    cdef QCtx C
+    cdef intp q, sp, node, pos, j, self_j, c, L, Rn, ch
+    cdef double s, d, dq, rt, lb
+    cdef int status = 0
+    if snode == NULL or sdq == NULL or bm == NULL or tun == NULL:
+        free(snode)
+        free(sdq)
+        free(bm)
+        free(tun)
+        return -1
+    C.bm = bm
+    C.tun = tun
+    C.margin = S.margin
+    rt = S.r * (1.0 + S.eta) + TINY
+    for q in range(q0, q1):
+        self_j = q if S.excl else -1
+        c = 0
+        if S.ball:
+            dq = true_dist(P, S.Q, q, S.Ro, T.pivot[0])
+            c += 1
+            if ball_lower(dq, T.radius[0], S.eta) > rt:
+                cnt[q] = c
+                continue
+        else:
+            kd_prepare(P, S.Q, q, &C)
+            dq = 0.0
+            if kd_lower(P, T, &C, 0, S.D, S.rred) > S.rred:
+                cnt[q] = 0
+                continue
+        snode[0] = 0
+        sdq[0] = dq
+        sp = 1
+        while sp > 0:
+            sp -= 1
+            node = snode[sp]
+            dq = sdq[sp]
+            L = T.left[node]
+            if L < 0:
+                for pos in range(T.start[node], T.end[node]):
+                    j = S.perm[pos]
+                    if j == self_j:
+                        continue
+                    if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta) > rt:
+                        continue
+                    s = leaf_pair(P, S.Q, q, S.R, pos, S.rred)
+                    c += 1
+                    if s <= S.rred:
+                        d = finalize(P, s)
+                        if d <= S.r and hit_add(&hits[q - hoff], d, j) < 0:
+                            status = -1
+                continue
+            Rn = T.right[node]
+            for ch in range(2):
+                node = L if ch == 0 else Rn
+                if S.ball:
+                    dq = true_dist(P, S.Q, q, S.Ro, T.pivot[node])
+                    c += 1
+                    lb = ball_lower(dq, T.radius[node], S.eta)
+                    if lb > rt:
+                        continue
+                else:
+                    if kd_lower(P, T, &C, node, S.D, S.rred) > S.rred:
+                        continue
+                snode[sp] = node
+                sdq[sp] = dq
+                sp += 1
+        cnt[q] = c
+    free(snode)
+    free(sdq)
+    free(bm)
+    free(tun)
+    return status
+
+
+cdef class _Query:
+    """Everything a batch query reads, kept alive together."""
+    cdef QueryS s
+    cdef object keep
+
+    def __init__(self, kind, CPlan plan, Nodes nodes, CRows Q, CRows Rtree, CRows Rorig,
+                 perm, rowdist, intp depth, bint exclude_self):
+        self.keep = (plan, nodes, Q, Rtree, Rorig, perm, rowdist)
+        cdef const PlanS* P = &plan.s
+        self.s.P = &plan.s
+        self.s.T = &nodes.s
+        self.s.Q = &Q.s
+        self.s.R = &Rtree.s
+        self.s.Ro = &Rorig.s
+        self.s.perm = <const intp*> cnp.PyArray_DATA(perm)
+        self.s.rowdist = <const double*> cnp.PyArray_DATA(rowdist)
+        self.s.D = Rtree.s.D
+        self.s.stack_cap = depth + 4
+        self.s.ball = kind == "ball_tree"
+        self.s.excl = exclude_self
+        m = P.mc + P.mo + P.mt + P.me
+        if P.pmode == 3 or P.has_ignore:
+            self.s.margin = 1.0 - 4.0 * (m + Rtree.s.D + 16) * 2.0 ** -52
+        else:
+            self.s.margin = 1.0
+        self.s.eta = max(1e-9, 64.0 * (m + Rtree.s.D + 64) * 2.0 ** -52)
+        self.s.rred = INFINITY
+        self.s.r = INFINITY
+
+
+def _check_state(kind, dict arrays, perm, rowdist, intp n):
+    if perm.dtype != np.intp or not perm.flags.c_contiguous or perm.shape[0] != n:
+        raise ValueError("perm must be a contiguous intp array of %d entries" % n)
+    if rowdist.dtype != np.float64 or not rowdist.flags.c_contiguous or rowdist.shape[0] != n:
+        raise ValueError("rowdist must be a contiguous float64 array of %d entries" % n)
+
+
+def _nodes_view(kind, CPlan plan, CRows rows, dict arrays):
+    cdef const PlanS* P = &plan.s
+    fields = node_fields(kind, P.mc, P.mo, P.mt, P.me, rows.s.D)
+    nn = arrays["start"].shape[0]
+    for name, dt, w in fields:
+        a = arrays[name]
+        if a.dtype != dt or a.shape != (nn, w) or not a.flags.c_contiguous:
+            raise ValueError("tree array %r has the wrong layout" % name)
+    return Nodes(fields, nn, arrays, nn, False)
+
+
+def knn(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, rowdist,
+        intp depth, intp k, int n_threads, bint exclude_self=False, intp block=0):
+    """Exact k nearest rows of each query by a tree.
+
+    Returns ``(dist, ind, n_evaluations)``: true distances and row indices ``[n_q, k]``
+    sorted by (distance, index) exactly as the brute-force kernel sorts them, and the
+    number of pair distances computed for each query."""
+    cdef intp nq = Q.s.n, n = Rtree.s.n, b0, b1, nch, ch, per = 4, q, i
+    cdef int status_any = 0
+    _check_state(kind, arrays, perm, rowdist, n)
+    if k < 1 or k > n - (1 if exclude_self else 0):
+        raise ValueError("k must be in [1, %d], got %d" % (n - (1 if exclude_self else 0), k))
+    if exclude_self and nq != n:
+        raise ValueError("exclude_self needs the indexed rows as queries")
+    cdef Nodes nodes = _nodes_view(kind, plan, Rtree, arrays)
+    cdef _Query S = _Query(kind, plan, nodes, Q, Rtree, Rorig, perm, rowdist, depth,
+                           exclude_self)
+    n_threads = max(1, n_threads)
+    dist = np.full((nq, k), np.inf)
+    ind = np.full((nq, k), n, dtype=np.intp)
+    counts = np.zeros(nq, dtype=np.intp)
+    cdef double* Dd = <double*> cnp.PyArray_DATA(dist)
+    cdef intp* Ii = <intp*> cnp.PyArray_DATA(ind)
+    cdef intp* Cc = <intp*> cnp.PyArray_DATA(counts)
+    if block <= 0:
+        block = max(256, 64 * n_threads)
+    status = np.zeros(max(1, (block + per - 1) // per), dtype=np.intc)
+    cdef int* st = <int*> cnp.PyArray_DATA(status)
+    cdef int nt
+    for b0 in range(0, nq, block):
+        b1 = min(nq, b0 + block)
+        nch = (b1 - b0 + per - 1) // per
+        nt = min(n_threads, nch)
+        with nogil:
+            for ch in prange(nch, num_threads=nt, schedule="dynamic"):
+                st[ch] = knn_chunk(&S.s, b0 + ch * per, min(b1, b0 + ch * per + per),
+                                   Dd, Ii, k, Cc)
+        PyErr_CheckSignals()
+        if (status < 0).any():
+            raise MemoryError("tree query ran out of memory")
+    cdef const PlanS* PP = &plan.s
+    cdef double* hd
+    cdef intp* hi
+    with nogil:
+        for q in range(nq):
+            hd = Dd + q * k
+            hi = Ii + q * k
+            for i in range(k):
+                hd[i] = finalize(PP, hd[i])
+            for i in range(1, k):
+                if before(hd[i], hi[i], hd[i - 1], hi[i - 1]):
+                    sorted_insert(hd, hi, i + 1, hd[i], hi[i])
+    return dist, ind, counts
+
+
+def radius(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, rowdist,
+           intp depth, double r, double rred, int n_threads, bint exclude_self=False,
+           intp block=0):
+    """Rows within true distance ``r`` (inclusive) of each query, by a tree.
+
+    ``rred`` is a reduced-distance threshold that every pair with true distance <= r
+    stays under (the caller computes it with a margin).  Returns ``(dists, inds,
+    n_evaluations)``: lists of arrays sorted by (distance, index), and the counts."""
+    cdef intp nq = Q.s.n, n = Rtree.s.n, b0, b1, nch, ch, per = 4, q, h
+    _check_state(kind, arrays, perm, rowdist, n)
+    if exclude_self and nq != n:
+        raise ValueError("exclude_self needs the indexed rows as queries")
+    cdef Nodes nodes = _nodes_view(kind, plan, Rtree, arrays)
+    cdef _Query S = _Query(kind, plan, nodes, Q, Rtree, Rorig, perm, rowdist, depth,
+                           exclude_self)
+    S.s.r = r
+    S.s.rred = rred
+    n_threads = max(1, n_threads)
+    counts = np.zeros(nq, dtype=np.intp)
+    cdef intp* Cc = <intp*> cnp.PyArray_DATA(counts)
+    if block <= 0:
+        block = max(256, 64 * n_threads)
+    cdef HitBuf* hits = <HitBuf*> malloc(block * sizeof(HitBuf))
+    if hits == NULL:
+        raise MemoryError()
+    status = np.zeros(max(1, (block + per - 1) // per), dtype=np.intc)
+    cdef int* st = <int*> cnp.PyArray_DATA(status)
+    cdef int nt
+    out_d = []
+    out_i = []
+    for q in range(block):
+        hits[q].d = NULL
+        hits[q].j = NULL
+        hits[q].n = 0
+        hits[q].cap = 0
+    try:
+        for b0 in range(0, nq, block):
+            b1 = min(nq, b0 + block)
+            nch = (b1 - b0 + per - 1) // per
+            nt = min(n_threads, nch)
+            status[:] = 0
+            with nogil:
+                for ch in prange(nch, num_threads=nt, schedule="dynamic"):
+                    st[ch] = radius_chunk(&S.s, b0 + ch * per, min(b1, b0 + ch * per + per),
+                                          hits, b0, Cc)
+            PyErr_CheckSignals()
+            if (status < 0).any():
+                raise MemoryError("tree radius query ran out of memory")
+            for q in range(b1 - b0):
+                dq = np.empty(hits[q].n)
+                iq = np.empty(hits[q].n, dtype=np.intp)
+                for h in range(hits[q].n):
+                    dq[h] = hits[q].d[h]
+                    iq[h] = hits[q].j[h]
+                hits[q].n = 0
+                o = np.lexsort((iq, dq))
+                out_d.append(dq[o])
+                out_i.append(iq[o])
+    finally:
+        for q in range(block):
+            free(hits[q].d)
+            free(hits[q].j)
+        free(hits)
+    return out_d, out_i, counts
