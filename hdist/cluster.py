@@ -182,11 +182,12 @@ class _ClusterBase:
             if y is not None:
                 raise ValueError("y is only used to fit the metric, but the metric given is "
                                  "already fitted")
-            rows = metric.encode(X)
+            cont, nom = metric.schema_.encode(X)
+            rows = metric.plan_.encode(cont, nom)
         else:
             metric.fit(X, y)
             rows = metric.train_
-        cont, nom = metric.schema_.encode(X)
+            cont, nom = metric.schema_.encode(X)
         self.metric_ = metric
         self._pandas_out = _is_pandas_frame(X)
         self.n_features_in_ = metric.n_features_in_

@@ -49,6 +49,19 @@ def check_consistent(model, X):
     np.testing.assert_array_equal(model.predict(X), model.labels_)
 
 
+def assert_centers_optimal(model, X, columns, power, rel=1e-12):
+    """Each nominal center value has the least total term Σ_i d_a(x_ia, c)^power over
+    its cluster (brute force over the learned values, through value_distances)."""
+    centers = model.cluster_centers_
+    for col in columns:
+        T = model.metric_.value_distances(col) ** power
+        for c in range(len(centers)):
+            vals = X[col][model.labels_ == c].dropna()
+            cost = {v: sum(T.loc[x, v] for x in vals) for v in T.columns}
+            assert cost[centers.loc[c, col]] == pytest.approx(min(cost.values()), rel=rel,
+                                                              abs=1e-12)
+
+
 # -- KModes ------------------------------------------------------------------------------------
 def best_partition_cost(X, k, table_of):
     """Brute force: the least k-modes cost over every partition of the rows into k
@@ -100,13 +113,7 @@ def test_kmodes_centers_are_optimal_values(metric):
     X = nominal_frame(rng, 80, 4, V=5, missing=0.1)
     km = KModes(3, metric=metric, n_init=2, random_state=3).fit(X)
     check_consistent(km, X)
-    for a, col in enumerate(X.columns):
-        T = km.metric_.value_distances(col)
-        for c in range(3):
-            vals = X[col][km.labels_ == c].dropna()
-            cost = {v: sum(T.loc[x, v] for x in vals) for v in T.columns}
-            assert cost[km.cluster_centers_.iloc[c, a]] == pytest.approx(
-                min(cost.values()), rel=1e-12, abs=1e-12)
+    assert_centers_optimal(km, X, X.columns, 1)
     mode = KModes(3, metric=metric, nominal_center="mode", n_init=2, random_state=3).fit(X)
     for a, col in enumerate(X.columns):
         for c in range(3):
@@ -184,8 +191,11 @@ def test_center_clustering_deterministic_and_thread_independent():
     np.testing.assert_array_equal(km[0].labels_, km[1].labels_)
 
 
-@pytest.mark.parametrize("metric", ["heom", "hds", "add"])
-def test_kprototypes_centers_are_means_and_optimal_values(metric):
+@pytest.mark.parametrize("metric,power", [("heom", 2), ("hds", 2), ("add", 2), ("gower", 1),
+                                          ("chebyshev", 1), ("fractional", 0.5)])
+def test_kprototypes_centers_are_means_and_optimal_values(metric, power):
+    """Means, and nominal values with the least Σ of the kernel's terms (w d^p; w d for
+    p = inf), whatever the aggregation."""
     rng = np.random.default_rng(12)
     X = mixed_frame(rng, 300)
     kp = KPrototypes(3, metric=metric, n_init=2, random_state=0).fit(X)
@@ -195,12 +205,7 @@ def test_kprototypes_centers_are_means_and_optimal_values(metric):
         for col in ("x0", "x1", "x2"):
             assert kp.cluster_centers_.loc[c, col] == pytest.approx(members[col].mean(),
                                                                     rel=1e-12)
-        for col in ("n0", "n1", "n2"):
-            T = kp.metric_.value_distances(col) ** 2      # p = 2: terms are d_a^2
-            vals = members[col].dropna()
-            cost = {v: sum(T.loc[x, v] for x in vals) for v in T.columns}
-            assert cost[kp.cluster_centers_.loc[c, col]] == pytest.approx(
-                min(cost.values()), rel=1e-12, abs=1e-12)
+    assert_centers_optimal(kp, X, ("n0", "n1", "n2"), power)
     assert kp.n_iter_ >= 1
     model = pickle.loads(pickle.dumps(kp))
     np.testing.assert_array_equal(model.predict(X), kp.labels_)
@@ -351,3 +356,16 @@ def test_serial_threshold_does_not_change_results(monkeypatch):
     b = KPrototypes(3, random_state=0, n_init=2, n_jobs=2).fit(X)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     assert a.inertia_ == b.inertia_
+
+
+def test_kprototypes_class_metric_with_embedded_values(monkeypatch):
+    """VDM values kept as probability rows (no table): centers still minimize the cost."""
+    import hdist._estimators as est
+    df, schema = read_dataset("credit-a")
+    y = df.pop(schema["class"]).iloc[:200]
+    X = df.iloc[:200]
+    monkeypatch.setattr(est, "TABLE_BUDGET", 1)
+    kp = KPrototypes(2, metric="hvdm", n_init=2, random_state=0).fit(X, y)
+    assert any(c.block == "e" for c in kp.metric_.plan_.components)
+    check_consistent(kp, X)
+    assert_centers_optimal(kp, X, ("A4", "A6"), 2, rel=1e-9)
