@@ -41,6 +41,7 @@ References
 from __future__ import annotations
 
 import numbers
+import threading
 
 import numpy as np
 
@@ -80,19 +81,37 @@ def check_params(average, n_bins):
     return bool(average), int(n_bins)
 
 
+#: the binned continuous block of the fit in progress (per thread): Metric.fit asks for
+#: one table per nominal column, all from the same ``cont`` array
+_BINNED = threading.local()
+
+
+def binned_continuous(cont, n_bins):
+    """``(codes, n_levels)`` of every continuous column, binned by
+    :class:`hdist.discretize.EqualFrequency`; computed once per ``cont`` array."""
+    hit = getattr(_BINNED, "entry", None)
+    if hit is not None and hit[0] is cont and hit[1] == n_bins:
+        return hit[2]
+    out = []
+    for c in range(cont.shape[1]):
+        disc = EqualFrequency(n_bins).fit(cont[:, c])
+        out.append((disc.codes(cont[:, c]), disc.n_bins_))
+    _BINNED.entry = (cont, n_bins, out)
+    return out
+
+
 def coattributes(schema, cont, nom, n_bins, skip=None):
     """Every column but ``skip`` as ``(codes, n_levels)`` (``-1`` = missing), in schema
-    order; continuous columns binned by :class:`hdist.discretize.EqualFrequency`."""
+    order; continuous columns binned by :func:`binned_continuous`."""
     out = []
+    binned = binned_continuous(cont, n_bins)
     ic = inom = 0
     for k, kind in enumerate(schema.kinds_):
         if kind == CONTINUOUS:
-            col = cont[:, ic]
             ic += 1
             if k == skip:
                 continue
-            disc = EqualFrequency(n_bins).fit(col)
-            out.append((disc.codes(col), disc.n_bins_))
+            out.append(binned[ic - 1])
         else:
             col = nom[:, inom]
             inom += 1
@@ -165,6 +184,8 @@ def _factory(kind):
             raise ValueError("metric %r describes a value of column %r by the other "
                              "columns, but X has no other column" % (metric.name, name))
         coattrs = coattributes(schema, cont, nom, n_bins, skip=j)
+        if j == max(k for k, kd in enumerate(schema.kinds_) if kd != CONTINUOUS):
+            _BINNED.entry = None    # the last nominal column of this fit
         T = cooccurrence_table(codes, V, coattrs, kind, average)
         metric.value_tables_[name] = T
         return TableComponent(j, T, policy, V)
