@@ -126,7 +126,7 @@ def main(argv=None):
           % (args.folds, args.seed))
     print("Their numbers come from a prototype-rule classifier (FCM prototypes + LVQ, up to"
           " 10 prototypes")
-    print("per class, the best of several runs) on standardized data, not from 1-NN: expect"
+    print("per class, the highest score found per setting) on standardized data, not 1-NN: expect"
           " differences.\n")
     head = "%-18s" % "metric" + "".join("%28s" % s for _, s in DATASETS)
     print(head)
