@@ -26,17 +26,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import hdist  # noqa: E402
 from hdist import _posteriors as post  # noqa: E402
-from bench_knn import make_job  # noqa: E402
-
-
-def best_time(fn, repeat):
-    best = np.inf
-    out = None
-    for _ in range(repeat):
-        t = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t)
-    return best, out
+from bench_knn import make_job, timeit  # noqa: E402
 
 
 def main(argv=None):
@@ -90,7 +80,7 @@ def main(argv=None):
         t = time.perf_counter()
         est.fit(x, y, 3)
         fit_s = time.perf_counter() - t
-        sec, _ = best_time(lambda: est.transform(q), repeat)
+        sec, _ = timeit(lambda: est.transform(q), repeat)
         print("%-22s %10.3f %14.3e" % (label, fit_s, q.size / sec))
 
 
