@@ -27,6 +27,7 @@ ctypedef struct PlanS:
     const unsigned char* c_ign
     const double* c_both    # term when both values are missing
     const double* o_w       # term when the values differ (pre-weighted)
+    const double* o_sel     # [4 mo]: (0, o_w[a], o_miss[a], o_miss[a]) per attribute
     const double* o_miss    # term when a value is missing
     const double* o_rw
     const unsigned char* o_ign
@@ -50,6 +51,7 @@ ctypedef struct RowsS:
     const int* t         # [n, mt] table codes, -1 = missing
     const double* e      # [n, D] embedded vectors, NaN in the first entry = missing
     intp D
+    int c_nan            # some continuous value is missing (selects a branch-free path)
 
 
 cdef class CPlan:
@@ -92,15 +94,59 @@ cdef inline double embed_term(const double* x, const double* y, intp dim, int q,
     return pw(n, pmode, p)
 
 
-cdef inline double pair_reduced(const PlanS* P, const RowsS* A, intp i,
-                                const RowsS* B, intp j, int pmode,
-                                double bound) noexcept nogil:
-    """Reduced distance of row i of A and row j of B.
+# Tags of a fused type: each kernel is compiled once per kind of p, so that the inner
+# loops carry no test on p (SPEC §2: p = inf, 1, 2, other).
+ctypedef struct PInf:
+    char tag
+ctypedef struct PL1:
+    char tag
+ctypedef struct PL2:
+    char tag
+ctypedef struct PGen:
+    char tag
+ctypedef fused pmode_t:
+    PInf
+    PL1
+    PL2
+    PGen
 
-    Returns ``sum_a w_a d_a^p`` (``max_a w_a d_a`` for p = inf), rescaled for the
-    "ignore" policy.  Without "ignore", the sum is abandoned as soon as a partial sum
-    exceeds ``bound`` (the returned value is then only known to exceed ``bound``).
-    """
+
+cdef inline double pw_t(double d, double p, pmode_t* pm) noexcept nogil:
+    if pmode_t is PL2:
+        return d * d
+    elif pmode_t is PGen:
+        return pow(d, p)
+    else:
+        return d
+
+
+cdef inline double acc_t(double s, double t, pmode_t* pm) noexcept nogil:
+    if pmode_t is PInf:
+        return t if t > s else s
+    else:
+        return s + t
+
+
+cdef inline double embed_term_t(const double* x, const double* y, intp dim, int q,
+                                double p, pmode_t* pm) noexcept nogil:
+    cdef intp c
+    cdef double n = 0.0, dlt
+    if q == 2:
+        for c in range(dim):
+            dlt = x[c] - y[c]
+            n += dlt * dlt
+        if pmode_t is PL2:
+            return n
+        return pw_t(sqrt(n), p, pm)
+    for c in range(dim):
+        n += fabs(x[c] - y[c])
+    return pw_t(n, p, pm)
+
+
+cdef inline double pair_reduced_t(const PlanS* P, const RowsS* A, intp i,
+                                  const RowsS* B, intp j, pmode_t* pm,
+                                  double bound) noexcept nogil:
+    """``pair_reduced`` compiled for one kind of p (the fused type ``pmode_t``)."""
     cdef double s = 0.0, x, y, t, kw = 0.0
     cdef intp a, cx, cy, V, nskip = 0
     cdef const double* xa
@@ -109,15 +155,32 @@ cdef inline double pair_reduced(const PlanS* P, const RowsS* A, intp i,
     cdef const int* ja
     cdef double p = P.p
     cdef int ign = P.has_ignore
+    cdef double cand[4]
+    cdef int o_fast
+    cdef const double* xp
+    cdef const double* yp
     # continuous block
     if P.mc:
         xa = A.c + i * P.mc
         ya = B.c + j * P.mc
-        for a in range(P.mc):
+        if not ign and (A.c_nan or B.c_nan):
+            # missing values are frequent and unpredictable: select the term by an index
+            # (0 both present, 1 y missing, 2 x missing, 3 both) instead of branching
+            xp = A.cpen + i * P.mc
+            yp = B.cpen + j * P.mc
+            for a in range(P.mc):
+                x = xa[a]
+                y = ya[a]
+                cand[0] = pw_t(fabs(x - y), p, pm)
+                cand[1] = xp[a]
+                cand[2] = yp[a]
+                cand[3] = P.c_both[a]
+                s = acc_t(s, cand[2 * (x != x) + (y != y)], pm)
+        for a in range(0 if (not ign and (A.c_nan or B.c_nan)) else P.mc):
             x = xa[a]
             y = ya[a]
             if x == x and y == y:
-                t = pw(fabs(x - y), pmode, p)
+                t = pw_t(fabs(x - y), p, pm)
             elif ign and P.c_ign[a]:
                 nskip += 1
                 continue
@@ -129,24 +192,28 @@ cdef inline double pair_reduced(const PlanS* P, const RowsS* A, intp i,
                 t = P.c_both[a]
             if ign:
                 kw += P.c_w[a]
-            s = acc(s, t, pmode)
+            s = acc_t(s, t, pm)
         if not ign and s > bound:
             return s
     # overlap block
     if P.mo:
         ia = A.o + i * P.mo
         ja = B.o + j * P.mo
+        o_fast = not ign
         for a in range(P.mo):
             cx = ia[a]
             cy = ja[a]
-            if cx >= 0 and cy >= 0:
-                if cx != cy:
-                    s = acc(s, P.o_w[a], pmode)
+            if o_fast:
+                # equality and missingness are unpredictable: select the term by a load,
+                # o_sel[4a:4a+4] = (0, w_a, miss_a, miss_a), rather than by branches
+                s = acc_t(s, P.o_sel[4 * a + ((cx != cy) | (((cx | cy) < 0) << 1))], pm)
+            elif cx >= 0 and cy >= 0:
+                s = acc_t(s, P.o_sel[4 * a + (cx != cy)], pm)
             elif ign and P.o_ign[a]:
                 nskip += 1
                 continue
             else:
-                s = acc(s, P.o_miss[a], pmode)
+                s = acc_t(s, P.o_miss[a], pm)
             if ign:
                 kw += P.o_rw[a]
         if not ign and s > bound:
@@ -159,18 +226,21 @@ cdef inline double pair_reduced(const PlanS* P, const RowsS* A, intp i,
             cx = ia[a]
             cy = ja[a]
             if cx >= 0 and cy >= 0:
-                if cx != cy:
-                    V = P.t_V[a]
-                    if cx > V:
-                        cx = V
-                    if cy > V:
-                        cy = V
-                    s = acc(s, P.t_tab[P.t_off[a] + cx * (V + 1) + cy], pmode)
+                V = P.t_V[a]
+                if cx < V and cy < V:
+                    # learned values: T[v, v] = 0, so no test of equality is needed
+                    t = P.t_tab[P.t_off[a] + cx * (V + 1) + cy]
+                elif cx == cy:
+                    t = 0.0         # the same unseen value twice
+                else:
+                    t = P.t_tab[P.t_off[a] + (cx if cx < V else V) * (V + 1)
+                                + (cy if cy < V else V)]
+                s = acc_t(s, t, pm)
             elif ign and P.t_ign[a]:
                 nskip += 1
                 continue
             else:
-                s = acc(s, P.t_miss[a], pmode)
+                s = acc_t(s, P.t_miss[a], pm)
             if ign:
                 kw += P.t_rw[a]
         if not ign and s > bound:
@@ -183,8 +253,8 @@ cdef inline double pair_reduced(const PlanS* P, const RowsS* A, intp i,
             x = xa[P.e_off[a]]
             y = ya[P.e_off[a]]
             if x == x and y == y:
-                t = embed_term(xa + P.e_off[a], ya + P.e_off[a],
-                               P.e_off[a + 1] - P.e_off[a], P.e_q[a], pmode, p)
+                t = embed_term_t(xa + P.e_off[a], ya + P.e_off[a],
+                                 P.e_off[a + 1] - P.e_off[a], P.e_q[a], p, pm)
             elif ign and P.e_ign[a]:
                 nskip += 1
                 continue
@@ -192,10 +262,32 @@ cdef inline double pair_reduced(const PlanS* P, const RowsS* A, intp i,
                 t = P.e_miss[a]
             if ign:
                 kw += P.e_rw[a]
-            s = acc(s, t, pmode)
+            s = acc_t(s, t, pm)
     if ign and nskip:
-        s = rescale_ignore(P, s, kw, pmode)
+        if pmode_t is PInf:
+            s = rescale_ignore(P, s, kw, 0)
+        else:
+            s = rescale_ignore(P, s, kw, 1)
     return s
+
+
+cdef inline double pair_reduced(const PlanS* P, const RowsS* A, intp i,
+                                const RowsS* B, intp j, int pmode,
+                                double bound) noexcept nogil:
+    """Reduced distance of row i of A and row j of B.
+
+    Returns ``sum_a w_a d_a^p`` (``max_a w_a d_a`` for p = inf), rescaled for the
+    "ignore" policy.  Without "ignore", the sum is abandoned as soon as a partial sum
+    exceeds ``bound`` (the returned value is then only known to exceed ``bound``).
+    ``pmode`` selects the code compiled for p = inf (0), 1, 2 or any other p (3).
+    """
+    if pmode == 2:
+        return pair_reduced_t(P, A, i, B, j, <PL2*> NULL, bound)
+    if pmode == 1:
+        return pair_reduced_t(P, A, i, B, j, <PL1*> NULL, bound)
+    if pmode == 0:
+        return pair_reduced_t(P, A, i, B, j, <PInf*> NULL, bound)
+    return pair_reduced_t(P, A, i, B, j, <PGen*> NULL, bound)
 
 
 cdef inline double rescale_ignore(const PlanS* P, double s, double kw,

@@ -74,8 +74,12 @@ cdef class CPlan:
         cdef unsigned char[::1] c_ign = arr("c_ign", np.uint8)
         cdef double[::1] c_both = arr("c_both", np.float64)
         cdef double[::1] o_w = arr("o_w", np.float64)
-        sel = np.zeros(2 * max(1, plan.mo))
-        sel[1::2][:plan.mo] = plan.o_w
+        sel = np.zeros((max(1, plan.mo), 4))
+        if plan.mo:
+            sel[:, 1] = plan.o_w
+            sel[:, 2] = plan.o_miss
+            sel[:, 3] = plan.o_miss
+        sel = sel.ravel()
         keep["o_sel"] = sel
         cdef double[::1] o_sel = sel
         cdef double[::1] o_miss = arr("o_miss", np.float64)
@@ -147,6 +151,7 @@ cdef class CRows:
         self._keep = keep
         self.s.n = n
         self.s.D = rows.D
+        self.s.c_nan = bool(np.isnan(rows.c).any()) if rows.c.size else False
         self.s.c = &c[0]
         self.s.cpen = &cpen[0]
         self.s.o = &o[0]
