@@ -114,15 +114,33 @@ def _embed_bound(comp):
 
 
 def _missing_columns(plan, rows):
-    """Block positions with a missing value in ``rows``: (c, o, t, e) boolean arrays."""
-    mc = np.isnan(rows.c).any(axis=0) if rows.c.size else np.zeros(plan.mc, bool)
-    mo = (rows.o < 0).any(axis=0) if rows.o.size else np.zeros(plan.mo, bool)
-    mt = (rows.t < 0).any(axis=0) if rows.t.size else np.zeros(plan.mt, bool)
-    me = np.zeros(plan.me, bool)
-    for k in range(plan.me):
-        col = rows.e[:, plan.e_off[k]]
-        me[k] = bool(np.isnan(col).any()) if col.size else False
-    return mc, mo, mt, me
+    """Which block positions have a missing value, per row: (c, o, t, e) boolean
+    arrays of shape [n, m_block]."""
+    c = np.isnan(rows.c)
+    o = rows.o < 0
+    t = rows.t < 0
+    e = np.isnan(rows.e[:, plan.e_off[:-1]]) if plan.me else np.zeros((rows.n, 0), bool)
+    return c, o, t, e
+
+
+def _unsafe_when_missing(plan):
+    """Attributes whose component distance may exceed 2, with a reason each: a missing
+    value there (worth 1 to any other row) can break the triangle inequality when that
+    row is the middle point.  Returns (c, o, t, e) lists of reasons (None = safe)."""
+    c = [None if plan.c_max[k] else
+         "|x - y| / δ can exceed 2 (use missing='max', or kd_tree)"
+         for k in range(plan.mc)]
+    o = [None] * plan.mo
+    t = []
+    for a in plan.t_attr:
+        top = float(np.max(plan.components[a].table))
+        t.append(None if top <= 2.0 else "its value distances reach %.4g > 2" % top)
+    e = []
+    for a in plan.e_attr:
+        b = _embed_bound(plan.components[a])
+        e.append(None if b is not None and b <= 2.0
+                 else "its component distance is not bounded by 2")
+    return c, o, t, e
 
 
 def ball_tree_refusal(plan, rows, names=None):
@@ -144,31 +162,31 @@ def ball_tree_refusal(plan, rows, names=None):
         a = next(a for a, c in enumerate(plan.components) if c.policy == IGNORE)
         return ("the 'ignore' missing policy (attribute %s) rescales by the known weight, "
                 "which breaks the triangle inequality the ball tree prunes with" % name(a))
-    for k, a in enumerate(plan.t_attr):
+    for a in plan.t_attr:
         T = plan.components[a].table
         if T.shape[0] - 1 <= TABLE_CHECK_MAX and not _table_is_metric(T):
             return ("the value table of attribute %s does not satisfy the triangle "
                     "inequality" % name(a))
-    mc, mo, mt, me = _missing_columns(plan, rows)
-    for k, a in enumerate(plan.c_attr):
-        if mc[k] and not plan.c_max[k]:
-            return ("attribute %s has missing values in the indexed rows and |x - y| / δ "
-                    "can exceed 2, so a missing row breaks the triangle inequality (use "
-                    "missing='max', or kd_tree)" % name(a))
-    for k, a in enumerate(plan.t_attr):
-        T = plan.components[a].table
-        if mt[k] and float(np.max(T)) > 2.0:
-            return ("attribute %s has missing values in the indexed rows and its value "
-                    "distances reach %.4g > 2, so a missing row breaks the triangle "
-                    "inequality" % (name(a), float(np.max(T))))
-    for k, a in enumerate(plan.e_attr):
-        if me[k]:
-            b = _embed_bound(plan.components[a])
-            if b is None or b > 2.0:
-                return ("attribute %s has missing values in the indexed rows and its "
-                        "component distance is not bounded by 2, so a missing row breaks "
-                        "the triangle inequality" % name(a))
+    missing = _missing_columns(plan, rows)
+    blocks = (plan.c_attr, plan.o_attr, plan.t_attr, plan.e_attr)
+    for attrs, miss, why in zip(blocks, missing, _unsafe_when_missing(plan)):
+        for k, a in enumerate(attrs):
+            if why[k] is not None and miss[:, k].any():
+                return ("attribute %s has missing values in the indexed rows and %s, so a "
+                        "missing row breaks the triangle inequality" % (name(a), why[k]))
     return None
+
+
+def _two_sided_rows(plan, rows):
+    """uint8 per query row: 1 when the row may serve as the middle point of a triangle
+    (no missing value where a component can exceed 2), which the ball tree's per-row
+    bound |d(q, pivot) - d(x, pivot)| needs; 0 limits that query to one side."""
+    ok = np.ones(rows.n, dtype=bool)
+    for miss, why in zip(_missing_columns(plan, rows), _unsafe_when_missing(plan)):
+        bad = np.array([w is not None for w in why], dtype=bool)
+        if bad.any():
+            ok &= ~miss[:, bad].any(axis=1)
+    return ok.astype(np.uint8)
 
 
 def _reduced_radius(plan, r):
@@ -177,12 +195,11 @@ def _reduced_radius(plan, r):
     if math.isinf(r):
         return math.inf
     if plan.pmode == 0:
-        red = r
-    else:
-        with np.errstate(over="ignore"):
-            red = float(np.power(r, plan.p))
-        if plan.mean:
-            red *= plan.w_all
+        return r * (1.0 + 1e-6) + 1e-300
+    with np.errstate(over="ignore"):
+        red = float(np.power(r, plan.p))
+    if plan.mean:
+        red *= plan.w_all
     return red * (1.0 + 1e-6 + 8.0 * plan.p * 2.0 ** -52) + 1e-300
 
 
@@ -418,6 +435,19 @@ class NeighborsIndex:
         # unseen values of the queries get codes after those of the indexed rows
         return self.metric_.encode(Q, [dict(d) for d in self._unseen], "Q")
 
+    def _tree_args(self, Q, rows):
+        """The leading arguments of ``_trees.knn`` / ``_trees.radius``."""
+        from ._kernels import CRows
+        t = self._tree
+        cq = self._crows() if Q is None else CRows(rows)
+        return (self.algorithm_, self.metric_.plan_.cplan, cq, self._ctree_rows(),
+                self._crows(), t["nodes"], t["perm"], t["rowdist"], t["depth"])
+
+    def _two_sided(self, rows):
+        if self.algorithm_ != "ball_tree":
+            return None
+        return _two_sided_rows(self.metric_.plan_, rows)
+
     def kneighbors(self, Q=None, k=5, *, exclude_self=False, return_distance=True,
                    n_jobs=None):
         """The ``k`` nearest indexed rows of each row of ``Q`` (``None``: the indexed rows
@@ -438,12 +468,8 @@ class NeighborsIndex:
                                                    dtype=np.intp)
         else:
             from . import _trees
-            from ._kernels import CRows
-            t = self._tree
-            cq = self._crows() if Q is None else CRows(rows)
-            d, i, cnt = _trees.knn(self.algorithm_, self.metric_.plan_.cplan, cq,
-                                   self._ctree_rows(), self._crows(), t["nodes"], t["perm"],
-                                   t["rowdist"], t["depth"], k, threads, bool(exclude_self))
+            d, i, cnt = _trees.knn(*self._tree_args(Q, rows), k, threads, bool(exclude_self),
+                                   self._two_sided(rows))
             self.n_distance_evaluations_ = cnt
         return (d, i) if return_distance else i
 
@@ -457,20 +483,16 @@ class NeighborsIndex:
         rows = self._query_rows(Q, exclude_self)
         threads = effective_n_jobs(n_jobs)
         plan = self.metric_.plan_
-        from ._kernels import CRows
-        cq = self._crows() if Q is None else CRows(rows)
         if self.algorithm_ == "brute":
-            from ._kernels import radius
+            from ._kernels import CRows, radius
+            cq = self._crows() if Q is None else CRows(rows)
             dl, il = radius(plan.cplan, cq, self._crows(), r, threads, bool(exclude_self))
             self.n_distance_evaluations_ = np.full(
                 rows.n, self._rows.n - (1 if exclude_self else 0), dtype=np.intp)
         else:
             from . import _trees
-            t = self._tree
-            dl, il, cnt = _trees.radius(self.algorithm_, plan.cplan, cq, self._ctree_rows(),
-                                        self._crows(), t["nodes"], t["perm"], t["rowdist"],
-                                        t["depth"], r, _reduced_radius(plan, r), threads,
-                                        bool(exclude_self))
+            dl, il, cnt = _trees.radius(*self._tree_args(Q, rows), r, _reduced_radius(plan, r),
+                                        threads, bool(exclude_self), self._two_sided(rows))
             self.n_distance_evaluations_ = cnt
         D = np.empty(len(dl), dtype=object)
         I = np.empty(len(il), dtype=object)

@@ -1045,6 +1045,7 @@ ctypedef struct QueryS:
     const RowsS* Ro       # rows in index order (ball pivots)
     const intp* perm
     const double* rowdist
+    const unsigned char* two  # ball: per query, whether the two-sided row bound holds
     intp D
     intp stack_cap
     int ball
@@ -1061,10 +1062,16 @@ cdef inline double ball_lower(double dqp, double rad, double eta) noexcept nogil
     return (dqp * (1.0 - eta) - rad * (1.0 + eta)) * (1.0 - eta)
 
 
-cdef inline double ball_row_lower(double dqp, double rd, double eta) noexcept nogil:
+cdef inline double ball_row_lower(double dqp, double rd, double eta,
+                                  unsigned char two_sided) noexcept nogil:
+    """Lower bound of the computed d(q, x) from d(q, pivot) and d(x, pivot):
+    d(q, x) >= d(q, p) - d(x, p) (x as middle point) and, when the query may serve as
+    a middle point (``two_sided``), d(q, x) >= d(x, p) - d(q, p)."""
     cdef double a = dqp * (1.0 - eta) - rd * (1.0 + eta)
     cdef double b = rd * (1.0 - eta) - dqp * (1.0 + eta)
-    return (a if a > b else b) * (1.0 - eta)
+    if two_sided and b > a:
+        a = b
+    return a * (1.0 - eta)
 
 
 cdef inline double safe_true(const PlanS* P, double red, double eta) noexcept nogil:
@@ -1137,7 +1144,7 @@ cdef int knn_chunk(const QueryS* S, intp q0, intp q1, double* Dd, intp* Ii, intp
                     j = S.perm[pos]
                     if j == self_j:
                         continue
-                    if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta) > kt:
+                    if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta, S.two[q]) > kt:
                         continue
                     s = leaf_pair(P, S.Q, q, S.R, pos, hd[k - 1])
                     c += 1
@@ -1261,7 +1268,7 @@ cdef int radius_chunk(const QueryS* S, intp q0, intp q1, HitBuf* hits, intp hoff
                     j = S.perm[pos]
                     if j == self_j:
                         continue
-                    if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta) > rt:
+                    if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta, S.two[q]) > rt:
                         continue
                     s = leaf_pair(P, S.Q, q, S.R, pos, S.rred)
                     c += 1
@@ -1299,8 +1306,14 @@ cdef class _Query:
     cdef object keep
 
     def __init__(self, kind, CPlan plan, Nodes nodes, CRows Q, CRows Rtree, CRows Rorig,
-                 perm, rowdist, intp depth, bint exclude_self):
-        self.keep = (plan, nodes, Q, Rtree, Rorig, perm, rowdist)
+                 perm, rowdist, intp depth, bint exclude_self, two_sided):
+        if two_sided is None:
+            two_sided = np.zeros(max(1, Q.s.n), dtype=np.uint8)
+        two_sided = np.ascontiguousarray(two_sided, dtype=np.uint8)
+        if two_sided.shape[0] < Q.s.n:
+            raise ValueError("two_sided must have one entry per query row")
+        self.keep = (plan, nodes, Q, Rtree, Rorig, perm, rowdist, two_sided)
+        self.s.two = <const unsigned char*> cnp.PyArray_DATA(two_sided)
         cdef const PlanS* P = &plan.s
         self.s.P = &plan.s
         self.s.T = &nodes.s
@@ -1342,9 +1355,12 @@ def _nodes_view(kind, CPlan plan, CRows rows, dict arrays):
 
 
 def knn(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, rowdist,
-        intp depth, intp k, int n_threads, bint exclude_self=False, intp block=0):
+        intp depth, intp k, int n_threads, bint exclude_self=False, two_sided=None,
+        intp block=0):
     """Exact k nearest rows of each query by a tree.
 
+    ``two_sided`` (ball tree, uint8 per query): 1 where the query may be the middle point
+    of a triangle (see ``ball_row_lower``); None means 0 for every query.
     Returns ``(dist, ind, n_evaluations)``: true distances and row indices ``[n_q, k]``
     sorted by (distance, index) exactly as the brute-force kernel sorts them, and the
     number of pair distances computed for each query."""
@@ -1357,7 +1373,7 @@ def knn(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, 
         raise ValueError("exclude_self needs the indexed rows as queries")
     cdef Nodes nodes = _nodes_view(kind, plan, Rtree, arrays)
     cdef _Query S = _Query(kind, plan, nodes, Q, Rtree, Rorig, perm, rowdist, depth,
-                           exclude_self)
+                           exclude_self, two_sided)
     n_threads = max(1, n_threads)
     dist = np.full((nq, k), np.inf)
     ind = np.full((nq, k), n, dtype=np.intp)
@@ -1398,7 +1414,7 @@ def knn(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, 
 
 def radius(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, rowdist,
            intp depth, double r, double rred, int n_threads, bint exclude_self=False,
-           intp block=0):
+           two_sided=None, intp block=0):
     """Rows within true distance ``r`` (inclusive) of each query, by a tree.
 
     ``rred`` is a reduced-distance threshold that every pair with true distance <= r
@@ -1410,7 +1426,7 @@ def radius(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, per
         raise ValueError("exclude_self needs the indexed rows as queries")
     cdef Nodes nodes = _nodes_view(kind, plan, Rtree, arrays)
     cdef _Query S = _Query(kind, plan, nodes, Q, Rtree, Rorig, perm, rowdist, depth,
-                           exclude_self)
+                           exclude_self, two_sided)
     S.s.r = r
     S.s.rred = rred
     n_threads = max(1, n_threads)
