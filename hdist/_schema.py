@@ -455,7 +455,16 @@ class Schema:
                 out[i] = unseen.setdefault(key, V + len(unseen))
             return out
         get = index.get
-        for i, v in enumerate(vals):
+        # Fast path: a plain dict lookup finds every learned value (keys hash and compare
+        # equal to the raw values: numpy scalars, 2.0 vs 2); the loop below handles the
+        # rest (missing, unseen, unhashable) one by one.
+        try:
+            out[:] = [get(v, -2) for v in vals]
+            todo = np.flatnonzero(out == -2)
+        except TypeError:
+            todo = range(len(vals))
+        for i in todo:
+            v = vals[i]
             if is_missing_scalar(v):
                 out[i] = -1
                 continue
