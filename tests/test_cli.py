@@ -1,0 +1,417 @@
+"""The command line: the cross-validation job, ``knn`` scoring in bounded memory,
+``info`` and ``datasets``, exit statuses and messages."""
+import csv
+import io
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import hdist
+from hdist import cli
+from hdist.datasets import load_credit_a, load_german
+
+ROOT = Path(__file__).resolve().parents[1]
+ENV = dict(os.environ, PYTHONPATH=str(ROOT))
+
+
+def run(argv, capsys):
+    status = cli.main(argv)
+    out, err = capsys.readouterr()
+    return status, out, err
+
+
+def read_out(path):
+    with open(path, newline="") as fh:
+        return list(csv.reader(fh))
+
+
+# ----------------------------------------------------------------------------------------
+# plain references
+
+
+def heom_reference(train, test, nominal):
+    """HEOM (Wilson & Martinez 1997) from its definition, as a dense matrix: range-scaled
+    |x - y| (range learned on ``train``), overlap, 1 when either side is missing."""
+    D2 = np.zeros((len(test), len(train)))
+    for a in range(train.shape[1]):
+        t, q = train[:, a], test[:, a]
+        if a in nominal:
+            d = (q[:, None] != t[None, :]).astype(float)
+        else:
+            r = np.nanmax(t) - np.nanmin(t)
+            d = np.abs(q[:, None] - t[None, :]) / (r if r > 0 else 1.0)
+        d[np.isnan(q)[:, None] | np.isnan(t)[None, :]] = 1.0
+        D2 += d * d
+    return np.sqrt(D2)
+
+
+def one_nn_reference(X, y, nominal, folds):
+    """Per row: the reference 1-NN label (smallest index among the nearest) and the set
+    of labels of every training row within 1e-9 of the nearest distance (a near-tie an
+    implementation summing in another order may resolve differently)."""
+    pred = np.empty(len(y), dtype=np.int64)
+    near = [None] * len(y)
+    for f in np.unique(folds):
+        te, tr = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
+        D = heom_reference(X[tr], X[te], nominal)
+        for row, i in enumerate(te):
+            d = D[row]
+            pred[i] = y[tr][np.argmin(d)]
+            near[i] = set(y[tr][d <= d.min() * (1 + 1e-9) + 1e-12].tolist())
+    return pred, near
+
+
+# ----------------------------------------------------------------------------------------
+# cv, the main job
+
+
+def test_stratified_folds_keep_class_shares_and_sizes():
+    y = np.repeat([0, 1, 2], [50, 33, 7])
+    folds = cli.stratified_folds(y, 10, seed=3)
+    sizes = np.bincount(folds, minlength=10)
+    assert sizes.max() - sizes.min() <= 1
+    for c, n in zip([0, 1, 2], [50, 33, 7]):
+        per_fold = np.bincount(folds[y == c], minlength=10)
+        assert per_fold.max() - per_fold.min() <= 1 and per_fold.sum() == n
+    np.testing.assert_array_equal(folds, cli.stratified_folds(y, 10, seed=3))
+    assert not np.array_equal(folds, cli.stratified_folds(y, 10, seed=4))
+
+
+@pytest.mark.parametrize("name", ["iris", "credit-a"])
+def test_cv_heom_accuracy_matches_plain_reference(name):
+    X, y, nominal = cli._cv_data(name)
+    folds = cli.stratified_folds(y, 10, seed=0)
+    acc, note = cli.cross_validate("heom", X, y, nominal, folds, k=1)
+    assert note is None
+    ref, near = one_nn_reference(X, y, nominal, folds)
+    # hdist's own predictions, fold by fold
+    got = np.empty_like(y)
+    for f in range(10):
+        te = folds == f
+        m = hdist.Metric("heom", nominal=nominal).fit(X[~te], y[~te])
+        got[te] = y[~te][m.kneighbors(X[te], 1)[1][:, 0]]
+    assert acc == np.mean(got == y)
+    differ = np.flatnonzero(got != ref)
+    assert all(len(near[i]) > 1 for i in differ)
+    assert len(differ) <= 2
+    if name == "iris":      # Weka IBk's figure for iris under its own folds is 95.33 %
+        assert 0.93 <= acc <= 0.97
+
+
+def test_cv_table_covers_the_registry(capsys):
+    status, out, _ = run(["cv", "--datasets", "iris,credit-a", "--folds", "2"], capsys)
+    assert status == 0
+    rows = {line.split()[0]: line for line in out.splitlines()[3:] if line.strip()}
+    for name in cli.registry_presets():
+        assert name in rows
+    assert "nominal columns only" in out                 # vdm on credit-a's nominal columns
+    assert "compares nominal attributes only" in out     # vdm has nothing to use on iris
+    X, y, nominal = cli._cv_data("credit-a")
+    acc, _ = cli.cross_validate("hvdm", X, y, nominal, cli.stratified_folds(y, 2, 0))
+    assert "%6.2f" % (100 * acc) in rows["hvdm"]
+    assert out.strip().splitlines()[-1].startswith("total ")
+
+
+def test_cv_is_the_default_and_skips_presets_it_cannot_run(capsys, monkeypatch, tmp_path):
+    from hdist import metrics as M
+    info = M.MetricInfo("needsparam", "diff", "overlap", dict(M.METRICS["heom"].defaults,
+                                                               weights="required"),
+                        M.METRICS["heom"].params, False, "test preset")
+    monkeypatch.setitem(M.METRICS, "needsparam", info)
+    out_csv = tmp_path / "cv.csv"
+    status, out, _ = run(["--datasets", "iris", "--metrics", "heom,needsparam", "--folds",
+                          "5", "--csv", str(out_csv)], capsys)
+    assert status == 0
+    line = [r for r in out.splitlines() if r.startswith("needsparam")][0]
+    assert "--" in line and "skipped: weights must be" in out
+    rows = list(csv.DictReader(open(out_csv)))
+    assert [r["metric"] for r in rows] == ["heom", "needsparam"]
+    assert rows[1]["accuracy"] == "" and float(rows[0]["accuracy"]) > 0.9
+
+
+@pytest.mark.parametrize("argv,match", [
+    (["cv", "--datasets", "glass"], "unknown dataset"),
+    (["cv", "--metrics", "nope"], "unknown metric"),
+    (["cv", "--folds", "1"], "--folds must be >= 2"),
+])
+def test_cv_usage_errors(argv, match, capsys):
+    status, _, err = run(argv, capsys)
+    assert status == 2 and match in err
+
+
+def test_python_dash_m_runs_the_job():
+    r = subprocess.run([sys.executable, "-m", "hdist", "--datasets", "iris", "--metrics",
+                        "heom", "--folds", "10"], capture_output=True, text=True, env=ENV,
+                       cwd=ROOT, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert " 95.33 " in r.stdout.splitlines()[3]
+
+
+# ----------------------------------------------------------------------------------------
+# knn
+
+
+@pytest.fixture(scope="module")
+def credit_files(tmp_path_factory):
+    """credit-a split into a training CSV (with the class) and a query CSV / Parquet."""
+    d = tmp_path_factory.mktemp("credit")
+    X, y = load_credit_a()
+    frame = X.assign(Class=y)
+    train, query = frame.iloc[::2], frame.iloc[1::2]
+    train.to_csv(d / "train.csv", index=False)
+    query.to_csv(d / "query.csv", index=False)
+    query.drop(columns="Class").to_parquet(d / "query.parquet")
+    return d, train, query
+
+
+def test_knn_matches_metric_and_a_plain_vote(credit_files, capsys, tmp_path):
+    d, train, query = credit_files
+    out = tmp_path / "out.csv"
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(d / "query.csv"), "--target", "Class", "--k", "4",
+                          "--metric", "hvdm", "--output", str(out)], capsys)
+    assert status == 0, err
+    rows = read_out(out)
+    assert rows[0] == ["row", "prediction"] + ["neighbor_%d" % i for i in range(1, 5)] + \
+        ["distance_%d" % i for i in range(1, 5)]
+    body = rows[1:]
+    assert len(body) == len(query)
+    Xtr = pd.read_csv(d / "train.csv")
+    ytr = Xtr.pop("Class").to_numpy()
+    Xq = pd.read_csv(d / "query.csv").drop(columns="Class")
+    dist, ind = hdist.Metric("hvdm").fit(Xtr, ytr).kneighbors(Xq, 4)
+    np.testing.assert_array_equal(np.array([r[2:6] for r in body], dtype=int), ind)
+    np.testing.assert_array_equal(np.array([r[6:] for r in body], dtype=float), dist)
+    for r, nb in zip(body, ind):
+        labels = [ytr[j] for j in nb]
+        counts = {c: labels.count(c) for c in set(labels)}
+        best = max(counts.values())
+        assert r[1] == min(c for c in counts if counts[c] == best)
+    acc = np.mean([r[1] == t for r, t in zip(body, query["Class"])])
+    assert "accuracy on the query file's 'Class' column: %.4f" % acc in err
+
+
+def test_knn_output_does_not_depend_on_chunks_or_format(credit_files, capsys, tmp_path):
+    d, _, _ = credit_files
+    outs = []
+    for query, chunk in (("query.csv", 7), ("query.csv", 100000), ("query.parquet", 50)):
+        out = tmp_path / ("o%d.csv" % len(outs))
+        status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                              str(d / query), "--target", "Class", "--k", "3",
+                              "--weights", "distance", "--chunk-size", str(chunk),
+                              "--n-jobs", "1" if chunk == 7 else "2", "-o", str(out)], capsys)
+        assert status == 0, err
+        outs.append(out.read_bytes())
+    assert outs[0] == outs[1] == outs[2]
+
+
+def test_knn_params_nominal_and_what(capsys, tmp_path):
+    X, y = load_german()
+    X = X.assign(job_code=X["job"].cat.codes.astype(int), label=y.astype(int))
+    X.iloc[:600].to_csv(tmp_path / "tr.csv", index=False)
+    X.iloc[600:].drop(columns="label").to_csv(tmp_path / "q.csv", index=False)
+    status, _, err = run(["knn", "--train", str(tmp_path / "tr.csv"), "--query",
+                          str(tmp_path / "q.csv"), "--metric", "minkowski", "--param", "p=1",
+                          "--nominal", "job_code", "--k", "2", "--target", "label",
+                          "--what", "neighbors",
+                          "-o", str(tmp_path / "o.csv")], capsys)
+    assert status == 0, err
+    rows = read_out(tmp_path / "o.csv")
+    tr = pd.read_csv(tmp_path / "tr.csv", dtype={"job_code": str}).drop(columns="label")
+    q = pd.read_csv(tmp_path / "q.csv", dtype={"job_code": str})
+    ref = hdist.Metric("manhattan").fit(tr, None)
+    assert ref.schema_.kinds_[list(tr.columns).index("job_code")] == "nominal"
+    dist, ind = ref.kneighbors(q, 2)
+    np.testing.assert_array_equal(np.array([r[1:3] for r in rows[1:]], dtype=int), ind)
+    np.testing.assert_array_equal(np.array([r[3:] for r in rows[1:]], dtype=float), dist)
+    status, out, err = run(["knn", "--train", str(tmp_path / "tr.csv"), "--query",
+                            str(tmp_path / "q.csv"), "--target", "label", "--what",
+                            "predictions", "--param", "missing={\"continuous\": \"max\"}"],
+                           capsys)
+    assert status == 0, err
+    lines = out.splitlines()
+    assert lines[0] == "row,prediction" and len(lines) == 401
+    assert set(lines[1].split(",")[1:]) <= {"1", "2"}
+
+
+def test_parse_param():
+    assert cli.parse_param("p=1.5") == ("p", 1.5)
+    assert cli.parse_param("p=inf") == ("p", float("inf"))
+    assert cli.parse_param("normalization=4std") == ("normalization", "4std")
+    assert cli.parse_param('missing={"nominal": "symbol"}') == ("missing",
+                                                                {"nominal": "symbol"})
+    assert cli.parse_param("weights=[1, 2]") == ("weights", [1, 2])
+
+
+@pytest.mark.parametrize("extra,status,match", [
+    (["--train", "nofile.csv"], 1, "--train file 'nofile.csv' does not exist"),
+    (["--query", "nofile.csv"], 1, "--query file 'nofile.csv' does not exist"),
+    (["--target", "nope"], 1, "--target column 'nope' is not in the training file"),
+    (["--nominal", "zz"], 1, "--nominal column(s) 'zz' not in the training file"),
+    (["--param", "p"], 2, "--param takes key=value"),
+    (["--param", "bogus=1"], 2, "does not take the parameter(s) 'bogus'"),
+    (["--metric", "nope"], 2, "unknown metric 'nope'"),
+    (["--k", "0"], 2, "--k must be >= 1"),
+    (["--k", "100000"], 2, "larger than the 345 training rows"),
+    (["--chunk-size", "0"], 2, "--chunk-size must be >= 1"),
+    (["--weights", "heavy"], 2, "weights must be one of"),
+    (["--what", "predictions", "--target", ""], 2, "needs --target"),
+])
+def test_knn_errors(extra, status, match, credit_files, capsys):
+    d, _, _ = credit_files
+    argv = ["knn", "--train", str(d / "train.csv"), "--query", str(d / "query.csv"),
+            "--target", "Class"]
+    for i in range(0, len(extra), 2):
+        key = extra[i]
+        if key in argv:
+            argv[argv.index(key) + 1] = extra[i + 1]
+        else:
+            argv += extra[i:i + 2]
+    if "" in argv:
+        j = argv.index("")
+        del argv[j - 1:j + 1]
+    got, _, err = run(argv, capsys)
+    assert got == status and match in err, err
+    assert err.startswith("hdist knn: error: ")
+
+
+def test_knn_bad_query_columns_and_values(credit_files, capsys, tmp_path):
+    d, _, query = credit_files
+    query.drop(columns=["A2"]).to_csv(tmp_path / "q1.csv", index=False)
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(tmp_path / "q1.csv"), "--target", "Class"], capsys)
+    assert status == 1 and "'A2'" in err
+    bad = query.astype({"A3": object})
+    bad.iloc[5, bad.columns.get_loc("A3")] = "lots"
+    bad.to_csv(tmp_path / "q2.csv", index=False)
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(tmp_path / "q2.csv"), "--target", "Class"], capsys)
+    assert status == 1 and "lots" in err
+    (tmp_path / "q3.parquet").write_bytes(b"not a parquet file")
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(tmp_path / "q3.parquet"), "--target", "Class"], capsys)
+    assert status == 1 and "cannot read --query file" in err
+
+
+def test_knn_without_pandas_reads_csv_with_pyarrow(credit_files, capsys, tmp_path,
+                                                   monkeypatch):
+    d, _, _ = credit_files
+    argv = ["knn", "--train", str(d / "train.csv"), "--query", str(d / "query.csv"),
+            "--target", "Class", "--k", "3", "--chunk-size", "100"]
+    status, _, err = run(argv + ["-o", str(tmp_path / "a.csv")], capsys)
+    assert status == 0, err
+    real = cli._have
+    monkeypatch.setattr(cli, "_have", lambda m: False if m == "pandas" else real(m))
+    status, _, err = run(argv + ["-o", str(tmp_path / "b.csv")], capsys)
+    assert status == 0, err
+    assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
+
+
+def test_progress_plain_and_silent(monkeypatch):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_tqdm(name, *a, **k):
+        if name == "tqdm":
+            raise ImportError(name)
+        return real_import(name, *a, **k)
+    monkeypatch.setattr(builtins, "__import__", no_tqdm)
+    s = io.StringIO()
+    p = cli.Progress(total=1000, enabled=True, stream=s)
+    p.update(400)
+    p.close()
+    assert "400 rows" in s.getvalue() and "40%" in s.getvalue()
+    s = io.StringIO()
+    p = cli.Progress(total=None, stream=s)      # a StringIO is not a terminal
+    p.update(10)
+    p.close()
+    assert s.getvalue() == ""
+
+
+def test_knn_streams_a_million_rows_in_bounded_memory(tmp_path):
+    """Peak RSS of scoring 10^6 query rows stays within a few chunks of the peak for
+    10^4 rows (loading the whole file would add roughly 250 MB)."""
+    rng = np.random.default_rng(1)
+    n_train = 200
+    colors = np.array(["red", "green", "blue", "cyan"])
+
+    def write(path, n, target):
+        a = np.round(rng.normal(size=n), 4)
+        b = rng.integers(0, 50, size=n)
+        c = colors[rng.integers(0, 4, size=n)]
+        cols = [a.astype(str), b.astype(str), c]
+        header = "a,b,c"
+        if target:
+            cols.append(np.where(rng.random(n) < 0.5, "p", "q"))
+            header += ",y"
+        with open(path, "w") as fh:
+            fh.write(header + "\n")
+            fh.write("\n".join(map(",".join, zip(*cols))) + "\n")
+    write(tmp_path / "tr.csv", n_train, True)
+    write(tmp_path / "small.csv", 10_000, False)
+    write(tmp_path / "big.csv", 1_000_000, False)
+    probe = textwrap.dedent("""
+        import resource, subprocess, sys
+        r = subprocess.run([sys.executable, "-m", "hdist", "knn", "--train", sys.argv[1],
+                            "--query", sys.argv[2], "--target", "y", "--k", "1",
+                            "--chunk-size", "50000", "-o", sys.argv[3]])
+        print(r.returncode, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)
+    """)
+    peaks = {}
+    for name in ("small", "big"):
+        r = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "tr.csv"),
+                            str(tmp_path / (name + ".csv")), str(tmp_path / (name + ".out"))],
+                           capture_output=True, text=True, env=ENV, timeout=300)
+        code, kb = r.stdout.split()
+        assert code == "0", r.stderr
+        peaks[name] = int(kb) / 1024
+        assert "\r" not in r.stderr           # no progress bar when stderr is a pipe
+    assert peaks["big"] - peaks["small"] < 80, peaks
+    with open(tmp_path / "big.out") as fh:
+        head = [next(fh) for _ in range(1001)]
+        rest = sum(1 for _ in fh)
+    assert rest == 1_000_000 - 1000
+    tr = pd.read_csv(tmp_path / "tr.csv")
+    ytr = tr.pop("y")
+    q = pd.read_csv(tmp_path / "big.csv", nrows=1000)
+    dist, ind = hdist.Metric("heom").fit(tr, ytr).kneighbors(q, 1)
+    body = list(csv.reader(head[1:]))
+    np.testing.assert_array_equal([int(r[2]) for r in body], ind[:, 0])
+    np.testing.assert_array_equal([float(r[3]) for r in body], dist[:, 0])
+
+
+# ----------------------------------------------------------------------------------------
+# info, datasets
+
+
+def test_info_prints_the_config(capsys):
+    status, out, _ = run(["info"], capsys)
+    assert status == 0
+    assert "openmp" in out and hdist.__version__ in out
+
+
+def test_datasets_lists_and_describes(capsys):
+    status, out, _ = run(["datasets"], capsys)
+    assert status == 0
+    for name in ["adult:train", "adult:test", "credit-a", "credit_data", "german", "iris",
+                 "wine"]:
+        assert name in out
+    status, out, _ = run(["datasets", "german"], capsys)
+    assert status == 0 and "Citation:" in out and "1000 rows" in out
+    status, _, err = run(["datasets", "nope"], capsys)
+    assert status == 2 and "unknown dataset" in err
+
+
+def test_version_and_help():
+    r = subprocess.run([sys.executable, "-m", "hdist", "--version"], capture_output=True,
+                       text=True, env=ENV)
+    assert r.returncode == 0 and hdist.__version__ in r.stdout
+    r = subprocess.run([sys.executable, "-m", "hdist", "knn"], capture_output=True,
+                       text=True, env=ENV)
+    assert r.returncode == 2 and "--train" in r.stderr
