@@ -164,9 +164,9 @@ def read_table(path, nominal=(), what="--train"):
         if _have("pandas"):
             import pandas as pd
             table = pd.read_csv(path, dtype={c: str for c in nominal})
-            text = [c for c in table.columns
-                    if table[c].dtype.kind not in "iufO" and str(table[c].dtype) != "str"]
-            if text:
+            text = [c for c in table.columns if table[c].dtype.kind not in "iuf"]
+            if any(pd.api.types.infer_dtype(table[c], skipna=True) not in ("string", "empty")
+                   for c in text):
                 table = pd.read_csv(path, dtype={c: str for c in list(nominal) + text})
             return table
         import pyarrow.csv as pacsv
