@@ -8,8 +8,8 @@ per-attribute switch on kind:
 ========  =====================================================  =====================
 block     term of attribute a for values x, y                     encoded per row
 ========  =====================================================  =====================
-c         ``|x' - y'|^p`` on values pre-scaled by w^(1/p)/δ       float64 value, and the
-                                                                  term used when the
+c         ``|x' - y'|^p`` on values shifted by the training      float64 value, and the
+          minimum, then scaled by w^(1/p)/δ                       term used when the
                                                                   other side is missing
 o         ``w`` if the codes differ, else 0 (overlap)             int32 code
 t         ``T_a[x, y]`` from a table pre-weighted, pre-raised     int32 code
@@ -162,6 +162,10 @@ class Plan:
         cs = [components[a] for a in by["c"]]
         self.c_rw = w[by["c"]].copy()
         self.c_scale = np.array([wscale(w[a]) / c.delta for a, c in zip(by["c"], cs)])
+        # values are shifted by the training minimum before scaling, so that close values
+        # far from 0 (timestamps, years) keep their difference exactly:
+        # (x - lo) * s - (y - lo) * s, not x * s - y * s
+        self.c_shift = np.array([c.lo if np.isfinite(c.hi - c.lo) else 0.0 for c in cs])
         self.c_ign = np.array([c.policy == IGNORE for c in cs], dtype=np.uint8)
         self.c_max = np.array([c.policy == MAX for c in cs], dtype=bool)
         self.c_lo = np.array([c.lo for c in cs])
@@ -235,7 +239,7 @@ class Plan:
         for k, a in enumerate(self.c_attr):
             comp = self.components[a]
             v = cont[:, self.cont_pos[a]]
-            c[:, k] = v * self.c_scale[k]
+            c[:, k] = (v - self.c_shift[k]) * self.c_scale[k]
             if comp.policy == MAX:
                 pen = np.maximum(v - comp.lo, comp.hi - v) / comp.delta
                 pen = np.where(np.isnan(pen), 0.0, np.maximum(pen, 0.0))
