@@ -372,7 +372,8 @@ class GaussianPosterior(_Posterior):
     the Hermite expansion ``exp(-(s - c - a)²) = exp(-(s - c)²) Σ_m H_m(s - c) a^m / m!``
     (Greengard & Strain's fast Gauss transform in one dimension), truncated where the
     bound ``e^{2|s - c| r + r²}`` on the series tail gives a relative error below 1e-15
-    for every distance on the grid.  The grid has O(1 / sigma) nodes, independent of n.
+    for every distance on the grid.  The grid has O(1 / sigma) nodes, independent of n,
+    so the fitting time grows as 1 / sigma (about a second per attribute at sigma = 0.01).
     """
 
     _params = ("sigma",)
@@ -389,7 +390,7 @@ class GaussianPosterior(_Posterior):
         self._xs = xs
         u = (xs - self.min_) / h
         self._u = u
-        self._onehot = np.eye(C)[ys]
+        self._u_class = [u[ys == c] for c in range(C)]      # each sorted
         n = u.shape[0]
         self._L = math.log(n) + 32.3
         self._build_cells(ys)
@@ -512,9 +513,19 @@ class GaussianPosterior(_Posterior):
         return num / den, (dnum * den - num * dden) / (den * den)
 
     def _direct(self, s, t0, a, b):
-        idx, d, w = _window(s, t0, a, b, self._u)
-        oh = self._onehot[idx]
-        return np.einsum("mw,mwc->mc", w, oh), np.einsum("mw,mwc->mc", -2.0 * d * w, oh)
+        """Point-by-point sums, class by class (``a``, ``b`` size the chunk only)."""
+        rho = np.sqrt(t0 + self._L)
+        num = np.zeros((s.shape[0], self.n_classes_))
+        dnum = np.zeros_like(num)
+        for c, uc in enumerate(self._u_class):
+            ac = np.searchsorted(uc, s - rho, side="left")
+            bc = np.searchsorted(uc, s + rho, side="right")
+            if not (bc > ac).any():
+                continue
+            _, d, w = _window(s, t0, ac, bc, uc)
+            num[:, c] = w.sum(axis=1)
+            dnum[:, c] = -2.0 * (d * w).sum(axis=1)
+        return num, dnum
 
     def _cells(self, s, t0, ka, kb):
         idx, x, base = _window(s, t0, ka, kb, self._centers)
@@ -656,7 +667,7 @@ class _Factory:
 
 _VDM_SIDE = {"vdm", "unseen", "p", "q"}
 _DOC_TAIL = (" Nominal attributes: VDM N2.  Continuous attributes: d = ||p(x) - p(y)||_q "
-             "(q = 2, or 1).")
+             "(q = 2, or 1); a missing value gives d = 1 ('max' acts as 'one').")
 _metrics._preset("dvdm", "dvdm", "vdm", True,
                  "Discretized VDM (Wilson & Martinez 1997): class frequencies of equal-width "
                  "bins (n_bins, default max(5, C)) or of any hdist.discretize discretizer."
