@@ -421,3 +421,20 @@ def test_mean_abs_difference_is_the_pair_average(seed):
     expected = sum(pairs) / len(pairs)
     assert math.isclose(normalization_delta(xm, "mean_diff"),
                         expected if expected > 0 else 1.0, rel_tol=1e-12)
+
+
+@pytest.mark.parametrize("name", ["ivdm", "gvdm", "pvdm"])
+def test_matrix_product_path_and_threads_agree_with_the_direct_kernel(name):
+    # enough pairs for the GEMM candidate filter: it must return the direct kernel's answer
+    train, queries, y, _ = mixed(9, n=620, nq=440)
+    m = Metric(name).fit(train, y)
+    d, i = m.kneighbors(queries, 5, n_jobs=2)
+    rows = m.encode(queries, what="Q")
+    d1, i1 = m._knn_rows(rows, 5, False, 1, method="direct")
+    np.testing.assert_array_equal(i, i1)
+    np.testing.assert_array_equal(d, d1)
+    d2, i2 = m.kneighbors(queries, 5, n_jobs=1)
+    np.testing.assert_array_equal(i, i2)
+    np.testing.assert_array_equal(d, d2)
+    D = m.pairwise(queries, train)
+    np.testing.assert_array_equal(np.take_along_axis(D, i, axis=1), d)
