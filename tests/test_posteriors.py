@@ -308,7 +308,7 @@ def test_dvdm_end_bins_and_empty_bins():
     est = post.DiscretizedPosterior(n_bins=5).fit(x, y, 2)
     P = est.transform([-50.0, 0.0, 1.0, 10.0, 1e6, 5.0])
     np.testing.assert_allclose(P[0], P[1])                      # below the range: bin 0
-    np.testing.assert_allclose(P[1], [2 / 3 * 1.0, 1 / 3 * 1.0] if False else [0.4, 0.6])
+    np.testing.assert_allclose(P[1], [0.4, 0.6])                # 0, .1, .2, .9, 1 in [0, 2)
     np.testing.assert_allclose(P[3], [1.0, 0.0])                # the last bin holds 10
     np.testing.assert_allclose(P[4], P[3])                      # above the range
     np.testing.assert_array_equal(P[5], [0.0, 0.0])             # an empty bin
