@@ -15,7 +15,8 @@ Usage::
     python examples/posterior_cv.py [--data DIR] [--folds 10] [--seed 0]
 
 ``DIR`` holds ``NAME.csv`` and ``NAME.schema.json`` for iris, Glass and
-PimaIndiansDiabetes2 (default: ``$HDIST_DATA``); iris falls back to the bundled copy.
+PimaIndiansDiabetes2 (default: ``$HDIST_DATA``, else ``shared/data`` beside the
+repository); iris falls back to the bundled copy.
 """
 import argparse
 import json
@@ -103,7 +104,10 @@ def cross_validate(X, y, preset, params, folds, seed):
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--data", default=os.environ.get("HDIST_DATA"),
+    beside = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "shared",
+                          "data")
+    ap.add_argument("--data", default=os.environ.get("HDIST_DATA") or
+                    (beside if os.path.isdir(beside) else None),
                     help="folder with NAME.csv and NAME.schema.json")
     ap.add_argument("--folds", type=int, default=10)
     ap.add_argument("--seed", type=int, default=0)

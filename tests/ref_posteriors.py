@@ -391,16 +391,25 @@ class PosteriorMetric:
 # --------------------------------------------------------------------------------------
 # real data
 
-DATA = "/work/shared/data"
+def _data_dir():
+    """``$HDIST_DATA``, else a ``shared/data`` folder beside the repository."""
+    import os
+    here = os.path.dirname(os.path.abspath(__file__))
+    for d in (os.environ.get("HDIST_DATA"), os.path.join(here, "..", "..", "shared", "data"),
+              "/work/shared/data"):
+        if d and os.path.isdir(d):
+            return d
+    raise FileNotFoundError("no data folder: set HDIST_DATA")
 
 
 def load(name):
-    """``(frame of the features, class labels, kinds)`` of a dataset in /work/shared/data:
-    kinds from its schema JSON, an empty CSV field missing."""
+    """``(frame of the features, class labels, kinds)`` of a dataset of the data folder
+    (``$HDIST_DATA``): kinds from its schema JSON, an empty CSV field missing."""
     import json
     import os
 
     import pandas as pd
+    DATA = _data_dir()
     with open(os.path.join(DATA, name + ".schema.json")) as f:
         schema = json.load(f)
     nominal = {c["name"] for c in schema["columns"] if c["type"] in ("nominal", "logical")}
