@@ -29,38 +29,57 @@ from .metrics import Metric, _check_k, _check_number
 ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree")
 TREES = ("kd_tree", "ball_tree")
 
-#: the "auto" rule (measured on a 2-core machine, see benchmarks/bench_trees.py):
+#: the "auto" rule, fitted to measurements on a 2-core machine (benchmarks/bench_trees.py):
 #: brute force below this many indexed rows ...
-AUTO_MIN_ROWS = 4096
-#: ... and a KD-tree when the number of search dimensions is at most this
-AUTO_MAX_DIMS = 8
+AUTO_MIN_ROWS = 2048
+#: ... a KD-tree without further ado up to this many search dimensions ...
+AUTO_SURE_DIMS = 4
+#: ... and otherwise a KD-tree when a pilot of this many queries evaluates at most the
+#: break-even fraction of the rows: brute force costs ~25-55 ns a pair in the direct
+#: kernel, ~3-20 ns with the matrix-product filter (p = 2), a KD-tree ~90 ns an
+#: evaluation including its node bounds
+AUTO_PILOT_QUERIES = 16
+AUTO_BREAK_EVEN = {"direct": 0.4, "gemm": 0.1}
 
 
 def _search_dims(plan):
-    """Dimensions a KD-tree has to cut: attributes of positive weight, an embedded
+    """Dimensions a KD-tree has to cut: attributes of positive weight (a nominal one
+    counts half: it is resolved after a few splits of its value set), an embedded
     attribute counting one per vector component."""
     w = plan.weights
-    dims = int(np.count_nonzero(w[plan.c_attr] > 0) + np.count_nonzero(w[plan.o_attr] > 0)
-               + np.count_nonzero(w[plan.t_attr] > 0))
+    dims = float(np.count_nonzero(w[plan.c_attr] > 0))
+    dims += 0.5 * (np.count_nonzero(w[plan.o_attr] > 0) + np.count_nonzero(w[plan.t_attr] > 0))
     for k, a in enumerate(plan.e_attr):
         if w[a] > 0:
             dims += int(plan.e_off[k + 1] - plan.e_off[k])
     return dims
 
 
-def auto_algorithm(plan, n_rows):
+def auto_algorithm(plan, n_rows, pilot=None):
     """The algorithm ``"auto"`` picks for ``n_rows`` indexed rows of ``plan``.
 
-    Brute force for small indexes (a tree's bookkeeping does not pay off) and for many
-    search dimensions (bounds stop pruning: seed 004 notes that KD-trees are worthwhile
-    only up to about 10 attributes); a KD-tree otherwise.  The ball tree is never chosen:
-    on the measured cases it was slower than the KD-tree (its per-node work is a full
-    distance), and it is not exact for every Plan."""
+    - fewer than ``AUTO_MIN_ROWS`` rows: brute force (a query costs microseconds either
+      way and nothing needs building);
+    - at most ``AUTO_SURE_DIMS`` search dimensions (:func:`_search_dims`): KD-tree (it was
+      10 to 1000 times faster than brute force in every such measurement);
+    - otherwise the KD-tree is tried: ``pilot()`` returns the mean number of distance
+      evaluations of ``AUTO_PILOT_QUERIES`` queries (indexed rows), and the KD-tree is
+      kept when that is at most ``AUTO_BREAK_EVEN`` of the rows ("gemm" for plans the
+      matrix-product filter of the brute force serves, "direct" otherwise), else brute
+      force.  How well bounds prune depends on the data's structure more than on its
+      dimension (class-structured data with 12 attributes pruned 99.8 %, uniform data with
+      16 attributes 2 %), which a rule on the dimension alone cannot see.
+
+    The ball tree is never chosen: it was slower than the KD-tree in every measured case
+    (its bounds cost a full distance to a pivot) and is not exact for every Plan.
+    Without ``pilot`` the ambiguous case resolves to the KD-tree."""
     if n_rows < AUTO_MIN_ROWS:
         return "brute"
-    if _search_dims(plan) <= AUTO_MAX_DIMS:
+    if _search_dims(plan) <= AUTO_SURE_DIMS or pilot is None:
         return "kd_tree"
-    return "brute"
+    from . import _gemm
+    limit = AUTO_BREAK_EVEN["gemm" if _gemm.eligible(plan) else "direct"]
+    return "kd_tree" if pilot() <= limit * n_rows else "brute"
 
 
 def _table_is_metric(T, tol=1e-9):
@@ -284,22 +303,37 @@ class NeighborsIndex:
         self.metric_ = metric
         self._rows = rows
         self._drop_caches()
-        self.algorithm_ = self._choose(rows.n)
-        self._build()
+        self._tree = None
+        algo = self._choose(rows.n)
+        if algo != getattr(self, "algorithm_", None) or self._tree is None:
+            self.algorithm_ = algo
+            self._build()
         self.n_distance_evaluations_ = np.zeros(0, dtype=np.intp)
         return self
 
     def _choose(self, n):
         plan = self.metric_.plan_
         if self.algorithm == "auto":
-            return auto_algorithm(plan, n)
+            self._auto_n = n
+            return auto_algorithm(plan, n, self._pilot)
         if self.algorithm == "ball_tree":
             reason = ball_tree_refusal(plan, self._rows, self.metric_.schema_.names_)
             if reason is not None:
                 raise ValueError("algorithm='ball_tree' is not exact here: " + reason)
         return self.algorithm
 
+    def _pilot(self):
+        """Mean distance evaluations of KD-tree queries for a few indexed rows (the tree
+        built here is kept if the KD-tree is chosen)."""
+        self.algorithm_ = "kd_tree"
+        self._build()
+        n = self._rows.n
+        q = np.linspace(0, n - 1, AUTO_PILOT_QUERIES).astype(np.intp)
+        self._knn(self._rows.take(q), min(5, n), False, 1)
+        return float(np.mean(self.n_distance_evaluations_))
+
     def _build(self):
+        self._drop_caches()
         self._tree = None
         self.build_time_ = 0.0
         if self.algorithm_ == "brute":
@@ -393,18 +427,23 @@ class NeighborsIndex:
         n_old = self._rows.n
         rows = self._rows.concat(new)
         algo = self.algorithm_
-        if self.algorithm == "auto":
-            algo = auto_algorithm(self.metric_.plan_, rows.n)
-        elif algo == "ball_tree":
+        if algo == "ball_tree":
             reason = ball_tree_refusal(self.metric_.plan_, new, self.metric_.schema_.names_)
             if reason is not None:
                 raise ValueError("cannot insert these rows into a ball tree: " + reason)
         self._unseen = unseen
         self._rows = rows
         self._drop_caches()
-        if algo != self.algorithm_ or algo == "brute" or self._tree is None:
-            self.algorithm_ = algo
-            self._build()
+        if self.algorithm == "auto" and (rows.n >= 2 * self._auto_n or (
+                self._auto_n < AUTO_MIN_ROWS <= rows.n)):
+            # the rule is revisited as the index grows (a pilot may build a KD-tree)
+            self._tree = None
+            algo = self._choose(rows.n)
+            if algo != self.algorithm_ or self._tree is None:
+                self.algorithm_ = algo
+                self._build()
+            return np.arange(n_old, rows.n, dtype=np.intp)
+        if algo == "brute":
             return np.arange(n_old, rows.n, dtype=np.intp)
         from . import _trees
         t = self._tree
@@ -435,11 +474,11 @@ class NeighborsIndex:
         # unseen values of the queries get codes after those of the indexed rows
         return self.metric_.encode(Q, [dict(d) for d in self._unseen], "Q")
 
-    def _tree_args(self, Q, rows):
+    def _tree_args(self, rows):
         """The leading arguments of ``_trees.knn`` / ``_trees.radius``."""
         from ._kernels import CRows
         t = self._tree
-        cq = self._crows() if Q is None else CRows(rows)
+        cq = self._crows() if rows is self._rows else CRows(rows)
         return (self.algorithm_, self.metric_.plan_.cplan, cq, self._ctree_rows(),
                 self._crows(), t["nodes"], t["perm"], t["rowdist"], t["depth"])
 
@@ -458,9 +497,13 @@ class NeighborsIndex:
         (with ``Q=None``)."""
         self._check_fitted()
         rows = self._query_rows(Q, exclude_self)
+        k = _check_k(k, self._rows.n - (1 if exclude_self else 0))
+        d, i = self._knn(rows, k, bool(exclude_self), effective_n_jobs(n_jobs))
+        return (d, i) if return_distance else i
+
+    def _knn(self, rows, k, exclude_self, threads):
+        """k-NN of encoded query rows (the indexed rows themselves for exclude_self)."""
         n = self._rows.n
-        k = _check_k(k, n - (1 if exclude_self else 0))
-        threads = effective_n_jobs(n_jobs)
         if self.algorithm_ == "brute":
             d, i = self.metric_._knn_rows(rows, k, bool(exclude_self), threads, R=self._rows,
                                           cR=self._crows())
@@ -468,10 +511,10 @@ class NeighborsIndex:
                                                    dtype=np.intp)
         else:
             from . import _trees
-            d, i, cnt = _trees.knn(*self._tree_args(Q, rows), k, threads, bool(exclude_self),
+            d, i, cnt = _trees.knn(*self._tree_args(rows), k, threads, exclude_self,
                                    self._two_sided(rows))
             self.n_distance_evaluations_ = cnt
-        return (d, i) if return_distance else i
+        return d, i
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
                          n_jobs=None):
@@ -491,7 +534,7 @@ class NeighborsIndex:
                 rows.n, self._rows.n - (1 if exclude_self else 0), dtype=np.intp)
         else:
             from . import _trees
-            dl, il, cnt = _trees.radius(*self._tree_args(Q, rows), r, _reduced_radius(plan, r),
+            dl, il, cnt = _trees.radius(*self._tree_args(rows), r, _reduced_radius(plan, r),
                                         threads, bool(exclude_self), self._two_sided(rows))
             self.n_distance_evaluations_ = cnt
         D = np.empty(len(dl), dtype=object)

@@ -936,7 +936,8 @@ def build(kind, CPlan plan, CRows rows, intp leaf_size):
     """Build a tree of ``kind`` over all rows of ``rows`` (index order).
 
     Returns ``(nodes, perm, rowdist)``: the per-node arrays (dict), the row index at each
-    tree position, and (ball tree) each position's distance to its leaf's pivot."""
+    tree position, and each position's distance to its leaf's pivot (ball tree; empty
+    for the KD-tree)."""
     if leaf_size < 1:
         raise ValueError("leaf_size must be >= 1, got %d" % leaf_size)
     cdef intp n = rows.s.n
@@ -946,7 +947,7 @@ def build(kind, CPlan plan, CRows rows, intp leaf_size):
     fields = node_fields(kind, P.mc, P.mo, P.mt, P.me, rows.s.D)
     nodes = Nodes(fields, max(16, 4 * n // max(1, leaf_size) + 4))
     perm = np.arange(n, dtype=np.intp)
-    rowdist = np.zeros(n)
+    rowdist = np.zeros(n if kind == "ball_tree" else 0)
     nodes.new_node(0, n, 0)
     Builder(kind, plan, rows, nodes, perm, rowdist, leaf_size).grow(0)
     return nodes.export(), perm, rowdist
@@ -1012,7 +1013,8 @@ def insert(kind, CPlan plan, CRows rows, dict arrays, perm, rowdist, intp n_old,
     second = np.concatenate([np.zeros(n_old, np.intp), np.ones(n - n_old, np.intp)])
     order = np.lexsort((np.arange(n), second, keys))
     perm = np.ascontiguousarray(np.concatenate([perm, np.arange(n_old, n)])[order])
-    rowdist = np.ascontiguousarray(np.concatenate([rowdist, new_rd])[order])
+    if not kd:
+        rowdist = np.ascontiguousarray(np.concatenate([rowdist, new_rd])[order])
     # node sizes bottom-up (children always have larger ids than their parent)
     size = np.zeros(nn, dtype=np.intp)
     size[leaves] = sizes + np.bincount(rank[leaf_of], minlength=len(leaves))
@@ -1339,8 +1341,9 @@ cdef class _Query:
 def _check_state(kind, dict arrays, perm, rowdist, intp n):
     if perm.dtype != np.intp or not perm.flags.c_contiguous or perm.shape[0] != n:
         raise ValueError("perm must be a contiguous intp array of %d entries" % n)
-    if rowdist.dtype != np.float64 or not rowdist.flags.c_contiguous or rowdist.shape[0] != n:
-        raise ValueError("rowdist must be a contiguous float64 array of %d entries" % n)
+    nr = n if kind == "ball_tree" else 0
+    if rowdist.dtype != np.float64 or not rowdist.flags.c_contiguous or rowdist.shape[0] != nr:
+        raise ValueError("rowdist must be a contiguous float64 array of %d entries" % nr)
 
 
 def _nodes_view(kind, CPlan plan, CRows rows, dict arrays):
@@ -1382,7 +1385,7 @@ def knn(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, 
     cdef intp* Ii = <intp*> cnp.PyArray_DATA(ind)
     cdef intp* Cc = <intp*> cnp.PyArray_DATA(counts)
     if block <= 0:
-        block = max(256, 64 * n_threads)
+        block = max(2048, 64 * n_threads)
     status = np.zeros(max(1, (block + per - 1) // per), dtype=np.intc)
     cdef int* st = <int*> cnp.PyArray_DATA(status)
     cdef int nt
@@ -1433,7 +1436,7 @@ def radius(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, per
     counts = np.zeros(nq, dtype=np.intp)
     cdef intp* Cc = <intp*> cnp.PyArray_DATA(counts)
     if block <= 0:
-        block = max(256, 64 * n_threads)
+        block = max(2048, 64 * n_threads)
     cdef HitBuf* hits = <HitBuf*> malloc(block * sizeof(HitBuf))
     if hits == NULL:
         raise MemoryError()

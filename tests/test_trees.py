@@ -566,3 +566,21 @@ def test_return_conventions_match_metric():
     NeighborsIndex(m).fit(X)
     assert not hasattr(m, "plan_")
     assert NeighborsIndex(metric).fit().metric_ is metric
+
+
+def test_auto_rule():
+    """Small indexes: brute force; few dimensions: KD-tree; otherwise a pilot decides,
+    seeing structure the dimension alone does not show.  Never the ball tree."""
+    rng = np.random.default_rng(0)
+    n = 4000
+    U = rng.random((n, 16))
+    S = rng.random((n, 2)) @ rng.normal(size=(2, 12))      # 12 columns, 2-d structure
+    cases = [(U, "euclidean", "brute"), (U, "manhattan", "brute"),
+             (S, "euclidean", "kd_tree"), (S[:1000], "euclidean", "brute"),
+             (U[:, :3], "manhattan", "kd_tree")]
+    for X, name, expect in cases:
+        metric = Metric(name).fit(X)
+        idx = NeighborsIndex(metric).fit()
+        assert idx.algorithm_ == expect, (name, X.shape)
+        assert auto_algorithm(metric.plan_, len(X), idx._pilot) == expect
+        assert_same_knn(idx, brute_index(metric), X[:20] + 0.01, 5, n_jobs=(2,))
