@@ -20,6 +20,7 @@ its columns cannot be used.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import csv
 import json
 import math
@@ -146,6 +147,20 @@ def _have(module):
 # reading tables (pandas for CSV, pyarrow for Parquet and for CSV without pandas)
 
 
+@contextlib.contextmanager
+def _reading(path, what):
+    """Turn a reader's failure into a CLIError naming the file."""
+    try:
+        yield
+    except ImportError as e:
+        raise CLIError("reading %s needs %s (pip install hdist[arrow] or hdist[pandas])"
+                       % (path, e.name or "pandas or pyarrow"))
+    except CLIError:
+        raise
+    except Exception as e:
+        raise CLIError("cannot read %s file %r: %s" % (what, path, e))
+
+
 def _check_file(path, what):
     if not os.path.isfile(path):
         raise CLIError("%s file %r does not exist" % (what, path))
@@ -155,7 +170,7 @@ def read_table(path, nominal=(), what="--train"):
     """Read a whole (training) file; ``nominal`` columns are read as text.  Returns a
     pandas DataFrame or a pyarrow Table."""
     _check_file(path, what)
-    try:
+    with _reading(path, what):
         if _is_parquet(path):
             import pyarrow.parquet as pq
             return pq.read_table(path)
@@ -180,13 +195,6 @@ def read_table(path, nominal=(), what="--train"):
             kinds.update({c: "nominal" for c in text})
             table = pacsv.read_csv(path, convert_options=_arrow_convert(kinds))
         return table
-    except ImportError as e:
-        raise CLIError("reading %s needs %s (pip install hdist[arrow] or hdist[pandas])"
-                       % (path, e.name or "pandas or pyarrow"))
-    except CLIError:
-        raise
-    except Exception as e:
-        raise CLIError("cannot read %s file %r: %s" % (what, path, e))
 
 
 def _arrow_convert(kinds):
@@ -225,7 +233,7 @@ def iter_query_chunks(path, kinds, chunk_size):
     the training file gave it (``kinds``: name -> "continuous" / "nominal"), so every
     chunk is encoded alike whatever values it happens to hold."""
     _check_file(path, "--query")
-    try:
+    with _reading(path, "--query"):
         if _is_parquet(path):
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -254,13 +262,6 @@ def iter_query_chunks(path, kinds, chunk_size):
                 pending, rows = [], 0
         if pending:
             yield pa.Table.from_batches(pending), rows
-    except ImportError as e:
-        raise CLIError("reading %s needs %s (pip install hdist[arrow] or hdist[pandas])"
-                       % (path, e.name or "pandas or pyarrow"))
-    except CLIError:
-        raise
-    except Exception as e:
-        raise CLIError("cannot read --query file %r: %s" % (path, e))
 
 
 def _agreement(predicted, truth):
