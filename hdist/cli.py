@@ -580,13 +580,13 @@ def _datasets_command(args):
         except ValueError as e:
             raise CLIError(str(e), EXIT_USAGE)
         return 0
-    print("%-14s %-12s %6s %8s %10s %8s  %s" % ("name", "file", "rows", "nominal",
+    print("%-14s %-22s %6s %8s %10s %8s  %s" % ("name", "file", "rows", "nominal",
                                                  "continuous", "missing", "classes"))
     for name in list_datasets():
         for split in _DATASETS[name].files:
             s = summary(name, split)
-            print("%-14s %-12s %6d %8d %10d %8d  %s"
-                  % (name if split is None else "%s:%s" % (name, split), s["name"][:12],
+            print("%-14s %-22s %6d %8d %10d %8d  %s"
+                  % (name if split is None else "%s:%s" % (name, split), s["name"],
                      s["rows"], s["nominal"], s["continuous"] + s["ordinal"], s["missing"],
                      " / ".join(s["classes"])))
     print("\nhdist datasets NAME prints a description and citation; load with "
