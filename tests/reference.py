@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import math
 import statistics
+from fractions import Fraction
 
 import numpy as np
 
@@ -75,13 +76,15 @@ def observed(values):
 
 def quantile_linear(sorted_values, q):
     """numpy's default ("linear") quantile: position ``h = (n - 1) q`` in the sorted
-    values, interpolated between the two neighbours."""
+    values, interpolated between the two neighbours; in exact rational arithmetic
+    (a :class:`fractions.Fraction`), so that the difference of two quantiles is exact."""
     n = len(sorted_values)
-    h = (n - 1) * q
+    h = (n - 1) * Fraction(q)
     lo = math.floor(h)
     hi = min(lo + 1, n - 1)
     frac = h - lo
-    return sorted_values[lo] + frac * (sorted_values[hi] - sorted_values[lo])
+    a, b = Fraction(sorted_values[lo]), Fraction(sorted_values[hi])
+    return a + frac * (b - a)
 
 
 def delta_range(x):
@@ -90,7 +93,7 @@ def delta_range(x):
 
 def delta_trimmed_range(x, trim):
     s = sorted(x)
-    return quantile_linear(s, 1.0 - trim) - quantile_linear(s, trim)
+    return float(quantile_linear(s, 1 - Fraction(trim)) - quantile_linear(s, trim))
 
 
 def delta_4std(x):

@@ -27,9 +27,10 @@ except ImportError:  # pragma: no cover - pandas is a test dependency
     pd = None
 
 # how a column is presented in a pandas DataFrame
-CONT_STYLES = ("float", "Float64", "Int64", "ordered")
+CONT_STYLES = ("float", "Float64", "Int64", "ordered", "offset")
 NOM_STYLES = ("object", "string", "str", "category", "boolean", "code")
 SCALES = (1e-9, 1e-3, 0.25, 1.0, 3.0, 1e3, 2.0 ** 20, 1e9)
+OFFSETS = (1.7e9, -3e12, 2.5e5)   # "offset" columns: close values far from 0
 INT_SCALES = (1, 3, 1000)
 ORDER_LABELS = ("z", "b", "m", "a", "q", "c", "k")  # category order is not lexical
 
@@ -163,7 +164,7 @@ class Table:
 
 
 def _pandas_column(style, col, levels):
-    if style == "float":
+    if style in ("float", "offset"):
         return pd.Series([np.nan if is_missing(v) else float(v) for v in col],
                          dtype="float64")
     if style in ("Float64", "Int64", "boolean", "string", "str"):
@@ -190,12 +191,14 @@ def _pandas_column(style, col, levels):
 # --------------------------------------------------------------------------------------
 # hypothesis strategies
 
-MISSING_MARKERS = (None, float("nan"), "NA")   # "NA" stands for pandas.NA
+MISSING_MARKERS = (None, float("nan"), "NA", "NaT")   # pandas.NA and pandas.NaT
 
 
 def _marker(tag):
     if tag == "NA":
         return pd.NA
+    if tag == "NaT":
+        return pd.NaT
     return tag
 
 
@@ -215,8 +218,11 @@ def column_specs(draw, name, kind, missing=True, styles=None):
         ks = draw(st.lists(st.integers(-60, 60), min_size=1, max_size=6, unique=True))
         extra = draw(st.lists(st.integers(-150, 150), min_size=1, max_size=3))
         conv = int if style == "Int64" else float
-        return ColumnSpec(name, kind, style, [conv(k * scale) for k in ks],
-                          [conv(k * scale) for k in extra], p_missing)
+        offset = 0
+        if style == "offset":
+            offset, scale = draw(st.sampled_from(OFFSETS)), draw(st.sampled_from((0.5, 3.0)))
+        return ColumnSpec(name, kind, style, [conv(offset + k * scale) for k in ks],
+                          [conv(offset + k * scale) for k in extra], p_missing)
     style = draw(st.sampled_from(styles or NOM_STYLES))
     if style == "boolean":
         pool = draw(st.lists(st.booleans(), min_size=1, max_size=2, unique=True))
@@ -388,8 +394,12 @@ def random_table(seed, n, styles, p_missing=0.2, n_queries=0, constant=()):
             scale = float(rng.choice(INT_SCALES if style == "Int64" else SCALES))
             ks = rng.choice(np.arange(-60, 61), size=size, replace=False)
             conv = int if style == "Int64" else float
-            specs.append(ColumnSpec(name, kind, style, [conv(k * scale) for k in ks],
-                                    [conv(k * scale) for k in (-150, 140)], p_missing))
+            offset = 0
+            if style == "offset":
+                offset, scale = float(rng.choice(OFFSETS)), 0.5
+            specs.append(ColumnSpec(name, kind, style, [conv(offset + k * scale) for k in ks],
+                                    [conv(offset + k * scale) for k in (-150, 140)],
+                                    p_missing))
         elif style == "boolean":
             specs.append(ColumnSpec(name, kind, style, [True, False][:max(1, min(size, 2))],
                                     [True, False], p_missing))
@@ -405,7 +415,7 @@ def random_table(seed, n, styles, p_missing=0.2, n_queries=0, constant=()):
         out = []
         for _ in range(nrows):
             if rng.random() < spec.p_missing:
-                tag = MISSING_MARKERS[int(rng.integers(3))] if spec.style == "object" \
+                tag = MISSING_MARKERS[int(rng.integers(4))] if spec.style == "object" \
                     else None
                 out.append(_marker(tag))
             else:

@@ -372,7 +372,7 @@ def sweep_params(combo):
 
 
 MIXED_STYLES = ["float", "object", "Int64", "category", "ordered", "code", "float",
-                "boolean"]
+                "boolean", "offset"]
 NOMINAL_STYLES = ["object", "category", "code", "boolean", "string"]
 
 
@@ -617,7 +617,7 @@ def invariance_case():
 
 @pytest.mark.parametrize("preset,params", [
     ("hvdm", {}), ("heom", dict(p=0.5, missing="ignore")), ("chebyshev", {}),
-    ("gower", dict(weights=[1, 2, 0, 1, 1, 3, 1, 1])),
+    ("gower", dict(weights=[1, 2, 0, 1, 1, 3, 1, 1, 0.5])),
 ])
 def test_thread_tile_block_strategy_invariance(invariance_case, preset, params):
     train, queries, y = invariance_case
@@ -656,7 +656,7 @@ def test_thread_tile_block_strategy_invariance(invariance_case, preset, params):
 
 @pytest.mark.parametrize("preset,params", [
     ("hvdm", {}), ("hvdm", dict(missing="max", vdm="N3")), ("heom", dict(missing="symbol")),
-    ("euclidean", dict(normalization="mean_diff", weights=[2, 1, 0, 1, 1, 3, 1, 0.5])),
+    ("euclidean", dict(normalization="mean_diff", weights=[2, 1, 0, 1, 1, 3, 1, 0.5, 1])),
 ])
 def test_gemm_filter_equals_direct_kernel(preset, params):
     """For p = 2 the k-NN search may pre-filter candidates with a matrix product; the
@@ -875,7 +875,7 @@ def test_high_cardinality():
 
 
 SCHEMA_STYLES = ["float", "Float64", "Int64", "ordered", "object", "string", "str",
-                 "category", "boolean", "code"]
+                 "category", "boolean", "code", "offset"]
 
 
 def test_kind_inference_from_pandas_dtypes():
@@ -889,7 +889,7 @@ def test_kind_inference_from_pandas_dtypes():
             assert str(X[nm].dtype) == expect[style], (style, X[nm].dtype)
     assert str(X[train.names[SCHEMA_STYLES.index("string")]].dtype) == "string"
     m = Metric("heom").fit(X)
-    inferred = [CONTINUOUS if s in ("float", "Float64", "Int64", "ordered", "code")
+    inferred = [CONTINUOUS if s in ("float", "Float64", "Int64", "ordered", "code", "offset")
                 else NOMINAL for s in train.styles]
     assert m.kinds_ == inferred
     # override by name, by position, by mask: the code column becomes nominal
