@@ -10,7 +10,6 @@ from . import _cooccurrence  # noqa: F401  (registers hds, add, smd)
 from . import discretize
 from . import _posteriors  # noqa: F401  (registers dvdm, ivdm, gvdm, lvdm, pvdm)
 from ._info import entropy, mutual_information
-from . import cluster  # noqa: F401  (KModes, KPrototypes, KMedoids)
 from ._index import NeighborsIndex
 
 __all__ = ["__version__", "METRICS", "Metric", "Explanation", "get_metric", "show_config"]
@@ -24,6 +23,8 @@ _LAZY = {
     "load_dataset": "datasets", "list_datasets": "datasets",
 }
 _LAZY_MODULES = ("neighbors", "datasets", "dask", "plot", "cli")
+_LAZY.update(KModes="cluster", KPrototypes="cluster", KMedoids="cluster")
+_LAZY_MODULES += ("cluster",)
 __all__ += list(_LAZY)
 
 

@@ -46,7 +46,23 @@ from ._schema import CONTINUOUS
 from ._threads import effective_n_jobs
 from .metrics import METRICS, Metric
 
-__all__ = ["KModes", "KPrototypes", "KMedoids"]
+try:  # with scikit-learn installed, the estimators are scikit-learn estimators
+    from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
+    from sklearn.exceptions import NotFittedError
+    try:  # scikit-learn >= 1.6
+        from sklearn.utils.validation import validate_data as _validate_data
+    except ImportError:  # pragma: no cover - older scikit-learn
+        def _validate_data(est, X, reset, skip_check_array):
+            return est._validate_data(X, reset=reset, skip_check_array=skip_check_array)
+    from .neighbors import _check_table
+    _SKLEARN = True
+except ImportError:  # pragma: no cover - exercised only without scikit-learn
+    _SKLEARN = False
+
+    class NotFittedError(ValueError, AttributeError):
+        """Raised when a clustering estimator is used before ``fit``."""
+
+__all__ = ["KModes", "KPrototypes", "KMedoids", "NotFittedError"]
 
 
 # -- small validators -----------------------------------------------------------------
@@ -120,12 +136,9 @@ def _weighted_seeds(n, k, rng, dist_from):
     return np.array(chosen, dtype=np.intp)
 
 
-class _ClusterBase:
-    """Parameter handling, the fitted metric and decoding shared by the estimators."""
+class _Params:
+    """scikit-learn's parameter protocol, for when scikit-learn is not installed."""
 
-    _default_metric = "heom"
-
-    # -- sklearn-style parameters ------------------------------------------------------
     @classmethod
     def _param_names(cls):
         sig = inspect.signature(cls.__init__)
@@ -138,8 +151,8 @@ class _ClusterBase:
         names = self._param_names()
         for k, v in params.items():
             if k not in names:
-                raise ValueError("%s has no parameter %r; it has %s"
-                                 % (type(self).__name__, k, names))
+                raise ValueError("Invalid parameter %r for %s; it has %s"
+                                 % (k, type(self).__name__, names))
             setattr(self, k, v)
         return self
 
@@ -147,13 +160,47 @@ class _ClusterBase:
         args = ", ".join("%s=%r" % kv for kv in self.get_params().items())
         return "%s(%s)" % (type(self).__name__, args)
 
+
+_BASES = (ClusterMixin, TransformerMixin, BaseEstimator) if _SKLEARN else (_Params,)
+
+
+class _ClusterBase(*_BASES):
+    """Input checks, the fitted metric and decoding shared by the estimators."""
+
+    _default_metric = "heom"
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.string = True
+        tags.input_tags.categorical = True
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"allow_nan": True, "X_types": ["2darray", "string", "categorical"]}
+
+    def _check_X(self, X, reset):
+        """With scikit-learn: refuse what is not a 2-D table with its messages and check
+        the number (and names) of columns against ``fit`` (without it, the schema does
+        both).  Returns the number of rows."""
+        shape = getattr(X, "shape", None)
+        if shape is not None and len(shape) == 2 and shape[1] == 0:
+            raise ValueError("Found array with 0 feature(s) (shape=(%d, 0)) while a "
+                             "minimum of 1 is required." % shape[0])
+        if _SKLEARN:
+            _check_table(X)
+            _validate_data(self, X, reset=reset, skip_check_array=True)
+        if shape is not None:
+            return shape[0]
+        return len(X) if hasattr(X, "__len__") else len(np.asarray(X, dtype=object))
+
     # -- the metric --------------------------------------------------------------------
     def _metric_defaults(self, info):
         """Parameters a string metric gets unless ``metric_params`` sets them."""
         return {}
 
     def _new_metric(self):
-        metric = self.metric
+        metric = self._default_metric if self.metric is None else self.metric
         params = self.metric_params
         if params is not None and not isinstance(params, dict):
             raise TypeError("metric_params must be a dict or None, got %r" % (params,))
@@ -177,6 +224,10 @@ class _ClusterBase:
 
     def _prepare(self, X, y):
         """Fit (or reuse) the metric; encode X.  Sets ``metric_`` and returns the data."""
+        n = self._check_X(X, reset=True)
+        if n < 2:
+            raise ValueError("%s needs at least 2 rows, got n_samples = %d"
+                             % (type(self).__name__, n))
         metric, prefit = self._new_metric()
         if prefit:
             if y is not None:
@@ -191,13 +242,12 @@ class _ClusterBase:
         self.metric_ = metric
         self._pandas_out = _is_pandas_frame(X)
         self.n_features_in_ = metric.n_features_in_
-        self.feature_names_in_ = metric.feature_names_in_
         return _Data(metric, rows, cont, nom, effective_n_jobs(self.n_jobs))
 
     def _check_fitted(self):
         if not hasattr(self, "labels_"):
-            raise RuntimeError("this %s is not fitted yet; call fit(X) first"
-                               % type(self).__name__)
+            raise NotFittedError("This %s instance is not fitted yet; call fit(X) first"
+                                 % type(self).__name__)
 
     def _decode(self, cont_c, nom_c):
         """Encoded centers -> a table of original values (DataFrame for pandas input)."""
@@ -220,6 +270,7 @@ class _ClusterBase:
 
     def _query_rows(self, X):
         self._check_fitted()
+        self._check_X(X, reset=False)
         return self.metric_.encode(X, what="X")
 
     def fit_predict(self, X, y=None):
@@ -307,7 +358,7 @@ class _CenterBase(_ClusterBase):
                  n_init="auto", max_iter=100, nominal_center="cost", random_state=None,
                  n_jobs=None):
         self.n_clusters = n_clusters
-        self.metric = self._default_metric if metric is None else metric
+        self.metric = metric
         self.metric_params = metric_params
         self.init = init
         self.n_init = n_init
@@ -465,7 +516,7 @@ _CENTER_DOC = """
     Parameters
     ----------
     n_clusters : int, default 8
-    metric : str or Metric, default {default!r}
+    metric : str, Metric or None, default None (``{default!r}``)
         A preset name (``hdist.METRICS``) or a :class:`hdist.Metric`.  An unfitted Metric
         (or a name) is fitted on ``X`` in ``fit``; a fitted Metric is used as it is (its
         statistics then come from the data it was fitted on).{extra}

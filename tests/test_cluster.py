@@ -155,10 +155,14 @@ def test_kmodes_rejects_continuous_and_bad_parameters():
         KModes(2, metric="hds", metric_params={"average": "no"}).fit(Xn)
     with pytest.raises(TypeError, match="random_state"):
         KModes(2, random_state="seed").fit(Xn)
-    with pytest.raises(RuntimeError, match="not fitted"):
+    with pytest.raises(cluster.NotFittedError, match="not fitted"):
         KModes(2).predict(Xn)
-    with pytest.raises(ValueError, match="no parameter"):
+    with pytest.raises(ValueError, match="parameter"):
         KModes(2).set_params(colour=1)
+    with pytest.raises(ValueError, match="n_samples = 1"):
+        KModes(1).fit(Xn.iloc[:1])
+    with pytest.raises(ValueError, match="[Rr]eshape"):
+        KModes(1).fit(np.array(["a", "b"], dtype=object))
 
 
 def test_kmodes_matches_reference_distances_on_zoo():
@@ -369,3 +373,49 @@ def test_kprototypes_class_metric_with_embedded_values(monkeypatch):
     assert any(c.block == "e" for c in kp.metric_.plan_.components)
     check_consistent(kp, X)
     assert_centers_optimal(kp, X, ("A4", "A6"), 2, rel=1e-9)
+
+
+def test_scikit_learn_estimator_checks():
+    """scikit-learn's estimator checks (KModes reads every column as nominal, so its
+    clustering of continuous blobs is not expected to pass check_clustering)."""
+    pytest.importorskip("sklearn", minversion="1.6")
+    from sklearn.utils import estimator_checks as checks
+    from sklearn.base import clone
+    for est, expected in ((KPrototypes(3, random_state=0), {}),
+                          (KMedoids(3, random_state=0), {}),
+                          (KModes(3, random_state=0),
+                           {"check_clustering": "nominal reading of continuous blobs"})):
+        res = checks.check_estimator(est, on_fail=None, expected_failed_checks=expected)
+        failed = [(r["check_name"], str(r["exception"])[:200]) for r in res
+                  if r["status"] == "failed"]
+        assert not failed
+        assert clone(est).get_params() == est.get_params()
+
+
+def test_lazy_public_names():
+    assert hdist.KModes is KModes and hdist.cluster.KMedoids is KMedoids
+
+
+def test_without_scikit_learn():
+    """The estimators work, with the same parameter protocol, when scikit-learn is absent."""
+    import os
+    import subprocess
+    import sys
+    code = (
+        "import sys; sys.modules['sklearn'] = None\n"
+        "import numpy as np, hdist\n"
+        "from hdist.cluster import KModes, NotFittedError\n"
+        "X = np.array([['a', 'x'], ['a', 'x'], ['b', 'y'], ['b', 'z']], dtype=object)\n"
+        "km = KModes(2, n_init=3, random_state=0)\n"
+        "assert km.get_params()['n_clusters'] == 2 and 'KModes(' in repr(km)\n"
+        "try:\n    km.predict(X)\nexcept NotFittedError:\n    pass\n"
+        "else:\n    raise SystemExit('no error before fit')\n"
+        "labels = km.set_params(n_init=2).fit(X).labels_\n"
+        "assert labels[0] == labels[1] != labels[2] == labels[3], labels\n"
+        "assert 'sklearn' not in [m.split('.')[0] for m in sys.modules if sys.modules[m]]\n"
+        "print('ok')\n")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=env, cwd=root, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
