@@ -126,12 +126,22 @@ class Plan:
     mean : divide the reduced distance by the total weight (Gower's average)
     cont_pos, nom_pos : position of each column in the schema's continuous / nominal
         encoded arrays (-1 where not of that kind)
+    names : column names, for error messages (optional)
+
+    Floating-point range: the weights must keep ``w^(1/p)``, ``Σ w`` and
+    ``Σ w / min(w > 0)`` finite (else ValueError), and a continuous value whose scaled form
+    ``(x - min) · w^(1/p) / δ`` overflows float64 is refused by :meth:`encode` naming its
+    column.  Every term of the kernels is then a finite number or ``+inf``, so a difference
+    or a power that overflows gives an infinite distance, never NaN; a zero weight removes
+    its term even when ``d^p`` overflows.
     """
 
-    def __init__(self, components, weights, p, mean, cont_pos, nom_pos):
+    def __init__(self, components, weights, p, mean, cont_pos, nom_pos, names=None):
         self.components = list(components)
         self.weights = np.asarray(weights, dtype=np.float64)
+        self.names = None if names is None else list(names)
         self.p = float(p)
+        _check_weight_range(self.weights, self.p)
         self.pmode = p_mode(self.p)
         self.mean = bool(mean)
         self.cont_pos = np.asarray(cont_pos, dtype=np.intp)
@@ -161,7 +171,9 @@ class Plan:
 
         cs = [components[a] for a in by["c"]]
         self.c_rw = w[by["c"]].copy()
-        self.c_scale = np.array([wscale(w[a]) / c.delta for a, c in zip(by["c"], cs)])
+        self.c_wscale = np.array([wscale(w[a]) for a in by["c"]])
+        with np.errstate(over="ignore"):   # a subnormal δ: see encode
+            self.c_scale = np.array([ws / c.delta for ws, c in zip(self.c_wscale, cs)])
         # values are shifted by the training minimum before scaling, so that close values
         # far from 0 (timestamps, years) keep their difference exactly:
         # (x - lo) * s - (y - lo) * s, not x * s - y * s
@@ -171,9 +183,10 @@ class Plan:
         self.c_lo = np.array([c.lo for c in cs])
         self.c_hi = np.array([c.hi for c in cs])
         self.c_delta = np.array([c.delta for c in cs])
-        both = np.where(self.c_max, (self.c_hi - self.c_lo) / self.c_delta, 1.0) \
-            if cs else np.zeros(0)
-        self.c_both = self.c_rw * raise_p(both)
+        with np.errstate(over="ignore"):
+            both = np.where(self.c_max, (self.c_hi - self.c_lo) / self.c_delta, 1.0) \
+                if cs else np.zeros(0)
+            self.c_both = _weighted(self.c_rw, raise_p(both))
 
         os_ = [components[a] for a in by["o"]]
         self.o_rw = w[by["o"]].copy()
@@ -190,7 +203,8 @@ class Plan:
         for a, c in zip(by["t"], ts):
             T = np.asarray(c.table, dtype=np.float64)
             V = T.shape[0] - 1
-            tabs.append((w[a] * raise_p(T)).ravel())
+            with np.errstate(over="ignore"):
+                tabs.append(_weighted(w[a], raise_p(T)).ravel())
             offs.append(off)
             Vs.append(V)
             off += T.size
@@ -239,12 +253,18 @@ class Plan:
         for k, a in enumerate(self.c_attr):
             comp = self.components[a]
             v = cont[:, self.cont_pos[a]]
-            c[:, k] = (v - self.c_shift[k]) * self.c_scale[k]
+            with np.errstate(over="ignore", invalid="ignore"):
+                if np.isfinite(self.c_scale[k]):
+                    c[:, k] = (v - self.c_shift[k]) * self.c_scale[k]
+                else:   # 1/δ overflows (a subnormal spread): divide instead
+                    c[:, k] = (v - self.c_shift[k]) / comp.delta * self.c_wscale[k]
+            self._check_scaled(c[:, k], v, a, "divided by the spread δ = %r" % comp.delta)
             if comp.policy == MAX:
-                pen = np.maximum(v - comp.lo, comp.hi - v) / comp.delta
-                pen = np.where(np.isnan(pen), 0.0, np.maximum(pen, 0.0))
-                cpen[:, k] = self.c_rw[k] * (pen if (inf or self.pmode == 1)
-                                             else np.power(pen, self.p))
+                with np.errstate(over="ignore"):
+                    pen = np.maximum(v - comp.lo, comp.hi - v) / comp.delta
+                    pen = np.where(np.isnan(pen), 0.0, np.maximum(pen, 0.0))
+                    cpen[:, k] = _weighted(self.c_rw[k], pen if (inf or self.pmode == 1)
+                                           else np.power(pen, self.p))
             else:
                 cpen[:, k] = self.c_rw[k]
         o = np.empty((n, self.mo), dtype=np.intc)
@@ -267,10 +287,45 @@ class Plan:
                 vals = cont[:, self.cont_pos[a]]
             vec = np.asarray(comp.encode(vals), dtype=np.float64)
             lo, hi = self.e_off[k], self.e_off[k + 1]
-            e[:, lo:hi] = vec * self.e_scale[k]
+            with np.errstate(over="ignore", invalid="ignore"):
+                e[:, lo:hi] = vec * self.e_scale[k]
+            self._check_scaled(e[:, lo:hi], vec, a, "encoded")
             miss = np.isnan(vec).any(axis=1) if vec.size else np.zeros(n, bool)
             e[miss, lo] = np.nan
         return Rows(n, c, cpen, o, t, e)
+
+    def _check_scaled(self, scaled, raw, a, how):
+        """Refuse values whose scaled form overflowed (infinite where the input is not)."""
+        bad = np.isinf(scaled) & ~np.isinf(raw)
+        if bad.ndim > 1:
+            bad = bad.any(axis=1)
+        if bad.any():
+            name = repr(self.names[a]) if self.names is not None else "at position %d" % a
+            value = raw[np.flatnonzero(bad)[0]]
+            raise ValueError("column %s: the value %r overflows float64 once %s and weighted;"
+                             " rescale the column (or lower its weight)"
+                             % (name, value.tolist() if hasattr(value, "tolist") else value,
+                                how))
+
+
+def _weighted(w, x):
+    """``w * x`` with a zero weight giving 0 even where ``x`` overflowed to inf."""
+    with np.errstate(over="ignore", invalid="ignore"):
+        return np.where(w == 0, 0.0, w * x)
+
+
+def _check_weight_range(w, p):
+    """Weights whose scale factors overflow float64 (SPEC §2 weights, any size) cannot be
+    applied by pre-scaling: refuse them, naming the argument."""
+    with np.errstate(over="ignore", divide="ignore"):
+        total = w.sum()
+        scale = w if p == math.inf else w ** (1.0 / p)
+        pos = w[w > 0]
+        spread = total / pos.min() if pos.size else 1.0
+    if not (np.isfinite(total) and np.isfinite(scale).all() and np.isfinite(spread)):
+        raise ValueError("weights %r are out of float64's range for p = %r: the sum, the "
+                         "ratio of the sum to the smallest positive weight and w^(1/p) must "
+                         "all be finite" % (w.tolist(), p))
 
 
 def _as_int32(codes, n_values):

@@ -28,9 +28,16 @@ def _cgroup_cpu_quota():
     return None
 
 
+#: threads per available CPU beyond which a request is capped: more threads only add
+#: overhead (results never depend on the count), and a count such as 10**6 would make the
+#: OpenMP runtime fail to create its threads
+MAX_THREADS_PER_CPU = 4
+
+
 def effective_n_jobs(n_jobs):
     """``None`` -> every core the process may use, limited by ``OMP_NUM_THREADS``;
-    ``-1`` -> all available cores; ``-k`` -> all but ``k - 1``; ``k >= 1`` -> ``k``."""
+    ``-1`` -> all available cores; ``-k`` -> all but ``k - 1``; ``k >= 1`` -> ``k``,
+    capped at :data:`MAX_THREADS_PER_CPU` threads per available CPU."""
     if n_jobs is None:
         from ._kernels import omp_max_threads
         return max(1, min(available_cpus(), omp_max_threads()))
@@ -41,4 +48,4 @@ def effective_n_jobs(n_jobs):
         raise ValueError("n_jobs == 0 has no meaning; use None, -1 or a positive count")
     if n_jobs < 0:
         return max(1, available_cpus() + 1 + n_jobs)
-    return n_jobs
+    return min(n_jobs, MAX_THREADS_PER_CPU * available_cpus())

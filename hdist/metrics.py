@@ -287,7 +287,8 @@ class Metric:
                 components.append(self._nominal_component(j, name, codes, V, pol_n, ycodes, C,
                                                           nom, schema, cont))
         weights = self._weights(schema, cont, nom, ycodes, C)
-        plan = Plan(components, weights, p, agg == "mean", cont_pos, nom_pos)
+        plan = Plan(components, weights, p, agg == "mean", cont_pos, nom_pos,
+                    names=schema.names_)
         self.schema_ = schema
         self.plan_ = plan
         self.n_features_in_ = schema.n_features_in_
