@@ -323,9 +323,11 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
         y = column_or_1d(y, warn=True)
         if y.dtype == object:
             bad = [i for i, v in enumerate(y) if is_missing_scalar(v)]
-            if bad:
-                raise ValueError("y has a missing label at row %d; every training row "
-                                 "needs a class" % bad[0])
+        else:
+            bad = np.flatnonzero(~np.isfinite(y)).tolist() if y.dtype.kind == "f" else []
+        if bad:
+            raise ValueError("y has a missing or infinite label at row %d; every training "
+                             "row needs a class" % bad[0])
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         self._y = codes.astype(np.int64).ravel()

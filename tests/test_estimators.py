@@ -405,7 +405,7 @@ def test_uses_neighbors_index_and_falls_back(monkeypatch):
     (KNeighborsClassifier(algorithm="fast"), "Xy", ValueError, "algorithm must be"),
     (KNeighborsClassifier(leaf_size=0), "Xy", ValueError, "leaf_size"),
     (KNeighborsClassifier(), "X", ValueError, "requires y to be passed"),
-    (KNeighborsClassifier(), "Xnone", ValueError, "missing label at row 3"),
+    (KNeighborsClassifier(), "Xnone", ValueError, "missing or infinite label at row 3"),
     (KNeighborsClassifier(), "Xfloat", ValueError, "Unknown label type"),
     (KNeighborsRegressor(metric="hvdm"), "X2d", ValueError, "1-D"),
     (KNeighborsClassifier(80, select_k="loo"), "Xy", ValueError, "exceeds the 69"),
