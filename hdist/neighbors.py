@@ -135,7 +135,8 @@ class _NeighborsBase(BaseEstimator):
             raise ValueError("%s needs at least 2 training rows, got %d sample(s)"
                              % (type(self).__name__, n))
         self._check_k(self.n_neighbors)
-        if not isinstance(self.leaf_size, numbers.Integral) or self.leaf_size < 1:
+        if isinstance(self.leaf_size, bool) or not isinstance(self.leaf_size, numbers.Integral) \
+                or self.leaf_size < 1:
             raise ValueError("leaf_size must be a positive int, got %r" % (self.leaf_size,))
         metric = self._build_metric()
         index = _knn.make_index(metric, self.algorithm, int(self.leaf_size))
