@@ -313,6 +313,16 @@ def test_knn_without_pandas_reads_csv_with_pyarrow(credit_files, capsys, tmp_pat
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
 
 
+def test_progress_uses_tqdm_when_installed():
+    pytest.importorskip("tqdm")
+    s = io.StringIO()
+    p = cli.Progress(total=2000, enabled=True, stream=s)
+    assert p._bar is not None
+    p.update(2000)
+    p.close()
+    assert "2.00k/2.00k" in s.getvalue() and "rows" in s.getvalue()
+
+
 def test_progress_plain_and_silent(monkeypatch):
     import builtins
     real_import = builtins.__import__
