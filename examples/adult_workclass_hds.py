@@ -22,7 +22,9 @@ import pandas as pd
 
 import hdist
 
-DATA = os.environ.get("HDIST_DATA", "/work/shared/data")
+HERE = os.path.dirname(os.path.abspath(__file__))
+#: the data folder: $HDIST_DATA, else shared/data beside the repository
+DATA = os.environ.get("HDIST_DATA") or os.path.join(HERE, "..", "..", "shared", "data")
 
 #: seed 003, Table 3 (row/column order of the paper, its spelling mapped to Adult's)
 PAPER_ORDER = ["Private", "Local-gov", "Self-emp-not-inc", "Federal-gov", "State-gov",

@@ -10,19 +10,29 @@ import json
 import math
 import os
 
-DATA = "/work/shared/data"
+
+
+def data_folder():
+    """The real datasets: ``$HDIST_DATA``, else ``shared/data`` beside the repository."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for d in (os.environ.get("HDIST_DATA"), os.path.join(root, "..", "shared", "data"),
+              "/work/shared/data"):
+        if d and os.path.isdir(d):
+            return d
+    raise FileNotFoundError("no data folder: set HDIST_DATA")
 
 
 def read_dataset(name):
-    """A dataset of /work/shared/data as (DataFrame, schema dict): nominal and logical
+    """A dataset of the data folder as (DataFrame, schema dict): nominal and logical
     columns as strings, the others as floats, an empty field missing."""
     import pandas as pd
-    with open(os.path.join(DATA, name + ".schema.json")) as f:
+    folder = data_folder()
+    with open(os.path.join(folder, name + ".schema.json")) as f:
         schema = json.load(f)
     dtype = {c["name"]: (str if c["type"] in ("nominal", "logical") else float)
              for c in schema["columns"]}
-    df = pd.read_csv(os.path.join(DATA, name + ".csv"), dtype=dtype, keep_default_na=False,
-                     na_values=[""])
+    df = pd.read_csv(os.path.join(folder, name + ".csv"), dtype=dtype,
+                     keep_default_na=False, na_values=[""])
     return df, schema
 
 
