@@ -48,7 +48,7 @@ import numpy as np
 from ._plan import TableComponent
 from ._schema import CONTINUOUS
 from .discretize import EqualFrequency
-from .metrics import _DIFF, _NOM_EXTRA, _preset
+from .metrics import _DIFF, _NOM_EXTRA, PARAM_CHECKS, _preset
 
 #: largest number of doubles in one block of pairwise differences (``rows x V x L``)
 BLOCK_BUDGET = 1 << 20
@@ -79,6 +79,13 @@ def check_params(average, n_bins):
     if n_bins < 2:
         raise ValueError("n_bins must be >= 2, got %d" % n_bins)
     return bool(average), int(n_bins)
+
+
+def _check_metric(metric):
+    check_params(metric._param("average"), metric._param("n_bins"))
+
+
+PARAM_CHECKS["hds"] = PARAM_CHECKS["add"] = _check_metric
 
 
 #: the binned continuous block of the fit in progress (per thread): Metric.fit asks for

@@ -689,5 +689,17 @@ _metrics._preset("pvdm", "pvdm", "vdm", True,
                  "Parzen VDM (Wieczorek, Blachnik & Duch): mean class frequencies of sliding "
                  "windows (width 0.4, step 0.05, times the range)." + _DOC_TAIL,
                  _VDM_SIDE | {"width", "step"}, p=2.0, vdm="N2", q=2, width=0.4, step=0.05)
+class _Check:
+    """Validate a preset's parameters before fitting (``metrics.PARAM_CHECKS``)."""
+
+    def __init__(self, kind):
+        self.kind = kind
+
+    def __call__(self, metric):
+        _q(metric)
+        ESTIMATORS[self.kind](metric)
+
+
 for _kind in ESTIMATORS:
     _metrics._CONT_EXTRA[_kind] = (_Factory(_kind), True)
+    _metrics.PARAM_CHECKS[_kind] = _Check(_kind)

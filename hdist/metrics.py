@@ -97,6 +97,9 @@ _preset("gower", "diff", "overlap", False,
         aggregate="mean")
 
 _CONT_EXTRA = {}   # continuous estimator name -> (module attribute) filled by extensions
+#: preset name -> callable(metric) validating its own parameters; run at the start of
+#: ``fit`` so that a bad value is refused even when no column would use it
+PARAM_CHECKS = {}
 _NOM_EXTRA = {}    # nominal kind -> factory(metric, j, name, codes, V, policy, nom, schema, cont)
 
 
@@ -250,6 +253,12 @@ class Metric:
         if "vdm" in info.params and self._param("vdm") not in est.VDM_NORMS:
             raise ValueError("vdm must be one of %s, got %r" % (est.VDM_NORMS, self._param("vdm")))
 
+        check = PARAM_CHECKS.get(self.name)
+        if check is not None:
+            try:
+                check(self)
+            except (TypeError, ValueError) as exc:
+                raise type(exc)("metric %r: %s" % (self.name, exc)) from None
         schema = Schema(self._param("nominal")).fit(X)
         cont, nom = schema.encode(X)
         n = cont.shape[0]
