@@ -26,8 +26,10 @@ KD-tree
 Ball tree
     Pivots are data rows; the radius is the largest true distance of a row of the node to
     its pivot; a node is split by the two far rows (seed 004): the row farthest from the
-    pivot, the row farthest from that one, each row going to the nearer (at the median of
-    the difference of the two distances, for balance).  Pruning uses the triangle
+    pivot, the row farthest from that one, each row going to the nearer of the two
+    (moving the rows nearest the boundary when a side would keep under a tenth of the
+    rows).  A pivot is the row, among a dozen evenly spaced candidates, whose largest
+    distance to an evenly spaced sample is smallest.  Pruning uses the triangle
     inequality on true distances with a relative safety margin, so it is offered only for
     metrics (SPEC §8; the caller checks).
 """
@@ -804,8 +806,8 @@ cdef intp ball_pivot(BuildS* B, intp s, intp e) noexcept nogil:
     largest distance to an evenly spaced sample is smallest."""
     cdef intp n = e - s, nc, ns, c, t, ci, ti, best_c = s
     cdef double worst, best = INFINITY, d
-    nc = 5 if n > 5 else n
-    ns = 24 if n > 24 else n
+    nc = 12 if n > 12 else n
+    ns = 64 if n > 64 else n
     for c in range(nc):
         ci = s + (c * n) // nc + (n // (2 * nc))
         if ci >= e:
@@ -825,9 +827,11 @@ cdef intp ball_pivot(BuildS* B, intp s, intp e) noexcept nogil:
 
 
 cdef intp ball_split(BuildS* B, TreeS* T, intp node, intp s, intp e) noexcept nogil:
-    """Split perm[s:e) by the two far rows (seed 004); rowdist must hold the distances to
+    """Split perm[s:e) by the two far rows (seed 004), each row going to the nearer one
+    (but at least a tenth of the rows to each side); rowdist must hold the distances to
     the node's pivot.  Returns the first position of the right child."""
-    cdef intp n = e - s, pos, far1 = B.perm[s], far2, half = n // 2
+    cdef intp n = e - s, pos, far1 = B.perm[s], far2
+    cdef intp nearer1 = 0, lo = n // 10, cut
     cdef double best = -1.0, d
     for pos in range(s, e):
         if B.rowdist[pos] > best:
@@ -843,8 +847,20 @@ cdef intp ball_split(BuildS* B, TreeS* T, intp node, intp s, intp e) noexcept no
             far2 = B.perm[pos]
     for pos in range(s, e):
         B.key[pos - s] = B.aux[pos - s] - true_dist(B.P, B.R, far2, B.R, B.perm[pos])
-    select_kth(B.key, B.perm + s, n, half)
-    return s + half
+        if B.key[pos - s] < 0.0:
+            nearer1 += 1
+    # each row goes to the nearer far row, unless that leaves under a tenth on one side
+    cut = nearer1
+    if cut < lo:
+        cut = lo
+    if cut > n - lo:
+        cut = n - lo
+    if cut < 1:
+        cut = 1
+    if cut > n - 1:
+        cut = n - 1
+    select_kth(B.key, B.perm + s, n, cut)
+    return s + cut
 
 
 # ---------------------------------------------------------------------------
