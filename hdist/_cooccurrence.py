@@ -47,7 +47,7 @@ import numpy as np
 
 from ._plan import TableComponent
 from ._schema import CONTINUOUS
-from .discretize import EqualFrequency
+from .discretize import MAX_BINS, EqualFrequency
 from .metrics import _DIFF, _NOM_EXTRA, PARAM_CHECKS, _preset
 
 #: largest number of doubles in one block of pairwise differences (``rows x V x L``)
@@ -78,6 +78,8 @@ def check_params(average, n_bins):
         raise TypeError("n_bins must be an int, got %r" % (n_bins,))
     if n_bins < 2:
         raise ValueError("n_bins must be >= 2, got %d" % n_bins)
+    if n_bins > MAX_BINS:
+        raise ValueError("n_bins must be <= %d, got %d" % (MAX_BINS, n_bins))
     return bool(average), int(n_bins)
 
 

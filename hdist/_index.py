@@ -23,6 +23,7 @@ import time
 import numpy as np
 
 from ._plan import IGNORE
+from ._schema import NotFittedError
 from ._threads import effective_n_jobs
 from .metrics import Metric, _check_k, _check_number
 
@@ -350,7 +351,7 @@ class NeighborsIndex:
     # -- state ------------------------------------------------------------------------
     def _check_fitted(self):
         if not hasattr(self, "metric_"):
-            raise RuntimeError("this NeighborsIndex is not fitted yet; call fit(X) first")
+            raise NotFittedError("this NeighborsIndex is not fitted yet; call fit(X) first")
 
     def _drop_caches(self):
         self._c_rows = None

@@ -104,6 +104,8 @@ def _n_bins(v):
         raise TypeError("n_bins must be an int or None, got %r" % (v,))
     if v < 1:
         raise ValueError("n_bins must be >= 1, got %d" % v)
+    if v > MAX_WINDOWS:
+        raise ValueError("n_bins must be <= %d, got %d" % (MAX_WINDOWS, v))
     return int(v)
 
 

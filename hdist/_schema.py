@@ -23,6 +23,14 @@ NOMINAL = "nominal"
 _MISSING_TYPE_NAMES = {"NAType", "NaTType", "NoneType"}
 
 
+class NotFittedError(ValueError, AttributeError, RuntimeError):
+    """A metric, index or discretizer used before ``fit``.
+
+    A ValueError and an AttributeError, like scikit-learn's ``NotFittedError`` (so
+    ``check_is_fitted``-style handling works), and a RuntimeError for code that catches
+    that."""
+
+
 def is_missing_scalar(v) -> bool:
     """True for None, NaN, pandas.NA, pandas.NaT, numpy NaT."""
     if v is None:

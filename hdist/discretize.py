@@ -34,6 +34,8 @@ import numbers
 
 import numpy as np
 
+from ._schema import NotFittedError
+
 __all__ = ["Discretizer", "EqualWidth", "EqualFrequency", "MDLP", "equal_width",
            "equal_frequency", "mdlp"]
 
@@ -105,11 +107,18 @@ def _as_labels(y, n):
     return codes.astype(np.int64).ravel()
 
 
-def _check_int(name, v, lo):
+#: most bins a discretizer accepts: its cut points are allocated, and a count beyond this
+#: (more bins than any training set could fill) would only exhaust memory
+MAX_BINS = 10_000_000
+
+
+def _check_int(name, v, lo, hi=None):
     if isinstance(v, bool) or not isinstance(v, numbers.Integral):
         raise TypeError("%s must be an int, got %r" % (name, v))
     if v < lo:
         raise ValueError("%s must be >= %d, got %d" % (name, lo, v))
+    if hi is not None and v > hi:
+        raise ValueError("%s must be <= %d, got %d" % (name, hi, v))
     return int(v)
 
 
@@ -174,8 +183,8 @@ class Discretizer:
 
     def _check_fitted(self):
         if not hasattr(self, "bin_edges_"):
-            raise RuntimeError("this %s is not fitted yet; call fit(x) first"
-                               % type(self).__name__)
+            raise NotFittedError("this %s is not fitted yet; call fit(x) first"
+                                 % type(self).__name__)
 
     def codes(self, x):
         """Bin numbers as int64, with ``-1`` for missing values."""
@@ -210,7 +219,7 @@ class EqualWidth(Discretizer):
     _params = ("n_bins", "trim")
 
     def __init__(self, n_bins=5, trim=0.0):
-        self.n_bins = _check_int("n_bins", n_bins, 1)
+        self.n_bins = _check_int("n_bins", n_bins, 1, MAX_BINS)
         if isinstance(trim, bool) or not isinstance(trim, numbers.Real) or \
                 not 0.0 <= float(trim) < 0.5:
             raise ValueError("trim must be a number in [0, 0.5), got %r" % (trim,))
@@ -243,7 +252,7 @@ class EqualFrequency(Discretizer):
     _params = ("n_bins",)
 
     def __init__(self, n_bins=10):
-        self.n_bins = _check_int("n_bins", n_bins, 1)
+        self.n_bins = _check_int("n_bins", n_bins, 1, MAX_BINS)
 
     def _cuts(self, x, y):
         if self.n_bins == 1:

@@ -25,7 +25,7 @@ import numpy as np
 from . import _estimators as est
 from ._plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan, TableComponent,
                     IGNORE, MAX, ONE, SYMBOL)
-from ._schema import CONTINUOUS, Schema, encode_labels, to_columns
+from ._schema import CONTINUOUS, NotFittedError, Schema, encode_labels, to_columns
 from ._threads import effective_n_jobs
 
 POLICIES = (ONE, MAX, IGNORE, SYMBOL)
@@ -383,8 +383,8 @@ class Metric:
     # -- use ------------------------------------------------------------------------
     def _check_fitted(self):
         if not hasattr(self, "plan_"):
-            raise RuntimeError("this %s metric is not fitted yet; call fit(X, y) first"
-                               % self.name) from None
+            raise NotFittedError("this %s metric is not fitted yet; call fit(X, y) first"
+                                 % self.name) from None
 
     def encode(self, X, unseen=None, what="X"):
         """Rows of ``X`` encoded for the kernels (:class:`hdist._plan.Rows`)."""
