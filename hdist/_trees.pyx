@@ -900,11 +900,14 @@ cdef class Builder:
     def grow(self, intp root):
         """Process ``root`` (its start/end/depth set) and everything below it."""
         cdef list stack = [root]
-        cdef intp node, s, e, mid, pos, L, Rn, d, j, piv
+        cdef intp node, s, e, mid, pos, L, Rn, d, j, piv, done = 0
         cdef double rad, dd
         cdef TreeS* T
         while stack:
             node = stack.pop()
+            done += 1
+            if done % 256 == 0:
+                PyErr_CheckSignals()
             T = &self.nodes.s
             s = T.start[node]
             e = T.end[node]
@@ -1401,7 +1404,7 @@ def knn(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, 
     cdef intp* Ii = <intp*> cnp.PyArray_DATA(ind)
     cdef intp* Cc = <intp*> cnp.PyArray_DATA(counts)
     if block <= 0:
-        block = max(2048, 64 * n_threads)
+        block = max(256, 128 * n_threads)
     status = np.zeros(max(1, (block + per - 1) // per), dtype=np.intc)
     cdef int* st = <int*> cnp.PyArray_DATA(status)
     cdef int nt
@@ -1452,7 +1455,7 @@ def radius(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, per
     counts = np.zeros(nq, dtype=np.intp)
     cdef intp* Cc = <intp*> cnp.PyArray_DATA(counts)
     if block <= 0:
-        block = max(2048, 64 * n_threads)
+        block = max(256, 128 * n_threads)
     cdef HitBuf* hits = <HitBuf*> malloc(block * sizeof(HitBuf))
     if hits == NULL:
         raise MemoryError()

@@ -584,3 +584,21 @@ def test_auto_rule():
         assert idx.algorithm_ == expect, (name, X.shape)
         assert auto_algorithm(metric.plan_, len(X), idx._pilot) == expect
         assert_same_knn(idx, brute_index(metric), X[:20] + 0.01, 5, n_jobs=(2,))
+
+
+def test_block_size_does_not_matter():
+    from hdist import _trees
+    X, Q, y, nom = mixed_data(13, 400, 50, p_missing=0.1)
+    metric = Metric("hvdm", nominal=nom, missing="max").fit(X, y)
+    for algo in ("kd_tree", "ball_tree"):
+        idx = NeighborsIndex(metric, algorithm=algo, leaf_size=5).fit()
+        rows = metric.encode(Q)
+        two = idx._two_sided(rows)
+        ref = _trees.knn(*idx._tree_args(rows), 7, 2, False, two)
+        for block in (1, 3, 64):
+            got = _trees.knn(*idx._tree_args(rows), 7, 3, False, two, block)
+            assert all(np.array_equal(a, b) for a, b in zip(ref, got))
+            rd = _trees.radius(*idx._tree_args(rows), 0.3, 1.0, 2, False, two, block)
+            r0 = _trees.radius(*idx._tree_args(rows), 0.3, 1.0, 1, False, two)
+            for a, b in zip(rd[:2], r0[:2]):
+                assert all(np.array_equal(u, v) for u, v in zip(a, b))
