@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import os
 import subprocess
 import sys
 
@@ -25,7 +26,7 @@ from hdist import Metric, get_metric
 from hdist import _kernels
 
 import strategies as S
-from reference import (CONTINUOUS, INF, MISSING_SYMBOL, NEEDS_Y, NOMINAL, is_missing,
+from reference import (CONTINUOUS, INF, MISSING_SYMBOL, NEEDS_Y, NOMINAL,
                        reference_metric)
 
 pd = pytest.importorskip("pandas")
@@ -420,10 +421,9 @@ def test_all_pairs_covers_every_pair():
 
 
 @st.composite
-def metric_params(draw, preset, table):
-    f = factors_for(preset)
-    params = sweep_params({k: draw(st.sampled_from(v)) for k, v in f.items()})
-    return params
+def metric_params(draw, preset):
+    """Any value of every parameter the preset takes."""
+    return sweep_params({k: draw(st.sampled_from(v)) for k, v in factors_for(preset).items()})
 
 
 @pytest.mark.parametrize("preset", PRESETS)
@@ -434,9 +434,10 @@ def test_random_tables(preset, data):
         kinds = data.draw(st.lists(st.just(NOMINAL), min_size=1, max_size=5))
     train, queries, y = data.draw(S.tables(min_rows=3, max_rows=14, n_queries=(1, 5),
                                            labels=preset in NEEDS_Y, kinds=kinds))
-    params = data.draw(metric_params(preset, train))
+    params = data.draw(metric_params(preset))
     weights = params.pop("weights")
-    container = data.draw(st.sampled_from(["frame", "object", "mask", "structured"]))
+    container = data.draw(st.sampled_from(["frame", "object", "mask", "names", "structured",
+                                           "arrow", "polars"]))
     m, r = fit_both(preset, train, y, container, weights, **params)
     check_everything(m, r, train, queries, container, k_values=(1, 2))
 
@@ -1001,7 +1002,6 @@ def test_import_does_not_pull_optional_dependencies():
             "bad = [k for k in ('pandas', 'pyarrow', 'sklearn', 'polars') "
             "if k in sys.modules]\n"
             "assert not bad, bad\n")
-    import os
     root = os.path.dirname(os.path.dirname(os.path.abspath(hdist.__file__)))
     res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
                          text=True)
