@@ -598,7 +598,7 @@ cdef intp kd_split(BuildS* B, TreeS* T, intp node, intp s, intp e) noexcept nogi
     cdef const RowsS* R = B.R
     cdef int pm = P.pmode
     cdef double p = P.p
-    cdef intp n = e - s, half = n // 2, a, b, pos, j, off, V, cnt_p, i, nb, mid, dim
+    cdef intp n = e - s, half = n // 2, a, b, pos, j, off, V, cnt_p, i, nb, mid
     cdef intp best_a = -1, best_dim = 0
     cdef int best_kind = S_POS
     cdef double best = 0.0, v, vmax, ext
@@ -983,7 +983,7 @@ def insert(kind, CPlan plan, CRows rows, dict arrays, perm, rowdist, intp n_old,
     cdef const PlanS* PP = &plan.s
     cdef const RowsS* RS = &rows.s
     cdef intp D = rows.s.D
-    cdef double d0, d1, dl
+    cdef double d0, d1, dl = 0.0
     fields = node_fields(kind, P.mc, P.mo, P.mt, P.me, D)
     nn = arrays["start"].shape[0]
     cdef Nodes nodes = Nodes(fields, nn + 4 * (n - n_old) // max(1, leaf_size) + 16, arrays, nn)
@@ -1387,7 +1387,6 @@ def knn(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, 
     sorted by (distance, index) exactly as the brute-force kernel sorts them, and the
     number of pair distances computed for each query."""
     cdef intp nq = Q.s.n, n = Rtree.s.n, b0, b1, nch, ch, per = 4, q, i
-    cdef int status_any = 0
     _check_state(kind, arrays, perm, rowdist, n)
     if k < 1 or k > n - (1 if exclude_self else 0):
         raise ValueError("k must be in [1, %d], got %d" % (n - (1 if exclude_self else 0), k))
