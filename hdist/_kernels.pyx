@@ -57,6 +57,16 @@ def _c(a, dtype):
     return a
 
 
+#: below this many pairs a call runs on one thread (starting threads would cost more)
+SERIAL_PAIRS = 1 << 14
+
+
+def _threads_for(int n_threads, Py_ssize_t pairs):
+    if n_threads < 1:
+        raise ValueError("n_threads must be >= 1, got %d" % n_threads)
+    return 1 if pairs < SERIAL_PAIRS else n_threads
+
+
 cdef class CPlan:
     """C view of a :class:`hdist._plan.Plan` (kept alive by this object)."""
 
@@ -273,7 +283,7 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
         raise ValueError("k must be in [1, %d], got %d" % (nr - (1 if exclude_self else 0), k))
     if tile < 1:
         raise ValueError("tile must be >= 1")
-    n_threads = max(1, n_threads)
+    n_threads = _threads_for(n_threads, nq * nr)
     dist = np.full((nq, k), np.inf)
     ind = np.full((nq, k), nr, dtype=np.intp)   # sentinel index > every real index
     cdef double[:, ::1] D = dist
@@ -442,6 +452,7 @@ def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
     if out.shape[0] != nx or out.shape[1] != ny:
         raise ValueError("out has shape (%d, %d), expected (%d, %d)"
                          % (out.shape[0], out.shape[1], nx, ny))
+    n_threads = _threads_for(n_threads, nx * ny)
     block = max(32, 8 * n_threads)
     for b0 in range(0, nx, block):
         b1 = min(nx, b0 + block)
@@ -490,6 +501,7 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
     cdef intp* counts
     out_d = []
     out_i = []
+    n_threads = _threads_for(n_threads, nq * nr)
     if block <= 0:
         block = max(64, 16 * n_threads)
     bufs = <Hit**> malloc(max(1, block) * sizeof(Hit*))

@@ -14,12 +14,8 @@ import os
 
 def data_folder():
     """The real datasets: ``$HDIST_DATA``, else ``shared/data`` beside the repository."""
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for d in (os.environ.get("HDIST_DATA"), os.path.join(root, "..", "shared", "data"),
-              "/work/shared/data"):
-        if d and os.path.isdir(d):
-            return d
-    raise FileNotFoundError("no data folder: set HDIST_DATA")
+    from datadir import data_dir
+    return str(data_dir())
 
 
 def read_dataset(name):

@@ -393,13 +393,8 @@ class PosteriorMetric:
 
 def _data_dir():
     """``$HDIST_DATA``, else a ``shared/data`` folder beside the repository."""
-    import os
-    here = os.path.dirname(os.path.abspath(__file__))
-    for d in (os.environ.get("HDIST_DATA"), os.path.join(here, "..", "..", "shared", "data"),
-              "/work/shared/data"):
-        if d and os.path.isdir(d):
-            return d
-    raise FileNotFoundError("no data folder: set HDIST_DATA")
+    from datadir import data_dir
+    return str(data_dir())
 
 
 def load(name):

@@ -294,7 +294,7 @@ def class_labels(draw, n):
 # --------------------------------------------------------------------------------------
 # the real datasets
 
-DATA_DIR = Path(os.environ.get("HDIST_DATA", "/work/shared/data"))
+from datadir import DATA_DIR  # noqa: E402
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """hdist.datasets: the bundled copies are faithful, typed by their schemas, and light.
 
 The reference reader here is the standard library's ``csv`` module over the original
-files in ``HDIST_DATA`` (default ``/work/shared/data``), typed by the same schema JSON.
+files in ``HDIST_DATA`` (default: ``shared/data`` beside the repository), typed by the same schema JSON.
 """
 import csv
 import gzip
@@ -18,7 +18,7 @@ import pytest
 import hdist
 from hdist import datasets as D
 
-DATA_DIR = Path(os.environ.get("HDIST_DATA", "/work/shared/data"))
+from datadir import DATA_DIR  # noqa: E402
 FILES = [("adult", "train", "adult_train"), ("adult", "test", "adult_test"),
          ("credit-a", None, "credit-a"), ("german", None, "german"), ("iris", None, "iris"),
          ("wine", None, "wine"), ("credit_data", None, "modeldata_credit_data")]
