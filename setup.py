@@ -75,7 +75,10 @@ class BuildExt(build_ext):
             opt = ["/Od", "/Zi"] if DEBUG else ["/O2"]
         else:
             opt = ["-O0", "-g"] if DEBUG else ["-O3"]
-            opt += ["-fno-fast-math", "-fno-strict-aliasing"]
+            # no fast-math (it deletes NaN tests); no contraction into fused multiply-add, so
+            # that every path (brute force, trees, filters) rounds a distance identically on
+            # every architecture and exact tie-breaking holds
+            opt += ["-fno-fast-math", "-fno-strict-aliasing", "-ffp-contract=off"]
             if SANITIZE:
                 opt += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
         for ext in self.extensions:
