@@ -20,6 +20,8 @@ force ones, whatever the BLAS, its threads or the tile sizes.
 """
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 
 from ._plan import IGNORE, TableComponent
@@ -192,6 +194,8 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=256, r_til
     cplan = plan.cplan
     r_tile = max(r_chunk, (r_tile // r_chunk) * r_chunk)
 
+    stop = threading.Event()   # set when the caller is interrupted
+
     def run(q0, q1):
         # one chunk of queries: a BLAS product per reference tile, then the exact filter;
         # chunks touch disjoint heap rows, so they run in parallel threads
@@ -200,6 +204,8 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=256, r_til
             a1 = min(q1, a0 + q_block)
             Xb = Xg[a0:a1]
             for r0 in range(0, nr, r_tile):
+                if stop.is_set():
+                    return
                 r1 = min(nr, r0 + r_tile)
                 G = buf[: (a1 - a0) * (r1 - r0)].reshape(a1 - a0, r1 - r0)
                 np.matmul(Xb, Yg[r0:r1].T, out=G)
@@ -214,10 +220,20 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=256, r_til
         if n_chunks == 1:
             run(0, nq)
         else:
-            from concurrent.futures import ThreadPoolExecutor
+            from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
             with ThreadPoolExecutor(n_chunks) as ex:
                 futs = [ex.submit(run, bounds[c], bounds[c + 1]) for c in range(n_chunks)]
-                for f in futs:
-                    f.result()
+                try:
+                    # wait in short slices: a SIGINT that lands on a worker thread is
+                    # handled (KeyboardInterrupt) only when this thread runs Python again
+                    pending = futs
+                    while pending:
+                        done, pending = wait(pending, timeout=0.05,
+                                             return_when=FIRST_EXCEPTION)
+                        for f in done:
+                            f.result()
+                except BaseException:
+                    stop.set()      # the workers end at their next tile
+                    raise
     finish_heaps(cplan, HD, HI)
     return HD, HI

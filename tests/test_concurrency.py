@@ -147,8 +147,10 @@ _LONG_CALLS = {
     "kneighbors-one-thread": lambda m, i, Q: m["manhattan"].kneighbors(Q, 5, n_jobs=1),
     "radius": lambda m, i, Q: m["manhattan"].radius_neighbors(Q[:4000], 3.0, n_jobs=2),
     "pairwise": lambda m, i, Q: m["wide"].pairwise(m["wide_X"], n_jobs=2),
-    # p = 2: the matrix-product filter, in two worker threads
-    "kneighbors-gemm": lambda m, i, Q: m["gemm"].kneighbors(m["gemm_X"], 5, n_jobs=2),
+    # p = 2: the matrix-product filter, in two worker threads (rows encoded beforehand, so
+    # that the signal lands in the threaded phase)
+    "kneighbors-gemm": lambda m, i, Q: m["gemm"]._knn_rows(m["gemm_rows"], 5, False, 2,
+                                                           method="gemm"),
     "kd-tree": lambda m, i, Q: i.kneighbors(Q, 5, n_jobs=2),
 }
 
@@ -167,7 +169,10 @@ def long_setup():
     # many continuous attributes make the matrix products long
     deep = np.random.default_rng(13).normal(size=(40_000, 200))
     metrics["gemm"], metrics["gemm_X"] = Metric("heom").fit(deep), deep
+    metrics["gemm_rows"] = metrics["gemm"].encode(deep)
     expected["gemm"] = metrics["gemm"].kneighbors(deep[:7], 4, n_jobs=1)
+    metrics["gemm"]._knn_rows(metrics["gemm_rows"].take(np.arange(64)), 4, False, 2,
+                              method="gemm")     # reference-side features cached
     expected["index"] = index.kneighbors(small, 4, n_jobs=1)
     return metrics, index, Q, small, expected
 
@@ -177,7 +182,8 @@ def long_setup():
 @pytest.mark.parametrize("call", sorted(_LONG_CALLS))
 def test_sigint_interrupts_promptly(call, long_setup):
     metrics, index, Q, small, expected = long_setup
-    timer, sent = _interrupt_after(0.3)
+    n_threads = threading.active_count()
+    timer, sent = _interrupt_after(1.0 if call == "kneighbors-gemm" else 0.3)
     t0 = time.perf_counter()
     try:
         with pytest.raises(KeyboardInterrupt):
@@ -190,6 +196,7 @@ def test_sigint_interrupts_promptly(call, long_setup):
     # of the signal (generous for a loaded CI machine)
     assert t1 - sent[0] < 2.5, "took %.2f s to react to SIGINT" % (t1 - sent[0])
     assert t1 - t0 < 5.0
+    assert threading.active_count() == n_threads    # no worker left running
     # nothing was left half-done: the same objects answer as before
     for name in ("manhattan", "heom"):
         _assert_same(metrics[name].kneighbors(small, 4, n_jobs=2), expected[name])
