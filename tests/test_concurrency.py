@@ -23,8 +23,10 @@ import hdist
 from hdist import Metric, NeighborsIndex
 from hdist._kernels import omp_max_threads
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32",
-                                reason="SIGINT cannot be sent to the own process on Windows")
+#: Windows has no signal a process can send itself to interrupt its main thread (Ctrl-C
+#: arrives as a console control event there)
+posix_signals = pytest.mark.skipif(sys.platform == "win32",
+                                   reason="SIGINT is a console control event on Windows")
 
 
 def _mixed(n, seed, m_c=4, m_n=3, p_missing=0.1):
@@ -177,8 +179,7 @@ def long_setup():
     return metrics, index, Q, small, expected
 
 
-@pytest.mark.skipif(threading.current_thread() is not threading.main_thread(),
-                    reason="signals reach the main thread only")
+@posix_signals
 @pytest.mark.parametrize("call", sorted(_LONG_CALLS))
 def test_sigint_interrupts_promptly(call, long_setup):
     metrics, index, Q, small, expected = long_setup
@@ -219,6 +220,7 @@ def _thread_state():
     return state
 
 
+@posix_signals
 def test_no_thread_setting_leaks_after_errors(long_setup):
     metrics, index, Q, small, expected = long_setup
     before = _thread_state()

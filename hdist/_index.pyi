@@ -1,0 +1,60 @@
+"""Type stubs of :mod:`hdist._index` (:class:`NeighborsIndex`)."""
+from typing import Any, Literal, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from ._plan import Plan, Rows
+from .metrics import Metric, Table
+
+Float64Array = npt.NDArray[np.float64]
+IntpArray = npt.NDArray[np.intp]
+ObjectArray = npt.NDArray[np.object_]
+
+ALGORITHMS: tuple[str, ...]
+TREES: tuple[str, ...]
+
+def auto_algorithm(plan: Plan, n_rows: int, pilot: Any = None) -> str: ...
+def ball_tree_refusal(plan: Plan, rows: Rows, names: list[str] | None = None) -> str | None: ...
+
+class NeighborsIndex:
+    metric: str | Metric
+    algorithm: str
+    leaf_size: int
+    metric_params: dict[str, Any] | None
+    metric_: Metric
+    algorithm_: str
+    build_time_: float
+    n_distance_evaluations_: IntpArray
+    def __init__(self, metric: str | Metric = "heom",
+                 algorithm: Literal["auto", "brute", "kd_tree", "ball_tree"] = "auto",
+                 leaf_size: int = 32, metric_params: dict[str, Any] | None = None) -> None: ...
+    def fit(self, X: Table | None = None, y: Any = None) -> NeighborsIndex: ...
+    @property
+    def n_train_(self) -> int: ...
+    @property
+    def depth_(self) -> int: ...
+    @property
+    def n_nodes_(self) -> int: ...
+    @property
+    def tree_nbytes_(self) -> int: ...
+    @property
+    def data_nbytes_(self) -> int: ...
+    def insert(self, X: Table) -> IntpArray: ...
+    def balanced_depth(self, n: int | None = None) -> int: ...
+    @overload
+    def kneighbors(self, Q: Table | None = None, k: int = 5, *, exclude_self: bool = False,
+                   return_distance: Literal[True] = True,
+                   n_jobs: int | None = None) -> tuple[Float64Array, IntpArray]: ...
+    @overload
+    def kneighbors(self, Q: Table | None = None, k: int = 5, *, exclude_self: bool = False,
+                   return_distance: Literal[False],
+                   n_jobs: int | None = None) -> IntpArray: ...
+    @overload
+    def radius_neighbors(self, Q: Table | None = None, r: float = 1.0, *,
+                         exclude_self: bool = False, return_distance: Literal[True] = True,
+                         n_jobs: int | None = None) -> tuple[ObjectArray, ObjectArray]: ...
+    @overload
+    def radius_neighbors(self, Q: Table | None = None, r: float = 1.0, *,
+                         exclude_self: bool = False, return_distance: Literal[False],
+                         n_jobs: int | None = None) -> ObjectArray: ...

@@ -1,0 +1,83 @@
+"""Type stubs of the compiled kernels (``hdist/_kernels.pyx``).
+
+The kernels see only arrays: a :class:`CPlan` (the C view of a fitted metric's
+:class:`hdist._plan.Plan`) and :class:`CRows` (the C view of encoded rows).
+"""
+from typing import Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+
+Float64Array = npt.NDArray[np.float64]
+IntpArray = npt.NDArray[np.intp]
+
+SERIAL_PAIRS: int
+
+def openmp_enabled() -> bool: ...
+def omp_max_threads() -> int: ...
+
+class CPlan:
+    def __init__(self, plan: Any) -> None: ...
+
+class CRows:
+    def __init__(self, rows: Any) -> None: ...
+    @property
+    def n(self) -> int: ...
+
+def knn(
+    plan: CPlan,
+    Q: CRows,
+    R: CRows,
+    k: int,
+    n_threads: int,
+    tile: int = 256,
+    block: int = 0,
+    exclude_self: bool = False,
+    self_offset: int = 0,
+    strategy: Literal["queries", "references"] | None = None,
+) -> tuple[Float64Array, IntpArray]: ...
+def finish_heaps(plan: CPlan, D: Float64Array, I: IntpArray) -> None: ...
+def gemm_select(
+    plan: CPlan,
+    Q: CRows,
+    R: CRows,
+    G: npt.NDArray[np.float32] | Float64Array,
+    nx: Float64Array,
+    ny_max: Float64Array,
+    q0: int,
+    r0: int,
+    r_chunk: int,
+    HD: Float64Array,
+    HI: IntpArray,
+    eps: float,
+    n_threads: int,
+    exclude_self: bool = False,
+    self_offset: int = 0,
+) -> None: ...
+def pairwise(
+    plan: CPlan,
+    X: CRows,
+    Y: CRows,
+    out: Float64Array,
+    n_threads: int,
+    symmetric: bool = False,
+    reduced: bool = False,
+) -> Float64Array: ...
+def radius(
+    plan: CPlan,
+    Q: CRows,
+    R: CRows,
+    r: float,
+    n_threads: int,
+    exclude_self: bool = False,
+    self_offset: int = 0,
+    block: int = 0,
+) -> tuple[list[Float64Array], list[IntpArray]]: ...
+def pair_terms(
+    plan: CPlan, A: CRows, i: int, B: CRows, j: int
+) -> tuple[
+    Float64Array, Float64Array, Float64Array, Float64Array,
+    npt.NDArray[np.bool_], npt.NDArray[np.bool_], npt.NDArray[np.bool_],
+    npt.NDArray[np.bool_], float,
+]: ...
+def finalize_array(plan: CPlan, s: Float64Array) -> Float64Array: ...

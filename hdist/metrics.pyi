@@ -1,0 +1,100 @@
+"""Type stubs of :mod:`hdist.metrics` (the metric registry and :class:`Metric`)."""
+from dataclasses import dataclass
+from typing import Any, Callable, Literal, overload
+
+import numpy as np
+import numpy.typing as npt
+
+from ._plan import Plan, Rows
+from ._schema import Schema
+
+Float64Array = npt.NDArray[np.float64]
+IntpArray = npt.NDArray[np.intp]
+ObjectArray = npt.NDArray[np.object_]
+#: any table hdist reads: pandas / polars DataFrame, pyarrow Table, numpy 2-D or structured
+#: array, list of rows
+Table = Any
+
+POLICIES: tuple[str, str, str, str]
+
+@dataclass(frozen=True)
+class MetricInfo:
+    name: str
+    continuous: str | None
+    nominal: str
+    defaults: dict[str, Any]
+    params: frozenset[str]
+    needs_y: bool
+    doc: str
+    aliases: tuple[str, ...] = ...
+
+METRICS: dict[str, MetricInfo]
+PARAM_CHECKS: dict[str, Callable[[Metric], None]]
+_CONT_EXTRA: dict[str, Any]
+_NOM_EXTRA: dict[str, Any]
+_COMMON: set[str]
+_DIFF: set[str]
+_VDM: set[str]
+
+def register(info: MetricInfo) -> MetricInfo: ...
+def _preset(name: str, continuous: str | None, nominal: str, needs_y: bool, doc: str,
+            params: set[str], aliases: tuple[str, ...] = ..., **defaults: Any) -> MetricInfo: ...
+def _check_number(name: str, v: Any, lo: float | None = ..., lo_open: bool = ...,
+                  allow_inf: bool = ...) -> float: ...
+def _check_k(k: Any, n: int) -> int: ...
+def get_metric(name: str, **params: Any) -> Metric: ...
+
+class Metric:
+    name: str
+    params: dict[str, Any]
+    schema_: Schema
+    plan_: Plan
+    train_: Rows
+    n_features_in_: int
+    n_train_: int
+    feature_names_in_: ObjectArray
+    kinds_: list[str]
+    weights_: Float64Array
+    classes_: npt.NDArray[Any]
+    delta_: dict[str, float]
+    vdm_probabilities_: dict[str, Float64Array]
+    value_tables_: dict[str, Float64Array]
+    def __init__(self, name: str = "heom", **params: Any) -> None: ...
+    @property
+    def info(self) -> MetricInfo: ...
+    def get_params(self, deep: bool = True) -> dict[str, Any]: ...
+    def set_params(self, **params: Any) -> Metric: ...
+    def fit(self, X: Table, y: Any = None) -> Metric: ...
+    def encode(self, X: Table, unseen: list[dict[Any, int]] | None = None,
+               what: str = "X") -> Rows: ...
+    def pairwise(self, X: Table, Y: Table | None = None, *, out: Float64Array | None = None,
+                 n_jobs: int | None = None, reduced: bool = False) -> Float64Array: ...
+    @overload
+    def kneighbors(self, Q: Table | None = None, k: int = 5, *, exclude_self: bool = False,
+                   return_distance: Literal[True] = True,
+                   n_jobs: int | None = None) -> tuple[Float64Array, IntpArray]: ...
+    @overload
+    def kneighbors(self, Q: Table | None = None, k: int = 5, *, exclude_self: bool = False,
+                   return_distance: Literal[False],
+                   n_jobs: int | None = None) -> IntpArray: ...
+    @overload
+    def radius_neighbors(self, Q: Table | None = None, r: float = 1.0, *,
+                         exclude_self: bool = False, return_distance: Literal[True] = True,
+                         n_jobs: int | None = None) -> tuple[ObjectArray, ObjectArray]: ...
+    @overload
+    def radius_neighbors(self, Q: Table | None = None, r: float = 1.0, *,
+                         exclude_self: bool = False, return_distance: Literal[False],
+                         n_jobs: int | None = None) -> ObjectArray: ...
+    def value_distances(self, attribute: str | int) -> Any: ...
+    def explain(self, x: Any, y: Any) -> Explanation: ...
+
+@dataclass
+class Explanation:
+    columns: list[str]
+    terms: Float64Array
+    skipped: npt.NDArray[np.bool_]
+    reduced: float
+    distance: float
+    p: float
+    def to_dict(self) -> dict[str, float]: ...
+    def to_frame(self) -> Any: ...

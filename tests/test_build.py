@@ -1,0 +1,155 @@
+"""The build: OpenMP really on, reported by show_config, and type stubs that match.
+
+Run inside every wheel job (cibuildwheel's test command), so a wheel built without
+OpenMP -- the silent-serial-build trap of macOS -- fails loudly.  A build made on purpose
+without OpenMP (``HDIST_ALLOW_NO_OPENMP=1``, see setup.py) skips the OpenMP checks when
+the same variable is set for the tests.
+"""
+import ast
+import inspect
+import io
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import hdist
+from hdist import _kernels
+
+PKG = Path(hdist.__file__).parent
+needs_openmp = pytest.mark.skipif(os.environ.get("HDIST_ALLOW_NO_OPENMP") == "1",
+                                  reason="built without OpenMP on purpose")
+
+
+@needs_openmp
+def test_openmp_is_enabled():
+    assert _kernels.openmp_enabled() is True
+    assert _kernels.omp_max_threads() >= 1
+
+
+@needs_openmp
+def test_show_config_reports_openmp():
+    buf = io.StringIO()
+    assert hdist.show_config(file=buf) is None
+    lines = dict(line.split(":", 1) for line in buf.getvalue().splitlines())
+    lines = {k.strip(): v.strip() for k, v in lines.items()}
+    assert lines["openmp"] == "True"
+    assert lines["hdist"] == hdist.__version__
+    assert int(lines["omp_max_threads"]) == _kernels.omp_max_threads()
+    assert 1 <= int(lines["threads_used"]) <= int(lines["available_cpus"])
+
+
+@needs_openmp
+def test_thread_report_honours_omp_num_threads():
+    """``OMP_NUM_THREADS`` limits the default (``n_jobs=None``) thread count, as OpenMP
+    reads it when the runtime starts: checked in a fresh interpreter."""
+    code = ("import hdist, hdist._kernels as k; from hdist._threads import effective_n_jobs;"
+            "print(k.omp_max_threads(), effective_n_jobs(None))")
+    path = os.pathsep.join([str(PKG.parent)] + sys.path)
+    env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=path)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                         text=True, check=True).stdout.split()
+    assert out == ["1", "1"]
+
+
+def test_compiled_modules_are_in_the_package():
+    for name in ("_kernels", "_trees"):
+        mod = __import__("hdist." + name, fromlist=["_"])
+        assert Path(mod.__file__).parent == PKG
+        assert Path(mod.__file__).suffix in (".so", ".pyd")
+
+
+# -- type stubs ---------------------------------------------------------------------------
+
+STUBS = sorted(PKG.glob("*.pyi"))
+
+
+def test_package_is_typed():
+    assert (PKG / "py.typed").exists()
+    assert {p.name for p in STUBS} >= {"_kernels.pyi", "__init__.pyi"}
+
+
+def _stub_defs(path):
+    """Top-level functions, classes (with their public methods) and annotated names of a
+    stub file: ``{name: ("def", params) | ("class", {method: params}) | ("var", None)}``."""
+    tree = ast.parse(path.read_text())
+    out = {}
+
+    def params(fn):
+        a = fn.args
+        star = [a.vararg] if a.vararg else []
+        stars = [a.kwarg] if a.kwarg else []
+        return [p.arg for p in a.posonlyargs + a.args + star + a.kwonlyargs + stars]
+
+    for node in tree.body:
+        if isinstance(node, ast.FunctionDef):
+            out[node.name] = ("def", params(node))
+        elif isinstance(node, ast.ClassDef):
+            methods = {}
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    methods[item.name] = params(item)
+                elif isinstance(item, ast.AnnAssign):
+                    methods[item.target.id] = None
+            out[node.name] = ("class", methods)
+        elif isinstance(node, ast.AnnAssign):
+            out[node.target.id] = ("var", None)
+        elif isinstance(node, ast.ImportFrom) and node.level == 1:
+            for alias in node.names:     # "import X as X": an explicit re-export
+                if alias.asname == alias.name:
+                    out[alias.name] = ("import", None)
+    return out
+
+
+def _runtime_params(obj):
+    try:
+        sig = inspect.signature(obj)
+    except (TypeError, ValueError):
+        return None
+    return [p for p in sig.parameters]
+
+
+def _module_of(stub):
+    name = "hdist" if stub.stem == "__init__" else "hdist." + stub.stem
+    return __import__(name, fromlist=["_"])
+
+
+@pytest.mark.parametrize("stub", STUBS, ids=lambda p: p.name)
+def test_stub_matches_runtime(stub):
+    """Every name a stub declares exists at runtime with the same parameters, and every
+    public method of a stubbed class is in the stub."""
+    mod = _module_of(stub)
+    for name, (kind, detail) in _stub_defs(stub).items():
+        if name == "__getattr__":
+            continue
+        assert hasattr(mod, name), "%s declares %s, missing at runtime" % (stub.name, name)
+        obj = getattr(mod, name)
+        if kind == "def":
+            got = _runtime_params(obj)
+            if got is not None:      # fused Cython functions have no signature
+                assert got == detail, "%s.%s: stub %s, runtime %s" % (stub.name, name,
+                                                                        detail, got)
+        elif kind == "class":
+            public = {a for a in vars(obj) if not a.startswith("_")}
+            for meth, p in detail.items():
+                if meth.startswith("__") and meth != "__init__":
+                    continue
+                if p is None:        # an attribute annotation: set in fit or __init__
+                    continue
+                assert hasattr(obj, meth), "%s.%s.%s missing at runtime" % (stub.name, name,
+                                                                            meth)
+                got = _runtime_params(getattr(obj, meth))
+                if got is not None and meth != "__init__":
+                    assert got == p, "%s.%s.%s: stub %s, runtime %s" % (
+                        stub.name, name, meth, p, got)
+            missing = {a for a in public if callable(getattr(obj, a)) or
+                       isinstance(vars(obj)[a], property)} - set(detail)
+            assert not missing, "%s.%s: public %s not in the stub" % (stub.name, name,
+                                                                      sorted(missing))
+
+
+def test_init_stub_covers_all():
+    names = _stub_defs(PKG / "__init__.pyi")
+    assert set(hdist.__all__) <= set(names), sorted(set(hdist.__all__) - set(names))
