@@ -62,6 +62,12 @@ def _sk(name):
     return getattr(hdist, name)
 
 
+def _optional(module, extra):
+    """``hdist.<module>``, whose optional dependency ``extra`` must be installed."""
+    pytest.importorskip(extra)
+    return getattr(hdist, module)
+
+
 # -- calls that must be refused ---------------------------------------------------------
 # (id, call, exception, regular expression the message must match)
 REFUSED = [
@@ -305,6 +311,21 @@ REFUSED = [
      ValueError, "2 labels for 3 values"),
     ("load-dataset-unknown", lambda: hdist.load_dataset("nope"), ValueError,
      "unknown dataset 'nope'"),
+    # plots and Dask scoring (optional dependencies)
+    ("plot-distances-nan", lambda: _optional("plot", "matplotlib").neighbor_distances(
+        np.array([[np.nan]])), ValueError, "distances must be finite"),
+    ("plot-distances-empty", lambda: _optional("plot", "matplotlib").neighbor_distances(
+        np.array([])), ValueError, "distances must be a non-empty"),
+    ("plot-ranks", lambda: _optional("plot", "matplotlib").neighbor_distances(
+        np.ones((3, 2)), ranks=[5]), ValueError, "ranks must be between 1 and 2"),
+    ("plot-value-distances-continuous", lambda: _optional("plot", "matplotlib")
+     .value_distances(fitted(), "a"), ValueError, "column 'a' is continuous"),
+    ("dask-unfitted", lambda: _optional("dask", "dask.dataframe").kneighbors(
+        Metric("heom"), None), ValueError, "not fitted"),
+    ("dask-not-a-dataframe", lambda: _optional("dask", "dask.dataframe").kneighbors(
+        fitted(), DF), TypeError, "ddf must be a Dask DataFrame"),
+    ("dask-method", lambda: _optional("dask", "dask.dataframe").predict(
+        None, None, method="score"), ValueError, "method must be"),
 ]
 
 
