@@ -195,8 +195,11 @@ def test_sigint_interrupts_promptly(call, long_setup):
     assert sent, "the call returned before the signal was sent"
     # the whole call runs for tens of seconds; control comes back within a second or two
     # of the signal (generous for a loaded CI machine)
-    assert t1 - sent[0] < 2.5, "took %.2f s to react to SIGINT" % (t1 - sent[0])
-    assert t1 - t0 < 5.0
+    # (unoptimised -O0 and sanitizer builds run a block of queries several times slower)
+    slow = 4.0 if os.environ.get("HDIST_DEBUG") == "1" or \
+        os.environ.get("HDIST_SANITIZE") == "1" else 1.0
+    assert t1 - sent[0] < 2.5 * slow, "took %.2f s to react to SIGINT" % (t1 - sent[0])
+    assert t1 - t0 < 5.0 * slow
     assert threading.active_count() == n_threads    # no worker left running
     # nothing was left half-done: the same objects answer as before
     for name in ("manhattan", "heom"):
