@@ -313,8 +313,11 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
         nt = n_threads
         tdist = np.full((nt, nq, k), np.inf)
         tind = np.full((nt, nq, k), nr, dtype=np.intp)
-        for b0 in range(0, nr, block * tile):
-            b1 = min(nr, b0 + block * tile)
+        # one parallel region per span of at least 2^20 rows (few regions for few queries;
+        # signals are still checked between spans)
+        span = max(block * tile, 1 << 20)
+        for b0 in range(0, nr, span):
+            b1 = min(nr, b0 + span)
             td = <double*> cnp.PyArray_DATA(tdist)
             ti = <intp*> cnp.PyArray_DATA(tind)
             per = (b1 - b0 + nt - 1) // nt

@@ -239,6 +239,25 @@ def _norm_key(v):
     return v
 
 
+_NUMERIC_KEYS = {}
+
+
+def _numeric_keys(index):
+    """Sorted numeric keys of a frozen value index and their codes, computed once per
+    index (a fitted schema's indexes never change)."""
+    hit = _NUMERIC_KEYS.get(id(index))
+    if hit is not None and hit[0] is index:
+        return hit[1], hit[2]
+    keys = np.array([k for k in index if isinstance(k, (int, float))], dtype=np.float64)
+    order = np.argsort(keys, kind="stable")
+    sk = keys[order]
+    codes = np.array([index[_norm_key(k)] for k in sk], dtype=np.int64)
+    if len(_NUMERIC_KEYS) > 256:
+        _NUMERIC_KEYS.clear()
+    _NUMERIC_KEYS[id(index)] = (index, sk, codes)
+    return sk, codes
+
+
 class Schema:
     """Kinds and categories of the columns seen in ``fit``; frozen afterwards.
 
@@ -441,12 +460,9 @@ class Schema:
         out = np.empty(len(vals), dtype=np.int64)
         if vals.dtype == np.float64:
             # numeric codes: vectorised lookup through the sorted learned keys
-            keys = np.array([k for k in index if isinstance(k, (int, float))], dtype=np.float64)
+            sk, codes_sorted = _numeric_keys(index)
             miss = np.isnan(vals)
-            if keys.size:
-                order = np.argsort(keys)
-                sk = keys[order]
-                codes_sorted = np.array([index[_norm_key(k)] for k in sk], dtype=np.int64)
+            if sk.size:
                 pos = np.clip(np.searchsorted(sk, vals), 0, len(sk) - 1)
                 hit = (sk[pos] == vals) & ~miss
             else:

@@ -432,7 +432,10 @@ class Metric:
         rows), sorted by true distance, ties broken by the smaller training index.
 
         Returns ``(distances, indices)`` of shape ``[n_q, k]`` (only indices when
-        ``return_distance=False``).  ``exclude_self`` skips training row ``i`` for query
+        ``return_distance=False``).  Candidates are ranked on the reduced distance
+        ``Σ w d^p`` (exact ties there go to the smaller index); two reduced distances that
+        differ, yet round to the same true distance after the root, keep their reduced
+        order — the same on every path, thread count and tile size.  ``exclude_self`` skips training row ``i`` for query
         row ``i`` (``Q`` must then be the training rows)."""
         self._check_fitted()
         rows = self._queries(Q)
