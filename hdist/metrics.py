@@ -137,7 +137,10 @@ class Metric:
     nominal : None, "all", list of names/positions, or boolean mask
         Nominal columns (default: inferred from dtypes, SPEC §1).
     p : float > 0 or inf
-        Minkowski exponent (SPEC §2); fractional ``0 < p < 1`` allowed.
+        Minkowski exponent (SPEC §2); fractional ``0 < p < 1`` allowed.  The reduced
+        distance ``Σ w d^p`` is a float64: with a very large p, components above
+        ``1.8e308 ** (1/p)`` make the distance infinite and components near 0 vanish; with
+        a very small p, every non-zero component is close to 1.
     weights : None, array of m non-negative numbers, dict name -> weight, or "mi"
         Attribute weights ``w_a`` (default 1).  ``"mi"``: mutual information with the
         class (SPEC §7).
