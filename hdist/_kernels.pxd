@@ -80,18 +80,14 @@ cdef inline double acc(double s, double t, int pmode) noexcept nogil:
 
 cdef inline double embed_term(const double* x, const double* y, intp dim, int q,
                               int pmode, double p) noexcept nogil:
-    cdef intp c
-    cdef double n = 0.0, dlt
-    if q == 2:
-        for c in range(dim):
-            dlt = x[c] - y[c]
-            n += dlt * dlt
-        if pmode == 2:
-            return n
-        return pw(sqrt(n), pmode, p)
-    for c in range(dim):
-        n += fabs(x[c] - y[c])
-    return pw(n, pmode, p)
+    """Term of one embedded attribute: ``(Σ_c |x_c - y_c|^q)^(p/q)``."""
+    if pmode == 2:
+        return embed_term_t(x, y, dim, q, p, <PL2*> NULL)
+    if pmode == 1:
+        return embed_term_t(x, y, dim, q, p, <PL1*> NULL)
+    if pmode == 0:
+        return embed_term_t(x, y, dim, q, p, <PInf*> NULL)
+    return embed_term_t(x, y, dim, q, p, <PGen*> NULL)
 
 
 # Tags of a fused type: each kernel is compiled once per kind of p, so that the inner
