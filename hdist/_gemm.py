@@ -63,8 +63,14 @@ def eligible(plan):
 
 
 def _attributes(plan, rows):
-    """Per attribute: (E [n, d] with zeros where missing, present [n], A [n], B)."""
+    """Per attribute: (E [n, d] with zeros where missing, present [n], A [n], B); None when
+    the rows have unseen overlap values or the embedding would exceed ``MAX_DIM`` columns
+    (checked before anything is allocated: a wide one-hot costs more than it saves)."""
     n = rows.n
+    dim = plan.mc + 2 * plan.m + 2 + sum(plan.components[a].n_values for a in plan.o_attr) \
+        + sum(np.shape(plan.components[a].embedding)[1] for a in plan.t_attr) + plan.D
+    if dim > MAX_DIM:
+        return None
     out = []
     for k in range(plan.mc):
         v = rows.c[:, k]

@@ -152,7 +152,6 @@ cdef inline double pair_reduced_t(const PlanS* P, const RowsS* A, intp i,
     cdef double p = P.p
     cdef int ign = P.has_ignore
     cdef double cand[4]
-    cdef int o_fast
     cdef const double* xp
     cdef const double* yp
     # continuous block
@@ -172,34 +171,35 @@ cdef inline double pair_reduced_t(const PlanS* P, const RowsS* A, intp i,
                 cand[2] = yp[a]
                 cand[3] = P.c_both[a]
                 s = acc_t(s, cand[2 * (x != x) + (y != y)], pm)
-        for a in range(0 if (not ign and (A.c_nan or B.c_nan)) else P.mc):
-            x = xa[a]
-            y = ya[a]
-            if x == x and y == y:
-                t = pw_t(fabs(x - y), p, pm)
-            elif ign and P.c_ign[a]:
-                nskip += 1
-                continue
-            elif x == x:
-                t = A.cpen[i * P.mc + a]
-            elif y == y:
-                t = B.cpen[j * P.mc + a]
-            else:
-                t = P.c_both[a]
-            if ign:
-                kw += P.c_w[a]
-            s = acc_t(s, t, pm)
+        else:
+            # no missing value (branches predicted), or the "ignore" policy
+            for a in range(P.mc):
+                x = xa[a]
+                y = ya[a]
+                if x == x and y == y:
+                    t = pw_t(fabs(x - y), p, pm)
+                elif ign and P.c_ign[a]:
+                    nskip += 1
+                    continue
+                elif x == x:
+                    t = A.cpen[i * P.mc + a]
+                elif y == y:
+                    t = B.cpen[j * P.mc + a]
+                else:
+                    t = P.c_both[a]
+                if ign:
+                    kw += P.c_w[a]
+                s = acc_t(s, t, pm)
         if not ign and s > bound:
             return s
     # overlap block
     if P.mo:
         ia = A.o + i * P.mo
         ja = B.o + j * P.mo
-        o_fast = not ign
         for a in range(P.mo):
             cx = ia[a]
             cy = ja[a]
-            if o_fast:
+            if not ign:
                 # equality and missingness are unpredictable: select the term by a load,
                 # o_sel[4a:4a+4] = (0, w_a, miss_a, miss_a), rather than by branches
                 s = acc_t(s, P.o_sel[4 * a + ((cx != cy) | (((cx | cy) < 0) << 1))], pm)

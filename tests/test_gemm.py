@@ -126,3 +126,20 @@ def test_not_eligible(name, params):
     X, y, nom = mixed(300, seed=1)
     m = hdist.get_metric(name, nominal=nom, **params).fit(X, y)
     assert not _gemm.eligible(m.plan_)
+
+
+def test_wide_one_hot_falls_back_before_allocating():
+    # an overlap attribute with more values than MAX_DIM: the filter declines (no n x V
+    # one-hot is built) and the automatic path still gives the direct kernel's answer
+    rng = np.random.default_rng(13)
+    n = 2000
+    X = np.column_stack([rng.normal(size=n),
+                         rng.integers(0, _gemm.MAX_DIM + 200, n).astype(float)])
+    m = hdist.get_metric("heom", nominal=[1]).fit(X[:1500])
+    assert m.plan_.components[1].n_values > _gemm.MAX_DIM
+    rows = m.encode(X[1500:])
+    assert _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), 3, 2) is None
+    d1, i1 = m._knn_rows(rows, 3, False, 2, "direct")
+    d2, i2 = m._knn_rows(rows, 3, False, 2, "auto")
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_array_equal(d1, d2)
