@@ -1,4 +1,4 @@
-"""HDS distances between Adult's ``workclass`` values, beside seed 003's Table 3.
+"""HDS distances between Adult's ``workclass`` values, beside Table 3 of Zhao, Liu & Wang (2016).
 
 Zhao, Liu & Wang (2016) list, in their Table 3, the HDS dissimilarity ``S_H`` between the
 eight ``work-class`` values of UCI Adult: the sum over the other attributes of the
@@ -26,7 +26,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 #: the data folder: $HDIST_DATA, else shared/data beside the repository
 DATA = os.environ.get("HDIST_DATA") or os.path.join(HERE, "..", "..", "shared", "data")
 
-#: seed 003, Table 3 (row/column order of the paper, its spelling mapped to Adult's)
+#: Zhao, Liu & Wang (2016), Table 3 (row/column order of the paper, its spelling mapped to Adult's)
 PAPER_ORDER = ["Private", "Local-gov", "Self-emp-not-inc", "Federal-gov", "State-gov",
                "Self-emp-inc", "Without-pay", "Never-worked"]
 PAPER_TABLE = np.array([
@@ -87,7 +87,7 @@ def main():
     print("HDS (sum over the %d other attributes) between Adult's workclass values, %d rows, "
           "fit %.2f s:" % (X.shape[1] - 1, len(X), seconds))
     print(T.round(2).to_string())
-    print("\nSeed 003, Table 3:")
+    print("\nZhao, Liu & Wang (2016), Table 3:")
     print(pd.DataFrame(PAPER_TABLE, index=PAPER_ORDER, columns=PAPER_ORDER).to_string())
     ours, paper = upper(T.to_numpy()), upper(PAPER_TABLE)
     rho, tau = rank_agreement(ours, paper)

@@ -1,6 +1,6 @@
-"""Clustering accuracy of k-modes with SMD, ADD and HDS (seed 003, section 3.2).
+"""Clustering accuracy of k-modes with SMD, ADD and HDS (Zhao, Liu & Wang 2016, section 3.2).
 
-Seed 003 (Zhao, Liu & Wang 2016) plugs three dissimilarities into k-modes (simple
+Zhao, Liu & Wang (2016) plugs three dissimilarities into k-modes (simple
 matching SMD, Ahmad & Dey's ADD, its Hellinger HDS), runs each 100 times from random
 initial modes and reports the mean clustering accuracy and its variance.  This script does
 the same with :class:`hdist.cluster.KModes` on the nominal attributes of four datasets of

@@ -1,4 +1,4 @@
-"""Co-occurrence value tables for nominal attributes: HDS and ADD (SPEC §3, no class needed).
+"""Co-occurrence value tables for nominal attributes: HDS and ADD (docs/metrics.md, section 4; no class needed).
 
 A nominal value is described by how the *other* attributes are distributed over the
 training rows that hold it.  For attribute ``a``, value ``v`` and another attribute
@@ -6,13 +6,13 @@ training rows that hold it.  For attribute ``a``, value ``v`` and another attrib
 (continuous ``j`` is binned first: equal frequency, ``n_bins`` bins).  Two values are as
 far apart as these distributions:
 
-- ``hds`` (Zhao, Liu & Wang 2016, seed 003, eq. 4 and Algorithm 1):
+- ``hds`` (Zhao, Liu & Wang 2016, eq. 4 and Algorithm 1):
   ``S_H(v, w) = Σ_{j≠a} H(Q_v^j, Q_w^j)`` with the Hellinger distance
   ``H(P, Q) = sqrt(½ Σ_λ (√P(λ) − √Q(λ))²)``;
-- ``add`` (Ahmad & Dey 2007, the "ADD" of seed 003's experiments):
+- ``add`` (Ahmad & Dey 2007, the "ADD" of Zhao, Liu & Wang's experiments):
   ``Σ_{j≠a} ½ Σ_λ |Q_v^j(λ) − Q_w^j(λ)|`` (total variation distance).
 
-Conventions (SPEC §3): missing values of a co-attribute are left out of its distribution;
+Conventions (docs/metrics.md, section 4): missing values of a co-attribute are left out of its distribution;
 a term whose distribution is empty for ``v`` or ``w`` is 1; ``T[v, v] = 0``; with
 ``average=True`` (the default) the sum is divided by ``m − 1`` so that ``0 ≤ T ≤ 1``.
 With the "symbol" missing policy the missing symbol of ``a`` is one more value whose
@@ -21,7 +21,7 @@ own missing values out).  An unseen value has empty distributions, so it is at `
 (1 after averaging) from every learned value; two *different* unseen values are at the
 same distance (``T[V, V]``), and equal unseen values are at 0 like any equal pair.
 
-The metric ``smd`` (simple matching distance, Huang 1998; seed 003's baseline) is the
+The metric ``smd`` (simple matching distance, Huang 1998; Zhao, Liu & Wang's baseline) is the
 overlap of nominal attributes, registered here as a nominal-only preset with ``p = 1``.
 
 Binning: continuous co-attributes go through :class:`hdist.discretize.EqualFrequency`
@@ -32,7 +32,7 @@ with many ties gets fewer bins.
 References
 ----------
 - L. Zhao, J. Liu, X. Wang, "Hellinger Distance Based Similarity Analysis for Categorical
-  Variables in Mixture Dataset", Computer Science 43(6) (2016) 280-282 (seed 003).
+  Variables in Mixture Dataset", Computer Science 43(6) (2016) 280-282.
 - A. Ahmad, L. Dey, "A k-mean clustering algorithm for mixed numeric and categorical
   data", Data & Knowledge Engineering 63(2) (2007) 503-527.
 - Z. Huang, "Extensions to the k-Means Algorithm for Clustering Large Data Sets with

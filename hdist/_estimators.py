@@ -3,8 +3,8 @@
 References
 ----------
 - D. R. Wilson and T. R. Martinez, "Improved Heterogeneous Distance Functions",
-  JAIR 6 (1997) 1-34 (seed 001): HEOM, HVDM, the VDM normalizations N1, N2, N3.
-- Seed 000 (heterogeneous distance review): normalizations, "mean_diff" (the average
+  JAIR 6 (1997) 1-34: HEOM, HVDM, the VDM normalizations N1, N2, N3.
+- Normalizations (docs/metrics.md, section 3), "mean_diff" (the average
   component-wise distance over training pairs).
 """
 from __future__ import annotations
@@ -34,7 +34,7 @@ def mean_abs_difference(x):
 
 
 def normalization_delta(x, method, trim=0.05):
-    """The factor ``δ_a`` of SPEC §3 for one continuous column (NaN = missing).
+    """The factor ``δ_a`` (docs/metrics.md, section 3) for one continuous column (NaN = missing).
 
     A zero, negative or undefined factor (constant column, one observed value) is 1."""
     x = np.asarray(x, dtype=np.float64)

@@ -2,17 +2,17 @@
 
 :class:`NeighborsIndex` holds encoded rows (the metric's Plan encodes them once) and,
 for the tree algorithms, a flat tree built by :mod:`hdist._trees`.  Every algorithm
-returns the same ``(distances, indices)`` (SPEC §8): candidates are ordered by (reduced
+returns the same ``(distances, indices)`` (docs/metrics.md, section 8): candidates are ordered by (reduced
 distance, row index), and a pair's distance is computed by the same compiled function
 whatever the algorithm, thread count or leaf size.
 
-Trees follow seed 004 (Witten & Frank, "Finding nearest neighbors efficiently"): the
+Trees follow Witten & Frank ("Data Mining", section "Finding nearest neighbors efficiently"): the
 KD-tree splits on the attribute of greatest spread and prunes with per-attribute lower
 bounds (valid for every Plan: any ``p``, weights, missing policy, table or embedded
 attribute); the ball tree uses data rows as pivots, splits by the two far points and
 prunes with the triangle inequality, so it is offered only where the metric satisfies
-it (SPEC §8, :func:`ball_tree_refusal`).  Rows can be inserted after the build; a tree
-whose depth grows past twice the balanced depth is rebuilt (seed 004).
+it (docs/metrics.md, section 8; :func:`ball_tree_refusal`).  Rows can be inserted after the build; a tree
+whose depth grows past twice the balanced depth is rebuilt (Witten & Frank).
 """
 from __future__ import annotations
 
@@ -166,7 +166,7 @@ def _unsafe_when_missing(plan):
 def ball_tree_refusal(plan, rows, names=None):
     """Why a ball tree over ``rows`` would not be exact for ``plan``, or None.
 
-    SPEC §8: the ball tree prunes with the triangle inequality, which holds when
+    The ball tree prunes with the triangle inequality, which holds when
     ``p >= 1``, no attribute uses the "ignore" policy (its rescaling is not a metric),
     every value table is a metric, and, for attributes with a missing value in the
     indexed rows, the component distance never exceeds 2 (a missing middle point
@@ -416,10 +416,10 @@ class NeighborsIndex:
     # -- insertion ---------------------------------------------------------------------
     def insert(self, X):
         """Add the rows of ``X`` to the index; they get the next indices, which are
-        returned.  The metric's learned statistics do not change (SPEC: learned in
+        returned.  The metric's learned statistics do not change (learned in
         ``fit`` only): the rows are encoded with the fitted Plan.  Each new row descends
         to a leaf, widening the bounds on its way; a tree whose depth exceeds twice the
-        balanced depth (and the depth of its last full build) is rebuilt (seed 004)."""
+        balanced depth (and the depth of its last full build) is rebuilt (Witten & Frank)."""
         self._check_fitted()
         unseen = [dict(d) for d in self._unseen]
         new = self.metric_.encode(X, unseen, "X")

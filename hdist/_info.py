@@ -1,6 +1,6 @@
-"""Entropy, mutual information, and the ``weights="mi"`` attribute weights (SPEC §7).
+"""Entropy, mutual information, and the ``weights="mi"`` attribute weights (docs/metrics.md, section 2).
 
-``w_j = m · I(x_j; y) / Σ_k I(x_k; y)`` (seed 000): each attribute is weighted by how much
+``w_j = m · I(x_j; y) / Σ_k I(x_k; y)`` (Wettschereck, Aha & Mohri 1997): each attribute is weighted by how much
 it tells about the class.  Continuous attributes are discretized first (the metric's
 ``mi_discretizer``, default :class:`~hdist.discretize.EqualFrequency` with 10 bins).
 Information is in nats (natural log) unless a ``base`` is given, with ``0 · log 0 = 0``.
@@ -12,7 +12,8 @@ out of the fit of the discretizer.
 
 References
 ----------
-- Seed 000 (heterogeneous distance review): mutual-information feature weights.
+- D. Wettschereck, D. W. Aha, T. Mohri, "A review and empirical evaluation of feature
+  weighting methods for a class of lazy learning algorithms", AI Review 11 (1997).
 - C. E. Shannon, "A Mathematical Theory of Communication", Bell System Technical Journal
   27 (1948): entropy and mutual information.
 """

@@ -91,7 +91,7 @@ cdef inline double embed_term(const double* x, const double* y, intp dim, int q,
 
 
 # Tags of a fused type: each kernel is compiled once per kind of p, so that the inner
-# loops carry no test on p (SPEC §2: p = inf, 1, 2, other).
+# loops carry no test on p (p = inf, 1, 2, other).
 ctypedef struct PInf:
     char tag
 ctypedef struct PL1:
@@ -288,7 +288,7 @@ cdef inline double pair_reduced(const PlanS* P, const RowsS* A, intp i,
 
 cdef inline double rescale_ignore(const PlanS* P, double s, double kw,
                                   int pmode) noexcept nogil:
-    """Seed 000's rule for skipped components: d^p = (sum over known) / (known weight)
+    """The "ignore" rule (docs/metrics.md, section 6) for skipped components: d^p = (sum over known) / (known weight)
     * (total weight); nothing known (or no known weight) -> every component counts 1."""
     if kw > 0.0:
         if pmode == 0:

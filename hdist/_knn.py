@@ -1,4 +1,4 @@
-"""k-NN prediction from neighbor lists, with numpy only (SPEC §8).
+"""k-NN prediction from neighbor lists, with numpy only (docs/metrics.md, section 8).
 
 Shared by the scikit-learn estimators (:mod:`hdist.neighbors`), the command line and the
 Dask helpers, none of which may differ in how a vote is counted:
@@ -125,7 +125,7 @@ class MetricIndex:
     """A fitted :class:`hdist.Metric` seen through the neighbor-index interface
     (``fit(X, y)``, ``kneighbors(Q, k, ...)``, ``radius_neighbors(Q, r, ...)``): an exact
     brute-force scan.  Used where :class:`hdist.NeighborsIndex` is not available; every
-    algorithm returns the same neighbors (SPEC §8), so the result does not change."""
+    algorithm returns the same neighbors (docs/metrics.md, section 8), so the result does not change."""
 
     def __init__(self, metric, algorithm="auto", leaf_size=30):
         self.metric = metric

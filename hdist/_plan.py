@@ -315,7 +315,7 @@ def _weighted(w, x):
 
 
 def _check_weight_range(w, p):
-    """Weights whose scale factors overflow float64 (SPEC §2 weights, any size) cannot be
+    """Weights whose scale factors overflow float64 (weights of any size) cannot be
     applied by pre-scaling: refuse them, naming the argument."""
     with np.errstate(over="ignore", divide="ignore"):
         total = w.sum()

@@ -1,5 +1,5 @@
-"""Class-posterior estimates ``p_a(x)`` for continuous attributes (SPEC §3) and the metric
-presets that compare them: ``dvdm``, ``ivdm``, ``gvdm``, ``lvdm``, ``pvdm`` (SPEC §5).
+"""Class-posterior estimates ``p_a(x)`` for continuous attributes (docs/metrics.md, section 5) and the metric
+presets that compare them: ``dvdm``, ``ivdm``, ``gvdm``, ``lvdm``, ``pvdm`` .
 
 Each estimator is fitted on one attribute (``x`` with NaN for missing values, class codes
 ``y`` in ``0 .. C-1``, ``C``) and maps any real ``x`` to a vector ``p(x)`` of ``C`` class
@@ -45,7 +45,7 @@ not grow with ``n``); encoding costs O(log n) per value.
 References
 ----------
 - D. R. Wilson and T. R. Martinez, "Improved Heterogeneous Distance Functions", JAIR 6
-  (1997) 1-34 (seed 001): DVDM, IVDM, VDM N2.
+  (1997) 1-34: DVDM, IVDM, VDM N2.
 - T. Wieczorek, M. Blachnik and W. Duch, "Influence of probability estimation parameters on
   stability of accuracy in prototype rules using heterogeneous distance functions" (seed
   002): GVDM (eq. 13-14), LVDM, PVDM (eq. 15).
@@ -268,7 +268,7 @@ class InterpolatedPosterior(_Posterior):
 
 
 class LocalPosterior(_Posterior):
-    """LVDM (seed 002): class frequencies in ``[x - W/2, x + W/2]``, ``W = width · R``.
+    """LVDM (Wieczorek, Blachnik & Duch): class frequencies in ``[x - W/2, x + W/2]``, ``W = width · R``.
 
     Two binary searches in the sorted training values and cumulative class counts give
     each value's window in O(log n).  An empty window gives the class priors.
@@ -292,7 +292,7 @@ class LocalPosterior(_Posterior):
 
 
 class ParzenPosterior(_Posterior):
-    """PVDM (seed 002, eq. 15): mean class frequencies of sliding windows.
+    """PVDM (Wieczorek, Blachnik & Duch, eq. 15): mean class frequencies of sliding windows.
 
     Windows ``[b_z, b_z + W)`` with ``b_z = min - W + z S`` for ``z = 1, 2, ...`` while
     ``b_z <= max`` (``W = width R``, ``S = step R``).  ``p(x)`` is the mean of the class
@@ -353,7 +353,7 @@ _NODE0 = 0.25          # initial grid spacing, in bandwidths
 
 
 class GaussianPosterior(_Posterior):
-    """GVDM (seed 002, eq. 13-14): Gaussian-kernel class posteriors.
+    """GVDM (Wieczorek, Blachnik & Duch, eq. 13-14): Gaussian-kernel class posteriors.
 
     ``p(c | x) = Σ_{j: y_j = c} exp(-t_j²) / Σ_j exp(-t_j²)`` with ``t_j = (x - x_j) / h``,
     ``h = sigma · R``.  Where every weight underflows (``exp(-min_j t_j²) == 0`` in float64,

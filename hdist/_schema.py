@@ -1,4 +1,4 @@
-"""Column kinds, validation and encoding of mixed records (SPEC §1).
+"""Column kinds, validation and encoding of mixed records (docs/metrics.md, section 1).
 
 Every input form (pandas / polars DataFrame, pyarrow Table, numpy 2-D or structured
 array, list of rows) goes through :func:`to_columns`, the one parser, which yields named

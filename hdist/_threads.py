@@ -1,4 +1,4 @@
-"""Turning ``n_jobs`` into a thread count (DESIGN: "Rules of the kernels")."""
+"""Turning ``n_jobs`` into a thread count (every kernel takes an explicit thread count)."""
 from __future__ import annotations
 
 import numbers

@@ -1,5 +1,5 @@
 # cython: language_level=3
-"""Exact KD-tree and ball tree over a Plan (DESIGN "Trees"; seed 004, Witten & Frank).
+"""Exact KD-tree and ball tree over a Plan (Witten & Frank, "Finding nearest neighbors efficiently").
 
 Both trees are flat arrays (one row per node, children by explicit index), so they pickle
 as plain numpy arrays and grow by appending nodes on insertion.  Every distance a query
@@ -25,13 +25,13 @@ KD-tree
     at the median, nominal value sets in two groups of about equal size.
 Ball tree
     Pivots are data rows; the radius is the largest true distance of a row of the node to
-    its pivot; a node is split by the two far rows (seed 004): the row farthest from the
+    its pivot; a node is split by the two far rows (Witten & Frank): the row farthest from the
     pivot, the row farthest from that one, each row going to the nearer of the two
     (moving the rows nearest the boundary when a side would keep under a tenth of the
     rows).  A pivot is the row, among a dozen evenly spaced candidates, whose largest
     distance to an evenly spaced sample is smallest.  Pruning uses the triangle
     inequality on true distances with a relative safety margin, so it is offered only for
-    metrics (SPEC §8; the caller checks).
+    metrics (docs/metrics.md, section 8; the caller checks).
 """
 import numpy as np
 cimport numpy as cnp
@@ -827,7 +827,7 @@ cdef intp ball_pivot(BuildS* B, intp s, intp e) noexcept nogil:
 
 
 cdef intp ball_split(BuildS* B, TreeS* T, intp node, intp s, intp e) noexcept nogil:
-    """Split perm[s:e) by the two far rows (seed 004), each row going to the nearer one
+    """Split perm[s:e) by the two far rows (Witten & Frank), each row going to the nearer one
     (but at least a tenth of the rows to each side); rowdist must hold the distances to
     the node's pivot.  Returns the first position of the right child."""
     cdef intp n = e - s, pos, far1 = B.perm[s], far2

@@ -5,7 +5,7 @@ from the rows being clustered); every distance is then computed by the compiled 
 over the fitted Plan, from encoded rows, so each pair's distance is the same whatever
 ``n_jobs`` is and every result depends only on ``random_state``.
 
-- :class:`KModes` (Huang 1998) clusters nominal data around *modes*.  Seed 003 (Zhao, Liu
+- :class:`KModes` (Huang 1998) clusters nominal data around *modes*.  Zhao, Liu
   & Wang 2016) runs it with three dissimilarities: the simple matching distance
   (``"smd"``), Ahmad & Dey's ``"add"`` and the Hellinger ``"hds"``; any nominal hdist
   metric works.
@@ -27,7 +27,7 @@ References
 - Z. Huang, "Extensions to the k-Means Algorithm for Clustering Large Data Sets with
   Categorical Values", Data Mining and Knowledge Discovery 2 (1998) 283-304.
 - L. Zhao, J. Liu, X. Wang, "Hellinger Distance Based Similarity Analysis for Categorical
-  Variables in Mixture Dataset", Computer Science 43(6) (2016) (seed 003).
+  Variables in Mixture Dataset", Computer Science 43(6) (2016).
 - E. Schubert, P. J. Rousseeuw, "Fast and eager k-medoids clustering: O(k) runtime
   improvement of the PAM, CLARA, and CLARANS algorithms", Information Systems 101 (2021).
 - H.-S. Park, C.-H. Jun, "A simple and fast algorithm for K-medoids clustering", Expert
@@ -563,7 +563,7 @@ class KModes(_CenterBase):
     Every column is nominal unless the metric says otherwise (a metric given by name gets
     ``nominal="all"`` and ``p = 1``, so the distance is ``Σ_a d_a``: the number of
     mismatches for ``"smd"``, the sum of the value tables for ``"add"`` and ``"hds"`` as
-    in seed 003's experiments); a continuous column is an error.
+    in Zhao, Liu & Wang's experiments); a continuous column is an error.
     """
 
     _default_metric = "smd"
@@ -593,7 +593,7 @@ class KPrototypes(_CenterBase):
 if KModes.__doc__:   # not under python -OO
     KModes.__doc__ += _CENTER_DOC.format(default="smd", extra=(
         " ``\"smd\"`` (simple matching), ``\"add\"`` (Ahmad & Dey), ``\"hds\"`` "
-        "(Hellinger, seed 003) or any other metric over nominal columns."))
+        "(Hellinger, Zhao, Liu & Wang 2016) or any other metric over nominal columns."))
     KPrototypes.__doc__ += _CENTER_DOC.format(default="heom", extra="")
 
 

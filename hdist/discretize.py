@@ -1,4 +1,4 @@
-"""Discretization of one continuous attribute (SPEC §6; seed 000).
+"""Discretization of one continuous attribute (docs/metrics.md).
 
 Three discretizers with the scikit-learn shape: ``fit(x, y=None)`` learns interior cut
 points ``bin_edges_`` from a 1-D array, ``transform(x)`` numbers the bins from 0.
@@ -23,9 +23,8 @@ References
 ----------
 - U. M. Fayyad and K. B. Irani, "Multi-Interval Discretization of Continuous-Valued
   Attributes for Classification Learning", IJCAI 1993, 1022-1027.
-- Seed 000 (heterogeneous distance review): discretization of continuous attributes
-  before computing value statistics; D. R. Wilson and T. R. Martinez, JAIR 6 (1997)
-  (seed 001): equal-width intervals for DVDM and IVDM.
+- D. R. Wilson and T. R. Martinez, "Improved Heterogeneous Distance Functions", JAIR 6
+  (1997): equal-width intervals for DVDM and IVDM.
 """
 from __future__ import annotations
 
@@ -358,7 +357,7 @@ def _mdlp_split(v, cum, a, b):
 
 
 # --------------------------------------------------------------------------------------
-# SPEC §6 spellings
+# function-style spellings
 
 def equal_width(n_bins=5, trim=0.0):
     """An unfitted :class:`EqualWidth` discretizer."""

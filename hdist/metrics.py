@@ -1,18 +1,18 @@
 """Heterogeneous metrics: one registry of presets, one class, one fit path.
 
-Every metric of SPEC.md is "learn per-attribute statistics once, then sum simple
-per-attribute terms" (seed 000, eq. 1):
+Every metric of docs/metrics.md is "learn per-attribute statistics once, then sum simple
+per-attribute terms" (Wilson & Martinez 1997, eq. 1):
 
     d(x, y) = ( Σ_a w_a · d_a(x_a, y_a)^p )^(1/p),   p = inf -> max_a w_a · d_a
 
 A preset (``heom``, ``hvdm``, ``gower``, ...) fixes how continuous and nominal
-attributes are compared and the default parameters; every parameter of SPEC §2-4 that
+attributes are compared and the default parameters; every parameter of docs/metrics.md that
 applies to the preset stays settable and the others are rejected by name.
 
 References: D. R. Wilson and T. R. Martinez, "Improved Heterogeneous Distance Functions",
 JAIR 6 (1997) (HEOM, HVDM, VDM N1/N2/N3, DVDM, IVDM); J. C. Gower, "A general
 coefficient of similarity and some of its properties", Biometrics 27 (1971) (Gower);
-seed 000 (Minkowski aggregation, normalizations, missing-value policies, MI weights).
+docs/metrics.md lists every formula and its source.
 """
 from __future__ import annotations
 
@@ -135,22 +135,22 @@ class Metric:
         Preset: one of ``hdist.METRICS`` (``heom``, ``hvdm``, ``vdm``, ``minkowski``,
         ``euclidean``, ``manhattan``, ``chebyshev``, ``fractional``, ``gower``, ...).
     nominal : None, "all", list of names/positions, or boolean mask
-        Nominal columns (default: inferred from dtypes, SPEC §1).
+        Nominal columns (default: inferred from dtypes; docs/metrics.md, section 1).
     p : float > 0 or inf
-        Minkowski exponent (SPEC §2); fractional ``0 < p < 1`` allowed.  The reduced
+        Minkowski exponent (docs/metrics.md, section 2); fractional ``0 < p < 1`` allowed.  The reduced
         distance ``Σ w d^p`` is a float64: with a very large p, components above
         ``1.8e308 ** (1/p)`` make the distance infinite and components near 0 vanish; with
         a very small p, every non-zero component is close to 1.
     weights : None, array of m non-negative numbers, dict name -> weight, or "mi"
         Attribute weights ``w_a`` (default 1).  ``"mi"``: mutual information with the
-        class (SPEC §7).
+        class (docs/metrics.md, section 2).
     normalization : {"range", "trimmed_range", "4std", "mean_diff", "none"}
-        The factor ``δ_a`` of continuous attributes (SPEC §3); ``trim`` for the trimmed
+        The factor ``δ_a`` of continuous attributes (docs/metrics.md, section 3); ``trim`` for the trimmed
         range (default 0.05).
     vdm : {"N1", "N2", "N3"}
         VDM normalization of nominal attributes (VDM presets).
     missing : {"one", "max", "ignore", "symbol"} or dict kind -> policy
-        Missing-value policy (SPEC §4), e.g. ``{"continuous": "max", "nominal": "symbol"}``.
+        Missing-value policy (docs/metrics.md, section 6), e.g. ``{"continuous": "max", "nominal": "symbol"}``.
     unseen : {"zero", "prior"}
         Class probabilities of nominal values not seen in ``fit`` (VDM presets).
     aggregate : {"sum", "mean"}

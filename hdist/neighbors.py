@@ -1,4 +1,4 @@
-"""scikit-learn estimators over hdist's heterogeneous metrics (SPEC §8).
+"""scikit-learn estimators over hdist's heterogeneous metrics (docs/metrics.md, section 8).
 
 :class:`KNeighborsClassifier`, :class:`KNeighborsRegressor`, :class:`NearestNeighbors` and
 :class:`KNeighborsTransformer` take mixed tables as they are -- pandas (numpy, nullable,
@@ -15,7 +15,7 @@ deterministic; a majority-vote tie goes to the smallest class label in sorted or
 scikit-learn's ``check_estimator`` passes for all four estimators.  Two of its
 expectations do not fit mixed data and are declared through estimator tags instead of
 being worked around: ``allow_nan`` (a ``NaN`` is a missing value that every metric
-handles, SPEC §4, not an error) and ``string`` (string columns are nominal attributes,
+handles, docs/metrics.md section 6, not an error) and ``string`` (string columns are nominal attributes,
 so an object column is never cast to float).
 """
 from __future__ import annotations
@@ -287,7 +287,7 @@ class _SupervisedBase(_NeighborsBase):
 
 
 class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
-    """k-nearest-neighbor classification with an hdist metric (SPEC §8).
+    """k-nearest-neighbor classification with an hdist metric (docs/metrics.md, section 8).
 
     Parameters
     ----------""" + _PARAMS_DOC + """
@@ -351,7 +351,7 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
 
 class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
     """k-nearest-neighbor regression with an hdist metric: the (weighted) mean of the
-    neighbors' targets (SPEC §8).
+    neighbors' targets (docs/metrics.md, section 8).
 
     Parameters
     ----------""" + _PARAMS_DOC + """
