@@ -302,6 +302,7 @@ class NeighborsIndex:
         if rows.n < 1:
             raise ValueError("X has no rows to index")
         self.metric_ = metric
+        self._fit_state = metric._fitted()
         self._rows = rows
         self._drop_caches()
         self._tree = None
@@ -352,6 +353,11 @@ class NeighborsIndex:
     def _check_fitted(self):
         if not hasattr(self, "metric_"):
             raise NotFittedError("this NeighborsIndex is not fitted yet; call fit(X) first")
+
+    def _check_current(self):
+        """Fitted, and the metric still holds the fit the indexed rows were encoded by."""
+        self._check_fitted()
+        self.metric_._check_same_fit(self._fit_state, "NeighborsIndex")
 
     def _drop_caches(self):
         self._c_rows = None
@@ -420,7 +426,7 @@ class NeighborsIndex:
         ``fit`` only): the rows are encoded with the fitted Plan.  Each new row descends
         to a leaf, widening the bounds on its way; a tree whose depth exceeds twice the
         balanced depth (and the depth of its last full build) is rebuilt (Witten & Frank)."""
-        self._check_fitted()
+        self._check_current()
         unseen = [dict(d) for d in self._unseen]
         new = self.metric_.encode(X, unseen, "X")
         if new.n == 0:
@@ -496,7 +502,7 @@ class NeighborsIndex:
         Returns ``(distances, indices)`` ``[n_q, k]``, or only the indices when
         ``return_distance=False``; ``exclude_self`` skips row ``i`` for query row ``i``
         (with ``Q=None``)."""
-        self._check_fitted()
+        self._check_current()
         rows = self._query_rows(Q, exclude_self)
         k = _check_k(k, self._rows.n - (1 if exclude_self else 0))
         d, i = self._knn(rows, k, bool(exclude_self), effective_n_jobs(n_jobs))
@@ -522,7 +528,7 @@ class NeighborsIndex:
         """Indexed rows within true distance ``r`` (inclusive) of each row of ``Q``,
         sorted by (distance, index).  Returns object arrays of arrays (distances and
         indices), like scikit-learn, or only the indices."""
-        self._check_fitted()
+        self._check_current()
         r = _check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
         rows = self._query_rows(Q, exclude_self)
         threads = effective_n_jobs(n_jobs)

@@ -240,6 +240,7 @@ class _ClusterBase(*_BASES):
             rows = metric.train_
             cont, nom = metric.schema_.encode(X)
         self.metric_ = metric
+        self._fit_state = metric._fitted()
         self._pandas_out = _is_pandas_frame(X)
         self.n_features_in_ = metric.n_features_in_
         return _Data(metric, rows, cont, nom, effective_n_jobs(self.n_jobs))
@@ -270,6 +271,7 @@ class _ClusterBase(*_BASES):
 
     def _query_rows(self, X):
         self._check_fitted()
+        self.metric_._check_same_fit(self._fit_state, type(self).__name__)
         self._check_X(X, reset=False)
         return self.metric_.encode(X, what="X")
 

@@ -191,16 +191,19 @@ class Metric:
         new = dict(self.params)
         new.update(params)
         Metric.__init__(self, name, **new)
+        self._forget_fit()
+        return self
+
+    def _forget_fit(self):
+        """Drop everything a previous ``fit`` learned: the fitted state and every public
+        attribute ending in ``_`` (statistics, classes, estimators)."""
         for attr in [a for a in vars(self) if a.endswith("_") and not a.startswith("_")]:
             delattr(self, attr)
-        return self
+        self.__dict__.pop("_fit", None)
 
     def __repr__(self):
         args = ", ".join("%s=%r" % kv for kv in self.params.items())
         return "Metric(%r%s)" % (self.name, ", " + args if args else "")
-
-    def __getstate__(self):
-        return dict(self.__dict__)
 
     def _param(self, key):
         if key in self.params:
@@ -262,6 +265,9 @@ class Metric:
                 check(self)
             except (TypeError, ValueError) as exc:
                 raise type(exc)("metric %r: %s" % (self.name, exc)) from None
+        # what the previous fit learned goes first: a fit that fails leaves the metric
+        # unfitted, never a mixture of two fits
+        self._forget_fit()
         schema = Schema(self._param("nominal")).fit(X)
         cont, nom = schema.encode(X)
         n = cont.shape[0]
@@ -302,7 +308,6 @@ class Metric:
         plan = Plan(components, weights, p, agg == "mean", cont_pos, nom_pos,
                     names=schema.names_)
         self.schema_ = schema
-        self.plan_ = plan
         self.n_features_in_ = schema.n_features_in_
         self.feature_names_in_ = np.array(schema.names_, dtype=object)
         self.kinds_ = list(schema.kinds_)
@@ -310,10 +315,34 @@ class Metric:
         if classes is not None:
             self.classes_ = np.array(classes, dtype=object) if any(
                 isinstance(c, str) for c in classes) else np.array(classes)
-        self._y = ycodes
-        self.train_ = plan.encode(cont, nom)
         self.n_train_ = n
+        self._fit = FitState(plan, plan.encode(cont, nom), ycodes)
         return self
+
+    # the fitted state, read through one object that each fit replaces whole
+    plan_ = property(lambda self: self._fitted().plan, doc="The fitted Plan.")
+    train_ = property(lambda self: self._fitted().train,
+                      doc="The training rows encoded by the fitted Plan.")
+    _y = property(lambda self: self._fitted().y)
+
+    def _fitted(self):
+        try:
+            return self.__dict__["_fit"]
+        except KeyError:
+            raise AttributeError("this %s metric is not fitted" % self.name) from None
+
+    def _ctrain(self):
+        """The training rows as the kernels read them."""
+        return self._fitted().crows()
+
+    def _check_same_fit(self, state, owner):
+        """Refuse to serve ``owner`` (an index or estimator built on this metric when
+        its fitted state was ``state``) after the metric was re-fitted or reset."""
+        if self.__dict__.get("_fit") is not state:
+            raise ValueError("the metric of this %s was re-fitted (or its parameters were "
+                             "set) after the %s was fitted, so its rows and the metric's "
+                             "statistics no longer belong together; call fit again"
+                             % (owner, owner))
 
     def _continuous_component(self, j, name, x, policy, norm, trim, y, C):
         kind = self.info.continuous
@@ -460,20 +489,19 @@ class Metric:
         p = 2 plans only; falls back to direct when not applicable) or "auto"."""
         from . import _gemm
         from ._kernels import CRows, knn
+        state = self._fitted()
         if R is None:
-            R, cR = self.train_, self._ctrain()
+            R, cR = state.train, state.crows()
         cQ = CRows(rows)
         if method == "gemm" or (method == "auto" and
                                 rows.n * R.n >= self._GEMM_MIN_PAIRS and rows.n >= 16):
-            cache = None
-            if R is self.train_:
-                cache = self.__dict__.setdefault("_gemm_cache", {})
-            res = _gemm.knn(self.plan_, rows, R, cQ, cR, k, threads, exclude_self, cache=cache)
+            cache = state.gemm_cache if R is state.train else None
+            res = _gemm.knn(state.plan, rows, R, cQ, cR, k, threads, exclude_self, cache=cache)
             if res is not None:
                 return res
         elif method not in ("auto", "direct"):
             raise ValueError("method must be 'auto', 'direct' or 'gemm', got %r" % (method,))
-        return knn(self.plan_.cplan, cQ, cR, k, threads, exclude_self=exclude_self)
+        return knn(state.plan.cplan, cQ, cR, k, threads, exclude_self=exclude_self)
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
                          n_jobs=None):
@@ -486,27 +514,14 @@ class Metric:
             raise ValueError("exclude_self=True needs the training rows as queries")
         from ._kernels import CRows, radius
         threads = effective_n_jobs(n_jobs)
-        dl, il = radius(self.plan_.cplan, CRows(rows), self._ctrain(), r, threads,
+        state = self._fitted()
+        dl, il = radius(state.plan.cplan, CRows(rows), state.crows(), r, threads,
                         bool(exclude_self))
         D = np.empty(len(dl), dtype=object)
         I = np.empty(len(il), dtype=object)
         D[:] = dl
         I[:] = il
         return (D, I) if return_distance else I
-
-    def _ctrain(self):
-        c = getattr(self, "_ctrain_cache", None)
-        if c is None:
-            from ._kernels import CRows
-            c = CRows(self.train_)
-            self._ctrain_cache = c
-        return c
-
-    def __getstate__(self):
-        st = dict(self.__dict__)
-        st.pop("_ctrain_cache", None)
-        st.pop("_gemm_cache", None)
-        return st
 
     def value_distances(self, attribute):
         """The learned value x value table ``d_a(v, w)`` of a nominal attribute.
@@ -603,6 +618,35 @@ class Explanation:
         import pandas as pd
         return pd.DataFrame({"term": self.terms, "skipped": self.skipped},
                             index=pd.Index(self.columns, name="column"))
+
+
+class FitState:
+    """What one :meth:`Metric.fit` produced that queries read: the Plan, the encoded
+    training rows, their class codes, and what is derived from those rows on first use
+    (the kernels' view of them, the matrix-product filter's embedding).
+
+    ``fit`` builds a new object and replaces the old one whole; ``set_params`` drops it.
+    A cache therefore never outlives the rows it was derived from, and an index or
+    estimator holding a reference can tell whether the metric was re-fitted under it
+    (:meth:`Metric._check_same_fit`)."""
+
+    def __init__(self, plan, train, y):
+        self.plan, self.train, self.y = plan, train, y
+        self._crows = None
+        self.gemm_cache = {}
+
+    def crows(self):
+        """The training rows as the kernels read them (built once)."""
+        if self._crows is None:
+            from ._kernels import CRows
+            self._crows = CRows(self.train)
+        return self._crows
+
+    def __getstate__(self):
+        return {"plan": self.plan, "train": self.train, "y": self.y}
+
+    def __setstate__(self, st):
+        self.__init__(st["plan"], st["train"], st["y"])
 
 
 def _check_k(k, n):
