@@ -10,7 +10,7 @@ def config():
     import numpy as np
     from . import __version__
     from ._kernels import openmp_enabled, omp_max_threads
-    from ._threads import available_cpus, effective_n_jobs
+    from ._threads import available_cpus, effective_n_jobs, forked
     import sysconfig
     return {
         "hdist": __version__,
@@ -23,6 +23,7 @@ def config():
         "omp_max_threads": omp_max_threads(),
         "available_cpus": available_cpus(),
         "threads_used": effective_n_jobs(None),
+        "forked": forked(),
     }
 
 
