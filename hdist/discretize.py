@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import math
 import numbers
+from fractions import Fraction
 
 import numpy as np
 
@@ -203,11 +204,19 @@ class Discretizer:
 class EqualWidth(Discretizer):
     """``n_bins`` intervals of equal width (Wilson & Martinez's DVDM/IVDM bins).
 
-    The cut points are ``lo + (hi - lo) * k / n_bins`` for ``k = 1 .. n_bins - 1``, where
+    A value's bin is ``floor((x - lo) / w)`` with ``w = (hi - lo) / n_bins`` (Wilson &
+    Martinez 1997, eq. 18, numbered from 0), the maximum ``hi`` in the last bin, where
     ``[lo, hi]`` is the range of the observed values, or with ``trim > 0`` the range between
     their ``trim`` and ``1 - trim`` quantiles (numpy's linear interpolation), so that a few
-    outliers do not stretch the bins.  A zero width gives one bin.  Training bins may be
-    empty.
+    outliers do not stretch the bins; values outside ``[lo, hi]`` go to the end bins.  A
+    zero width gives one bin.  Training bins may be empty.
+
+    Membership is decided exactly, as by hand: ``x`` is in bin ``k`` or above when
+    ``n_bins · (x - lo) >= k · (hi - lo)`` in rational arithmetic on the decimals the
+    floats stand for (their shortest round-trip representation, ``repr``), so a price grid
+    bins as written: with ``lo = 0``, ``hi = 5.4`` and 5 bins, 3.24 starts bin 3 although
+    ``5.4 * 3 / 5`` rounds above 3.24.  ``bin_edges_`` holds, for each ``k``, the smallest
+    float in bin ``k`` or above, so ``#{edges <= x}`` is that exact bin.
 
     Parameters
     ----------
@@ -231,8 +240,31 @@ class EqualWidth(Discretizer):
             lo, hi = float(x.min()), float(x.max())
         if not hi > lo:
             return np.zeros(0)
-        k = np.arange(1, self.n_bins, dtype=np.float64)
-        return np.unique(lo + (hi - lo) * k / self.n_bins)
+        return np.unique(_exact_cuts(lo, hi, self.n_bins))
+
+
+def _decimal(v):
+    """The number a float stands for as written: its shortest round-trip decimal."""
+    return Fraction(repr(float(v)))
+
+
+def _exact_cuts(lo, hi, n):
+    """For ``k = 1 .. n - 1``, the smallest float ``x`` with ``n (x - lo) >= k (hi - lo)``,
+    all three read as the decimals they stand for (:func:`_decimal`; exact rational
+    arithmetic).  Reading a float as its shortest decimal is increasing in the float, so
+    the floats of bin ``k`` and above are exactly those ``>=`` the k-th cut."""
+    L = _decimal(lo)
+    w = (_decimal(hi) - L) / n
+    cuts = []
+    for k in range(1, n):
+        c = L + w * k
+        x = float(c)                    # correctly rounded: within one step of the answer
+        while _decimal(x) < c:
+            x = math.nextafter(x, math.inf)
+        while _decimal(math.nextafter(x, -math.inf)) >= c:
+            x = math.nextafter(x, -math.inf)
+        cuts.append(x)
+    return cuts
 
 
 class EqualFrequency(Discretizer):

@@ -23,6 +23,7 @@ package and written down here:
 from __future__ import annotations
 
 import math
+from fractions import Fraction
 
 import numpy as np
 
@@ -60,7 +61,15 @@ def equal_width_cuts(xs, n_bins, trim=0.0):
         lo, hi = x[0], x[-1]
     if not hi > lo:
         return []
-    return sorted(set(lo + (hi - lo) * k / n_bins for k in range(1, n_bins)))
+    # Wilson & Martinez, eq. 18: bin(x) = floor((x - lo) / w), w = (hi - lo) / n, the
+    # maximum in the last bin, computed by hand: exact cut points on the decimals written
+    lo, hi = decimal(lo), decimal(hi)
+    return [lo + (hi - lo) * k / n_bins for k in range(1, n_bins)]
+
+
+def decimal(v):
+    """The number a float stands for as written: its shortest round-trip decimal."""
+    return Fraction(repr(float(v)))
 
 
 def equal_frequency_cuts(xs, n_bins):
@@ -73,7 +82,7 @@ def bin_of(cuts, v):
     """Bin number of ``v`` (None when missing)."""
     if is_missing(v):
         return None
-    return sum(1 for c in cuts if c <= v)
+    return sum(1 for c in cuts if c <= (decimal(v) if isinstance(c, Fraction) else v))
 
 
 def entropy_bits(counts):

@@ -29,6 +29,18 @@ def as_list(x):
     return [None if np.isnan(v) else float(v) for v in x]
 
 
+def assert_bins_match(d, xl, cuts):
+    """``d`` bins every training value, and the floats at and next to every exact cut
+    point, as the reference's exact rule does."""
+    assert d.n_bins_ == len(cuts) + 1
+    probes = [v for v in xl if v is not None]
+    for c in cuts:
+        f = float(c)
+        probes += [np.nextafter(f, -np.inf), f, np.nextafter(f, np.inf)]
+    got = d.codes(np.array(probes, dtype=np.float64))
+    assert got.tolist() == [ref.bin_of(cuts, v) for v in probes]
+
+
 @pytest.mark.parametrize("seed", range(12))
 @pytest.mark.parametrize("ties", [False, True])
 def test_random_columns_match_reference(seed, ties):
@@ -37,7 +49,7 @@ def test_random_columns_match_reference(seed, ties):
     for n_bins in (1, 2, 5, 10):
         for trim in (0.0, 0.1):
             d = EqualWidth(n_bins, trim).fit(x)
-            assert d.bin_edges_.tolist() == ref.equal_width_cuts(xl, n_bins, trim)
+            assert_bins_match(d, xl, ref.equal_width_cuts(xl, n_bins, trim))
         d = EqualFrequency(n_bins).fit(x)
         np.testing.assert_allclose(d.bin_edges_, ref.equal_frequency_cuts(xl, n_bins),
                                    rtol=1e-13, atol=0)
@@ -69,7 +81,7 @@ def test_real_data_match_reference(name):
     for col in df.columns:
         xl = [None if v != v else float(v) for v in df[col]]
         assert MDLP().fit(df[col], y).bin_edges_.tolist() == ref.mdlp_cuts(xl, codes)
-        assert EqualWidth(7).fit(df[col]).bin_edges_.tolist() == ref.equal_width_cuts(xl, 7)
+        assert_bins_match(EqualWidth(7).fit(df[col]), xl, ref.equal_width_cuts(xl, 7))
         np.testing.assert_allclose(EqualFrequency(10).fit(df[col]).bin_edges_,
                                    ref.equal_frequency_cuts(xl, 10), rtol=1e-13)
 
@@ -162,3 +174,64 @@ def test_params_repr_pickle_and_spec_spellings():
     assert isinstance(dz.equal_width(4), EqualWidth) and dz.equal_width(4, 0.1).trim == 0.1
     assert dz.equal_frequency(7).n_bins == 7
     assert isinstance(dz.mdlp(), MDLP) and MDLP.supervised and not EqualWidth.supervised
+
+
+# -- equal-width bins as Wilson & Martinez define them (eq. 18), decided exactly ------
+
+def decimal_grid(seed, n=200):
+    """Columns as people write them: prices in cents, ages, counts, one-decimal
+    measurements, with the range ends on the grid and many values on cut points."""
+    rng = np.random.default_rng(seed)
+    step = [0.01, 1.0, 0.1, 0.05, 0.001][seed % 5]
+    lo = int(rng.integers(-500, 500))
+    width = int(rng.integers(1, 2000))
+    ints = np.concatenate([[lo, lo + width], rng.integers(lo, lo + width + 1, n - 2)])
+    return [round(float(i) * step, 6) for i in ints]
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_equal_width_bins_decimal_grids_as_by_hand(seed):
+    xl = decimal_grid(seed)
+    for n_bins in (2, 3, 5, 7, 10):
+        cuts = ref.equal_width_cuts(xl, n_bins)
+        d = EqualWidth(n_bins).fit(np.array(xl))
+        assert_bins_match(d, xl, cuts)
+        # every value on the grid between the ends, cut points included
+        lo, hi = min(xl), max(xl)
+        step = [0.01, 1.0, 0.1, 0.05, 0.001][seed % 5]
+        k = np.arange(round(lo / step), round(hi / step) + 1)
+        grid = [round(float(i) * step, 6) for i in k[:: max(1, len(k) // 3000)]]
+        got = d.codes(np.array(grid))
+        assert got.tolist() == [ref.bin_of(cuts, v) for v in grid]
+        assert got[-1] == n_bins - 1 and got[0] == 0    # the maximum is in the last bin
+
+
+def test_equal_width_value_on_a_cut_goes_up():
+    # 5.4 * 3 / 5 rounds above 3.24 in floating point; by hand 3.24 starts bin 3
+    d = EqualWidth(5).fit([0.0, 5.4, 1.0])
+    assert d.codes([3.24, 1.08, 2.16, 4.32, 5.4]).tolist() == [3, 1, 2, 4, 4]
+    assert d.codes([np.nextafter(3.24, 0), 0.0, -1.0, 99.0]).tolist() == [2, 0, 0, 4]
+    # the cut points are the smallest floats of each bin
+    assert d.bin_edges_.tolist() == [1.08, 2.16, 3.24, 4.32]
+    # prices in cents, a trimmed range
+    d = EqualWidth(4, trim=0.25).fit([0.1, 0.3, 0.5, 0.7, 0.9])
+    lo, hi = np.quantile([0.1, 0.3, 0.5, 0.7, 0.9], [0.25, 0.75])
+    assert (lo, hi) == (0.3, 0.7)
+    assert d.codes([0.4, 0.5, 0.6, 0.7]).tolist() == [1, 2, 3, 3]
+
+
+def test_dvdm_and_ivdm_bin_decimal_cut_values_as_by_hand():
+    from hdist._posteriors import DiscretizedPosterior, InterpolatedPosterior
+    x = np.array([0.0, 1.0, 3.24, 3.3, 5.4, 2.0, 4.5, 0.5])
+    y = np.array([0, 0, 1, 1, 1, 0, 1, 0])
+    dv = DiscretizedPosterior(5).fit(x, y, 2)
+    # bins of width 1.08: 3.24 and 3.3 share bin 3, bin 2 = [2.16, 3.24) is empty
+    assert dv.bin_counts_[3].tolist() == [0.0, 2.0]
+    assert dv.bin_counts_[2].tolist() == [0.0, 0.0]
+    np.testing.assert_array_equal(dv.transform([3.24])[0], [0.0, 1.0])
+    iv = InterpolatedPosterior(5).fit(x, y, 2)
+    np.testing.assert_array_equal(iv.bin_probabilities_[3], [0.0, 1.0])
+    import hdist
+    X = x.reshape(-1, 1)
+    m = hdist.Metric("dvdm", n_bins=5).fit(X, y)
+    assert m.pairwise([[3.24]], [[3.3]])[0, 0] == 0.0
