@@ -103,6 +103,9 @@ def binned_continuous(cont, n_bins):
         return hit[2]
     out = []
     for c in range(cont.shape[1]):
+        if np.isnan(cont[:, c]).all():     # no observed value: every row missing, no level
+            out.append((np.full(cont.shape[0], -1, dtype=np.int64), 0))
+            continue
         disc = EqualFrequency(n_bins).fit(cont[:, c])
         out.append((disc.codes(cont[:, c]), disc.n_bins_))
     _BINNED.entry = (cont, n_bins, out)

@@ -274,7 +274,9 @@ class Schema:
         self.nominal = nominal
 
     # -- fit ---------------------------------------------------------------
-    def fit(self, X):
+    def fit(self, X, allow_empty=False):
+        """Learn kinds and categories.  A column with no observed value is an error
+        unless ``allow_empty`` (then it has no category and no observed value)."""
         names, cols, by_name = to_columns(X)
         n = None
         for c in cols:
@@ -298,7 +300,7 @@ class Schema:
             if i in nominal_set:
                 self.kinds_.append(NOMINAL)
                 cats, index = self._learn_categories(c)
-                if not cats:
+                if not cats and not allow_empty:
                     raise ValueError("column %r has no observed value in the training data"
                                      % c.name)
                 self.categories_.append(cats)
@@ -308,7 +310,7 @@ class Schema:
                 vals = c.values if c.hint in ("numeric", "ordered") else \
                     _object_to_float(c.values, c.name)
                 _check_finite(vals, c.name)
-                if np.isnan(vals).all():
+                if np.isnan(vals).all() and not allow_empty:
                     raise ValueError("column %r has no observed value in the training data"
                                      % c.name)
                 self.categories_.append(c.ordered_categories)

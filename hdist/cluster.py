@@ -37,6 +37,7 @@ References
 from __future__ import annotations
 
 import inspect
+import math
 import numbers
 
 import numpy as np
@@ -565,7 +566,11 @@ class KModes(_CenterBase):
     Every column is nominal unless the metric says otherwise (a metric given by name gets
     ``nominal="all"`` and ``p = 1``, so the distance is ``Σ_a d_a``: the number of
     mismatches for ``"smd"``, the sum of the value tables for ``"add"`` and ``"hds"`` as
-    in Zhao, Liu & Wang's experiments); a continuous column is an error.
+    in Zhao, Liu & Wang's experiments); a continuous column is an error (``ValueError``
+    naming it).  A column is continuous when the metric says so, or, unless the columns
+    are declared nominal (``metric_params={"nominal": ...}`` or a Metric's ``nominal``),
+    when it holds a number with a fractional part: integer-valued numbers (``1``, ``2.0``)
+    are read as category codes, measurements (``1.25``) are refused.
     """
 
     _default_metric = "smd"
@@ -576,9 +581,24 @@ class KModes(_CenterBase):
     def _check_data(self, data):
         schema = data.metric.schema_
         cont = schema.continuous_names
+        if not cont and not self._nominal_declared():
+            cont = [nm for nm, cats in zip(schema.names_, schema.categories_)
+                    if any(_fractional(v) for v in cats)]
         if cont:
             raise ValueError("KModes clusters nominal data, but column %r is continuous; "
                              "declare it nominal or use KPrototypes" % cont[0])
+
+    def _nominal_declared(self):
+        if isinstance(self.metric, Metric):
+            return "nominal" in self.metric.params
+        return "nominal" in (self.metric_params or {})
+
+
+def _fractional(v):
+    """True for a real number (not a bool) with a fractional part."""
+    if isinstance(v, (bool, np.bool_)) or not isinstance(v, numbers.Real):
+        return False
+    return math.isfinite(float(v)) and float(v) != math.floor(float(v))
 
 
 class KPrototypes(_CenterBase):

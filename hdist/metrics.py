@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -145,12 +146,18 @@ class Metric:
         Attribute weights ``w_a`` (default 1).  ``"mi"``: mutual information with the
         class (docs/metrics.md, section 2).
     normalization : {"range", "trimmed_range", "4std", "mean_diff", "none"}
-        The factor ``δ_a`` of continuous attributes (docs/metrics.md, section 3); ``trim`` for the trimmed
-        range (default 0.05).
+        The factor ``δ_a`` of continuous attributes (docs/metrics.md, section 3); ``trim``
+        for the trimmed range (default 0.05).  A column constant in training (one observed
+        value) has ``δ = inf``: observed values compare as equal, as Weka's normalization
+        makes them, so Gower's coefficient stays in [0, 1]; a missing value still counts
+        1 (``"max"`` acts as ``"one"`` there).  With ``"none"``, ``δ = 1``.
     vdm : {"N1", "N2", "N3"}
         VDM normalization of nominal attributes (VDM presets).
     missing : {"one", "max", "ignore", "symbol"} or dict kind -> policy
-        Missing-value policy (docs/metrics.md, section 6), e.g. ``{"continuous": "max", "nominal": "symbol"}``.
+        Missing-value policy (docs/metrics.md, section 6), e.g. ``{"continuous": "max",
+        "nominal": "symbol"}``.  A column with no observed training value is fitted with a
+        warning under "one" and "ignore" (every training row is missing there) and refused
+        under "max" and "symbol".
     unseen : {"zero", "prior"}
         Class probabilities of nominal values not seen in ``fit`` (VDM presets).
     aggregate : {"sum", "mean"}
@@ -268,11 +275,12 @@ class Metric:
         # what the previous fit learned goes first: a fit that fails leaves the metric
         # unfitted, never a mixture of two fits
         self._forget_fit()
-        schema = Schema(self._param("nominal")).fit(X)
+        schema = Schema(self._param("nominal")).fit(X, allow_empty=True)
         cont, nom = schema.encode(X)
         n = cont.shape[0]
         if n < 2:
             raise ValueError("X has %d row(s); at least 2 training rows are needed" % n)
+        _check_empty_columns(schema, cont, nom, pol_c, pol_n)
         needs_y = info.needs_y or _is_mi(self._param("weights")) or \
             _CONT_EXTRA.get(info.continuous, (None, False))[1]
         ycodes = classes = None
@@ -353,9 +361,23 @@ class Metric:
         if policy == SYMBOL:
             policy = ONE
         present = x[~np.isnan(x)]
+        if present.size == 0:
+            # no observed training value (allowed under "one" / "ignore"): every training
+            # row is missing there, and observed query values compare as equal (no spread)
+            if kind == "diff":
+                self.delta_[name] = math.inf
+            return DiffComponent(j, math.inf, 0.0, 0.0, policy)
         lo, hi = float(present.min()), float(present.max())
         if kind == "diff":
             delta = est.normalization_delta(x, norm, trim)
+            if hi == lo and norm != "none":
+                # a column constant in training has no spread to normalize by: observed
+                # values compare as equal (Weka's normalization maps them all to 0), so
+                # range-normalized metrics stay within their bounds (Gower's in [0, 1]);
+                # a missing value still counts 1 ("max" has no largest difference here)
+                delta = math.inf
+                if policy == MAX:
+                    policy = ONE
             self.delta_[name] = delta
             return DiffComponent(j, delta, lo, hi, policy)
         factory = _CONT_EXTRA[kind][0]
@@ -647,6 +669,30 @@ class FitState:
 
     def __setstate__(self, st):
         self.__init__(st["plan"], st["train"], st["y"])
+
+
+def _check_empty_columns(schema, cont, nom, pol_c, pol_n):
+    """A column with no observed training value (a cross-validation fold can lose a rare
+    column) is fitted with a warning under the "one" and "ignore" policies, where every
+    comparison with a missing value is defined without training statistics; any other
+    policy needs them, and the column is refused."""
+    ic = inom = 0
+    for name, kind in zip(schema.names_, schema.kinds_):
+        if kind == CONTINUOUS:
+            empty, policy = bool(np.isnan(cont[:, ic]).all()), pol_c
+            ic += 1
+        else:
+            empty, policy = bool((nom[:, inom] < 0).all()), pol_n
+            inom += 1
+        if not empty:
+            continue
+        if policy not in (ONE, IGNORE) and not (policy == SYMBOL and kind == CONTINUOUS):
+            raise ValueError("column %r has no observed value in the training data; with "
+                             "missing=%r it cannot be fitted (use missing 'one' or "
+                             "'ignore' for it, or drop the column)" % (name, policy))
+        warnings.warn("column %r has no observed value in the training data: every "
+                      "training row is missing there (missing=%r)" % (name, policy),
+                      UserWarning, stacklevel=3)
 
 
 def _check_k(k, n):

@@ -224,6 +224,8 @@ class Reference:
                 x = observed(col)
                 self.lo[a], self.hi[a] = min(x), max(x)
                 self.delta[a] = normalization_factor(col, self.normalization, self.trim)
+                if min(x) == max(x) and self.normalization != "none":
+                    self.delta[a] = math.inf   # constant: observed values compare equal
             else:
                 values = [self._nominal_value(a, v) for v in col]
                 self.seen[a] = set(v for v in values if v is not None)
@@ -293,7 +295,7 @@ class Reference:
             return abs(float(x) - float(y)) / delta
         if policy == "ignore":
             return None
-        if policy == "max":
+        if policy == "max" and not math.isinf(delta):   # constant column: as "one"
             lo, hi = self.lo[a], self.hi[a]
             if xm and ym:
                 return (hi - lo) / delta

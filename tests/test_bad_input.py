@@ -7,7 +7,8 @@ documented floating-point rules of :class:`hdist._plan.Plan`) gives a meaning to
 the exact result expected:
 
 - read-only, memory-mapped, Fortran-ordered and strided inputs work and change nothing;
-- a constant column has ``δ = 1`` (SPEC §3);
+- a constant column has ``δ = inf`` (observed values compare as equal; ``δ = 1`` without
+  normalization);
 - a query whose values are all missing is at the distance the missing policy defines
   (SPEC §4): every component 1 under ``"one"``, the "as if every component were 1" rule
   under ``"ignore"``, the largest possible difference under ``"max"``;
@@ -151,9 +152,11 @@ REFUSED = [
      "column 'a' holds an infinite value"),
     ("fit-minus-inf-numpy", lambda: fitted(X=np.array([[1.0, -np.inf], [2.0, 3.0]])),
      ValueError, "column '1' holds an infinite value"),
-    ("fit-all-missing", lambda: fitted(X=_with(DF, c=[np.nan] * N)), ValueError,
-     "column 'c' has no observed value"),
-    ("fit-all-missing-nominal", lambda: fitted(X=_with(DF, b=[None] * N), nominal=["b"]),
+    # (under "one" and "ignore" such a column is fitted with a warning)
+    ("fit-all-missing", lambda: fitted(X=_with(DF, c=[np.nan] * N), missing="max"),
+     ValueError, "column 'c' has no observed value"),
+    ("fit-all-missing-nominal", lambda: fitted(X=_with(DF, b=[None] * N), nominal=["b"],
+                                               missing="symbol"),
      ValueError, "column 'b' has no observed value"),
     ("fit-duplicated-names", lambda: fitted(X=DF.rename(columns={"c": "a"})), ValueError,
      "duplicated column names"),
@@ -445,14 +448,16 @@ def _constant_column():
     X = _with(DF, c=[7.0] * N)
     for norm in ("range", "trimmed_range", "4std", "mean_diff", "none"):
         m = fitted(X=X, normalization=norm)
-        assert m.delta_["c"] == 1.0
+        assert m.delta_["c"] == (1.0 if norm == "none" else math.inf)
         # the constant column adds nothing: the distances of the other columns remain
         np.testing.assert_array_equal(m.pairwise(X), fitted(X=X[["a", "b"]],
                                                             normalization=norm).pairwise(
             X[["a", "b"]]))
-    q = _with(DF.iloc[:1], c=[9.5])     # a query off the constant: |9.5 - 7| / 1
+    q = _with(DF.iloc[:1], c=[9.5])     # a query off the constant compares as equal ...
     d = fitted(X=X, p=1.0).pairwise(q, X.iloc[:1])
-    assert d[0, 0] == 2.5
+    assert d[0, 0] == 0.0
+    d = fitted(X=X, p=1.0, normalization="none").pairwise(q, X.iloc[:1])
+    assert d[0, 0] == 2.5               # ... except without normalization: |9.5 - 7|
 
 
 def _many_values():

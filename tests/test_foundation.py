@@ -587,9 +587,9 @@ def test_parameters_rejected_by_name():
         Metric("hvdm").fit(X)
     with pytest.raises(ValueError, match="missing label"):
         Metric("hvdm").fit(X, [0, None, 1])
-    with pytest.raises(ValueError, match="'b'"):
-        Metric("heom").fit(pd.DataFrame({"a": [1.0, 2.0], "b": [None, None]},
-                                        dtype=object).astype({"a": float}))
+    with pytest.raises(ValueError, match="'b'"):   # no observed value, under "max"
+        Metric("heom", missing="max").fit(pd.DataFrame({"a": [1.0, 2.0], "b": [None, None]},
+                                                       dtype=object).astype({"a": float}))
     with pytest.raises(ValueError, match="missing"):
         Metric("heom", missing="sometimes").fit(X)
     with pytest.raises(ValueError, match="normalization"):
