@@ -6,9 +6,7 @@ Gower and more, computed by OpenMP kernels over a compact fitted Plan.
 from ._version import __version__
 from .metrics import METRICS, Explanation, Metric, get_metric
 from ._config import show_config
-from . import _cooccurrence  # noqa: F401  (registers hds, add, smd)
 from . import discretize
-from . import _posteriors  # noqa: F401  (registers dvdm, ivdm, gvdm, lvdm, pvdm)
 from ._info import entropy, mutual_information
 from ._index import NeighborsIndex
 

@@ -8,7 +8,7 @@ import sys
 def config():
     """Dict of version, compiler, OpenMP and thread facts."""
     import numpy as np
-    from . import __version__
+    from ._version import __version__
     from ._kernels import openmp_enabled, omp_max_threads
     from ._threads import available_cpus, effective_n_jobs, forked
     import sysconfig

@@ -48,27 +48,9 @@ import numpy as np
 from ._plan import TableComponent
 from ._schema import CONTINUOUS
 from .discretize import MAX_BINS, EqualFrequency
-from .metrics import _DIFF, _NOM_EXTRA, PARAM_CHECKS, _preset
 
 #: largest number of doubles in one block of pairwise differences (``rows x V x L``)
 BLOCK_BUDGET = 1 << 20
-
-_DOC_HDS = ("Hellinger distance similarity (Zhao, Liu & Wang 2016): range-normalized "
-            "differences and, for nominal values, the sum over the other attributes of the "
-            "Hellinger distance between their conditional distributions.")
-_DOC_ADD = ("Ahmad & Dey's distance (2007): range-normalized differences and, for nominal "
-            "values, the sum over the other attributes of the total variation distance "
-            "between their conditional distributions.")
-_DOC_SMD = ("Simple matching distance (Huang 1998): the number of nominal attributes whose "
-            "values differ (nominal columns only).")
-
-_COOC = {"average", "n_bins"}
-_preset("hds", "diff", "hds", False, _DOC_HDS, _DIFF | _COOC | {"p"}, p=2.0,
-        normalization="range", average=True, n_bins=10)
-_preset("add", "diff", "add", False, _DOC_ADD, _DIFF | _COOC | {"p"}, p=2.0,
-        normalization="range", average=True, n_bins=10)
-_preset("smd", None, "overlap", False, _DOC_SMD, {"p"}, p=1.0)
-
 
 def check_params(average, n_bins):
     """Validate the co-occurrence parameters; returns ``(average, n_bins)``."""
@@ -87,7 +69,8 @@ def _check_metric(metric):
     check_params(metric._param("average"), metric._param("n_bins"))
 
 
-PARAM_CHECKS["hds"] = PARAM_CHECKS["add"] = _check_metric
+#: nominal kind of hdist._presets.TABLE -> parameter check
+CHECKS = {"hds": _check_metric, "add": _check_metric}
 
 
 #: the binned continuous block of the fit in progress (per thread): Metric.fit asks for
@@ -205,5 +188,5 @@ def _factory(kind):
     return factory
 
 
-_NOM_EXTRA["hds"] = _factory("hds")
-_NOM_EXTRA["add"] = _factory("add")
+#: nominal kind of hdist._presets.TABLE -> component factory
+FACTORIES = {"hds": _factory("hds"), "add": _factory("add")}

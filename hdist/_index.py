@@ -122,14 +122,10 @@ def _embed_bound(comp):
         # rows of (scaled) class probabilities: d(v, w) <= |P_v| + |P_w|
         norms = np.abs(P).sum(axis=1) if comp.q == 1 else np.sqrt((P * P).sum(axis=1))
         return 2.0 * float(norms.max()) if norms.size else 0.0
-    from . import _posteriors
-    if isinstance(enc, getattr(_posteriors, "_Posterior", ())):
-        # class-frequency vectors: |p - p'|_2 <= sqrt(2); |p - p'|_1 <= 2, except for the
-        # Gaussian estimator, whose grid interpolation may overshoot by its tolerance
-        if comp.q == 2:
-            return math.sqrt(2.0) * (1.0 + 1e-5)
-        if type(enc).__name__ != "GaussianPosterior":
-            return 2.0
+    bound = getattr(enc, "distance_bound", None)   # class-posterior estimators
+    if bound is not None:
+        b = bound(comp.q)
+        return None if b is None else float(b)
     return None
 
 

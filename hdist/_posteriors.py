@@ -57,7 +57,6 @@ import numbers
 
 import numpy as np
 
-from . import metrics as _metrics
 from ._plan import EmbedComponent
 from .discretize import Discretizer, EqualWidth, _as_values
 
@@ -169,6 +168,12 @@ class _Posterior:
         return out
 
     __call__ = transform
+
+    def distance_bound(self, q):
+        """An upper bound of ``||p(x) - p(y)||_q`` (the index's pruning needs one):
+        class-frequency vectors give ``sqrt(2)`` for q = 2 (widened by the Gaussian grid's
+        interpolation tolerance) and 2 for q = 1."""
+        return math.sqrt(2.0) * (1.0 + 1e-5) if q == 2 else 2.0
 
     def get_params(self, deep=True):
         return {k: getattr(self, k) for k in self._params}
@@ -377,6 +382,11 @@ class GaussianPosterior(_Posterior):
     for every distance on the grid.  The grid has O(1 / sigma) nodes, independent of n,
     so the fitting time grows as 1 / sigma (about a second per attribute at sigma = 0.01).
     """
+
+    def distance_bound(self, q):
+        """As for every posterior for q = 2; none for q = 1, where the grid interpolation
+        may overshoot 2 by its tolerance."""
+        return math.sqrt(2.0) * (1.0 + 1e-5) if q == 2 else None
 
     _params = ("sigma",)
 
@@ -667,30 +677,6 @@ class _Factory:
         return EmbedComponent(j, C, q, est, policy, nominal=False)
 
 
-_VDM_SIDE = {"vdm", "unseen", "p", "q"}
-_DOC_TAIL = (" Nominal attributes: VDM N2.  Continuous attributes: d = ||p(x) - p(y)||_q "
-             "(q = 2, or 1); a missing value gives d = 1 ('max' acts as 'one').")
-_metrics._preset("dvdm", "dvdm", "vdm", True,
-                 "Discretized VDM (Wilson & Martinez 1997): class frequencies of equal-width "
-                 "bins (n_bins, default max(5, C)) or of any hdist.discretize discretizer."
-                 + _DOC_TAIL, _VDM_SIDE | {"n_bins", "discretizer"}, p=2.0, vdm="N2", q=2,
-                 n_bins=None, discretizer=None)
-_metrics._preset("ivdm", "ivdm", "vdm", True,
-                 "Interpolated VDM (Wilson & Martinez 1997): bin frequencies interpolated "
-                 "linearly between bin midpoints (n_bins, default max(5, C))." + _DOC_TAIL,
-                 _VDM_SIDE | {"n_bins"}, p=2.0, vdm="N2", q=2, n_bins=None)
-_metrics._preset("gvdm", "gvdm", "vdm", True,
-                 "Gaussian VDM (Wieczorek, Blachnik & Duch): Gaussian-kernel posteriors with "
-                 "bandwidth sigma x range (sigma default 0.5)." + _DOC_TAIL,
-                 _VDM_SIDE | {"sigma"}, p=2.0, vdm="N2", q=2, sigma=0.5)
-_metrics._preset("lvdm", "lvdm", "vdm", True,
-                 "Local VDM (Wieczorek, Blachnik & Duch): class frequencies in a window of "
-                 "width x range around the value (width default 0.2)." + _DOC_TAIL,
-                 _VDM_SIDE | {"width"}, p=2.0, vdm="N2", q=2, width=0.2)
-_metrics._preset("pvdm", "pvdm", "vdm", True,
-                 "Parzen VDM (Wieczorek, Blachnik & Duch): mean class frequencies of sliding "
-                 "windows (width 0.4, step 0.05, times the range)." + _DOC_TAIL,
-                 _VDM_SIDE | {"width", "step"}, p=2.0, vdm="N2", q=2, width=0.4, step=0.05)
 class _Check:
     """Validate a preset's parameters before fitting (``metrics.PARAM_CHECKS``)."""
 
@@ -702,6 +688,6 @@ class _Check:
         ESTIMATORS[self.kind](metric)
 
 
-for _kind in ESTIMATORS:
-    _metrics._CONT_EXTRA[_kind] = (_Factory(_kind), True)
-    _metrics.PARAM_CHECKS[_kind] = _Check(_kind)
+#: continuous kind of hdist._presets.TABLE -> component factory / parameter check
+FACTORIES = {kind: _Factory(kind) for kind in ESTIMATORS}
+CHECKS = {kind: _Check(kind) for kind in ESTIMATORS}

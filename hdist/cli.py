@@ -599,7 +599,7 @@ def _datasets_command(args):
 
 
 def build_parser():
-    from . import __version__
+    from ._version import __version__
     p = argparse.ArgumentParser(
         prog="hdist", description="Heterogeneous distances and nearest neighbors for "
         "mixed tabular data.  Without a subcommand, runs the cross-validation table (cv).")

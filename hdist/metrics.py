@@ -1,4 +1,5 @@
-"""Heterogeneous metrics: one registry of presets, one class, one fit path.
+"""Heterogeneous metrics: one class and one fit path over the table of presets
+(:mod:`hdist._presets`).
 
 Every metric of docs/metrics.md is "learn per-attribute statistics once, then sum simple
 per-attribute terms" (Wilson & Martinez 1997, eq. 1):
@@ -19,89 +20,29 @@ from __future__ import annotations
 import math
 import numbers
 import warnings
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from . import _cooccurrence, _posteriors
 from . import _estimators as est
 from ._plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan, TableComponent,
                     IGNORE, MAX, ONE, SYMBOL)
+from ._presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
 from ._schema import CONTINUOUS, NotFittedError, Schema, encode_labels, to_columns
 from ._threads import effective_n_jobs
 
 POLICIES = (ONE, MAX, IGNORE, SYMBOL)
 
 
-@dataclass(frozen=True)
-class MetricInfo:
-    """One preset: how each kind is compared, defaults, accepted parameters."""
-    name: str
-    continuous: str | None          # "diff", a posterior estimator name, or None (refused)
-    nominal: str                    # "overlap", "vdm", "hds", "add"
-    defaults: dict
-    params: frozenset
-    needs_y: bool
-    doc: str
-    aliases: tuple = field(default_factory=tuple)
-
-
-_COMMON = {"nominal", "weights", "missing", "aggregate", "mi_discretizer"}
-_DIFF = {"normalization", "trim"}
-_VDM = {"vdm", "unseen"}
-_BASE_DEFAULTS = dict(nominal=None, weights=None, missing=ONE, aggregate="sum",
-                      mi_discretizer=None, normalization="range", trim=0.05, vdm="N2",
-                      unseen="zero", p=2.0)
-
-METRICS: dict[str, MetricInfo] = {}
-
-
-def register(info: MetricInfo):
-    """Add a preset to the registry (the single source of truth for names)."""
-    METRICS[info.name] = info
-    for a in info.aliases:
-        METRICS[a] = info
-    return info
-
-
-def _preset(name, continuous, nominal, needs_y, doc, params, aliases=(), **defaults):
-    d = dict(_BASE_DEFAULTS)
-    d.update(defaults)
-    allowed = frozenset(_COMMON | set(params))
-    d = {k: v for k, v in d.items() if k in allowed or k == "p"}
-    return register(MetricInfo(name, continuous, nominal, d, allowed, needs_y, doc,
-                               tuple(aliases)))
-
-
-_preset("heom", "diff", "overlap", False,
-        "Heterogeneous Euclidean-Overlap Metric (Wilson & Martinez 1997).",
-        _DIFF | {"p"}, p=2.0, normalization="range")
-_preset("hvdm", "diff", "vdm", True,
-        "Heterogeneous Value Difference Metric (Wilson & Martinez 1997): |x-y|/4σ and "
-        "VDM N2 on nominal attributes.",
-        _DIFF | _VDM | {"p"}, p=2.0, normalization="4std", vdm="N2")
-_preset("vdm", None, "vdm", True,
-        "Value Difference Metric (Stanfill & Waltz 1986; N1 as in Wilson & Martinez).",
-        _VDM | {"p"}, p=1.0, vdm="N1")
-_preset("minkowski", "diff", "overlap", False,
-        "Minkowski aggregation of range-normalized differences and overlap.",
-        _DIFF | {"p"}, p=2.0)
-_preset("euclidean", "diff", "overlap", False, "Minkowski with p = 2.", _DIFF, p=2.0)
-_preset("manhattan", "diff", "overlap", False, "Minkowski with p = 1.", _DIFF,
-        aliases=("cityblock",), p=1.0)
-_preset("chebyshev", "diff", "overlap", False, "Minkowski with p = inf (largest term).",
-        _DIFF, p=math.inf)
-_preset("fractional", "diff", "overlap", False,
-        "Minkowski with a fractional 0 < p < 1 (default 0.5).", _DIFF | {"p"}, p=0.5)
-_preset("gower", "diff", "overlap", False,
-        "Gower's coefficient (1971): mean of range-normalized |x-y| and overlap over the "
-        "attributes both rows have.", _DIFF | {"p"}, p=1.0, missing=IGNORE,
-        aggregate="mean")
-
-_CONT_EXTRA = {}   # continuous estimator name -> (module attribute) filled by extensions
+#: implementations of the kinds beyond "diff", "overlap" and "vdm" (hdist._presets.TABLE):
+#: continuous kind -> (factory(metric, j, name, x, policy, y, C), needs class labels)
+_CONT_EXTRA = {kind: (f, True) for kind, f in _posteriors.FACTORIES.items()}
+#: nominal kind -> factory(metric, j, name, codes, V, policy, nom, schema, cont)
+_NOM_EXTRA = dict(_cooccurrence.FACTORIES)
 #: preset name -> callable(metric) validating its own parameters; run at the start of
 #: ``fit`` so that a bad value is refused even when no column would use it
-PARAM_CHECKS = {}
-_NOM_EXTRA = {}    # nominal kind -> factory(metric, j, name, codes, V, policy, nom, schema, cont)
+PARAM_CHECKS = {**_posteriors.CHECKS, **_cooccurrence.CHECKS}
 
 
 def _check_number(name, v, lo=None, lo_open=True, allow_inf=False):

@@ -32,13 +32,15 @@ METRICS: dict[str, MetricInfo]
 PARAM_CHECKS: dict[str, Callable[[Metric], None]]
 _CONT_EXTRA: dict[str, Any]
 _NOM_EXTRA: dict[str, Any]
-_COMMON: set[str]
-_DIFF: set[str]
-_VDM: set[str]
 
-def register(info: MetricInfo) -> MetricInfo: ...
-def _preset(name: str, continuous: str | None, nominal: str, needs_y: bool, doc: str,
-            params: set[str], aliases: tuple[str, ...] = ..., **defaults: Any) -> MetricInfo: ...
+class FitState:
+    plan: Plan
+    train: Rows
+    y: npt.NDArray[Any] | None
+    gemm_cache: dict[Any, Any]
+    def __init__(self, plan: Plan, train: Rows, y: npt.NDArray[Any] | None) -> None: ...
+    def crows(self) -> Any: ...
+
 def _check_number(name: str, v: Any, lo: float | None = ..., lo_open: bool = ...,
                   allow_inf: bool = ...) -> float: ...
 def _check_k(k: Any, n: int) -> int: ...
