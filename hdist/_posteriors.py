@@ -650,14 +650,9 @@ ESTIMATORS = {
 
 
 def _store(metric, name, estimator):
-    """``metric.estimators_[name] = estimator``, starting a new dict on each ``fit`` (every
-    fit makes a new ``delta_`` dict before the components, which marks the fit)."""
-    store = metric.__dict__.get("estimators_")
-    if store is None or metric.__dict__.get("_estimators_fit") is not metric.delta_:
-        store = {}
-        metric.estimators_ = store
-        metric._estimators_fit = metric.delta_
-    store[name] = estimator
+    """``metric.estimators_[name] = estimator`` (each ``fit`` starts without the attribute:
+    it drops everything the previous fit learned)."""
+    metric.__dict__.setdefault("estimators_", {})[name] = estimator
 
 
 class _Factory:

@@ -142,6 +142,14 @@ class Metric:
         self._forget_fit()
         return self
 
+    def __setstate__(self, st):
+        st = dict(st)
+        if "_fit" not in st and "plan_" in st:     # pickled by hdist 0.1: one object now
+            st["_fit"] = FitState(st.pop("plan_"), st.pop("train_"), st.pop("_y", None))
+            for key in ("_ctrain_cache", "_gemm_cache", "_estimators_fit"):
+                st.pop(key, None)
+        self.__dict__.update(st)
+
     def _forget_fit(self):
         """Drop everything a previous ``fit`` learned: the fitted state and every public
         attribute ending in ``_`` (statistics, classes, estimators)."""
