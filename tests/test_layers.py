@@ -43,8 +43,8 @@ def imports(path):
             else:
                 for alias in node.names:
                     mod = alias.name
-                    is_mod = (PKG / (mod + ".py")).exists() or (PKG / mod).is_dir() or \
-                        any(PKG.glob(mod + ".*.so")) or (PKG / (mod + ".pyx")).exists()
+                    # a module: source, package, or compiled (.so / .pyd, any suffix)
+                    is_mod = (PKG / mod).is_dir() or any(PKG.glob(mod + ".*"))
                     deps.add(mod if is_mod else "__init__")
         elif isinstance(node, ast.Import):
             for alias in node.names:
