@@ -90,8 +90,9 @@ class Metric:
         The factor ``δ_a`` of continuous attributes (docs/metrics.md, section 3); ``trim``
         for the trimmed range (default 0.05).  A column constant in training (one observed
         value) has ``δ = inf``: observed values compare as equal, as Weka's normalization
-        makes them, so Gower's coefficient stays in [0, 1]; a missing value still counts
-        1 (``"max"`` acts as ``"one"`` there).  With ``"none"``, ``δ = 1``.
+        makes them, so such a column never takes Gower's coefficient above 1; a missing
+        value still counts 1 (``"max"`` acts as ``"one"`` there).  With ``"none"``,
+        ``δ = 1``.
     vdm : {"N1", "N2", "N3"}
         VDM normalization of nominal attributes (VDM presets).
     missing : {"one", "max", "ignore", "symbol"} or dict kind -> policy
