@@ -206,3 +206,24 @@ def test_cross_validation_survives_a_fold_without_a_rare_column():
             "nominal": ["colour", "size", "rare"]}), X, y, cv=folds, error_score="raise")
     assert len(scores) == 5 and np.isfinite(scores).all()
     assert any("'rare' has no observed value" in str(w.message) for w in caught)
+
+
+@pytest.mark.parametrize("preset", ("heom", "hvdm", "manhattan"))
+def test_constant_column_same_answer_on_every_path(preset):
+    rng = np.random.default_rng(7)
+    n = 700
+    X = pd.DataFrame({"a": rng.normal(size=n), "b": rng.integers(0, 9, n).astype(float),
+                      "c": np.full(n, 3.5), "d": rng.choice(list("pqrs"), n)})
+    y = rng.integers(0, 2, n)
+    Q = X.iloc[:400].copy()
+    Q["c"] = rng.normal(size=400) * 100            # the constant column varies in queries
+    m = hdist.Metric(preset, missing="max").fit(X, y)
+    direct = m._knn_rows(m.encode(Q), 5, False, 2, method="direct")
+    gemm = m._knn_rows(m.encode(Q), 5, False, 2, method="gemm")
+    for got in (gemm,) + tuple(hdist.NeighborsIndex(m, algorithm=a).fit().kneighbors(Q, 5)
+                               for a in ("brute", "kd_tree", "ball_tree")):
+        np.testing.assert_array_equal(got[0], direct[0])
+        np.testing.assert_array_equal(got[1], direct[1])
+    # ... and the same as without the column
+    base = hdist.Metric(preset, missing="max").fit(X.drop(columns="c"), y)
+    np.testing.assert_array_equal(direct[1], base.kneighbors(Q.drop(columns="c"), 5)[1])
