@@ -47,7 +47,8 @@ References
 - D. R. Wilson and T. R. Martinez, "Improved Heterogeneous Distance Functions", JAIR 6
   (1997) 1-34: DVDM, IVDM, VDM N2.
 - T. Wieczorek, M. Blachnik and W. Duch, "Influence of probability estimation parameters on
-  stability of accuracy in prototype rules using heterogeneous distance functions": GVDM (eq. 13-14), LVDM, PVDM (eq. 15).
+  stability of accuracy in prototype rules using heterogeneous distance functions":
+  GVDM (eq. 13-14), LVDM, PVDM (eq. 15).
 """
 from __future__ import annotations
 
