@@ -158,8 +158,18 @@ class Metric:
             delattr(self, attr)
         self.__dict__.pop("_fit", None)
 
+    def effective_params(self):
+        """Every parameter the preset accepts, with the value it uses: the ones given to
+        the constructor and the preset's defaults for the others (docs/metrics.md,
+        section 7).  ``get_params`` returns only the given ones, as scikit-learn's
+        ``clone`` expects."""
+        out = {k: self.info.defaults.get(k) for k in sorted(self.info.params)}
+        out.update(self.params)
+        return out
+
     def __repr__(self):
-        args = ", ".join("%s=%r" % kv for kv in self.params.items())
+        """The preset and every parameter's effective value (defaults included)."""
+        args = ", ".join("%s=%r" % kv for kv in self.effective_params().items())
         return "Metric(%r%s)" % (self.name, ", " + args if args else "")
 
     def _param(self, key):

@@ -227,3 +227,24 @@ def test_constant_column_same_answer_on_every_path(preset):
     # ... and the same as without the column
     base = hdist.Metric(preset, missing="max").fit(X.drop(columns="c"), y)
     np.testing.assert_array_equal(direct[1], base.kneighbors(Q.drop(columns="c"), 5)[1])
+
+
+# -- a preset's effective parameters are visible --------------------------------------------
+
+@pytest.mark.parametrize("name", sorted(set(i.name for i in hdist.METRICS.values())))
+def test_repr_lists_every_effective_parameter_and_rebuilds_the_metric(name):
+    m = hdist.Metric(name)
+    eff = m.effective_params()
+    assert set(eff) == set(m.info.params)
+    for key, value in m.info.defaults.items():
+        if key in eff:
+            assert eff[key] == value
+    assert m.get_params() == {"name": m.info.name}
+    again = eval(repr(m), {"Metric": hdist.Metric})
+    assert again.effective_params() == eff
+
+
+def test_given_parameters_override_the_defaults_in_repr():
+    m = hdist.Metric("hvdm", normalization="range")
+    assert "normalization='range'" in repr(m) and "vdm='N2'" in repr(m)
+    assert m.get_params() == {"name": "hvdm", "normalization": "range"}
