@@ -48,15 +48,98 @@ def is_missing_scalar(v) -> bool:
 
 
 class _Column:
-    """One input column: a name, a 1-D numpy array, and dtype hints."""
+    """One input column, held column-wise: a name, a kind hint, and either float64
+    ``values`` (numbers, ``NaN`` = missing) or a factorized form, int64 ``codes``
+    (``-1`` = missing) into ``labels``, an object array of the distinct raw values.
 
-    __slots__ = ("name", "values", "hint", "ordered_categories")
+    ``hint`` is "numeric", "bool", "object", "category", "ordered" or "bad:<why>".
+    ``first_order`` says the labels are listed in order of first appearance (a
+    factorization's output; a pandas ``category``'s labels follow its category order)."""
 
-    def __init__(self, name, values, hint, ordered_categories=None):
+    __slots__ = ("name", "hint", "values", "codes", "labels", "ordered_categories",
+                 "first_order")
+
+    def __init__(self, name, hint, values=None, codes=None, labels=None,
+                 ordered_categories=None, first_order=True):
         self.name = name
+        self.hint = hint
         self.values = values
-        self.hint = hint  # "numeric", "bool", "object", "category", "ordered", "bad:<why>"
+        self.codes = codes
+        self.labels = labels
         self.ordered_categories = ordered_categories
+        self.first_order = first_order
+
+    def __len__(self):
+        return len(self.values) if self.values is not None else \
+            (len(self.codes) if self.codes is not None else 0)
+
+    def factorized(self):
+        """``(codes, labels)``, factorizing the float values on first use."""
+        if self.codes is None:
+            self.codes, self.labels = _factorize(self.values)
+        return self.codes, self.labels
+
+    def used(self):
+        """Which labels occur in the column."""
+        codes, labels = self.factorized()
+        if self.first_order and self.hint != "ordered":
+            return np.ones(len(labels), dtype=bool)
+        return np.bincount(codes[codes >= 0], minlength=len(labels)) > 0
+
+
+def _pandas():
+    try:
+        import pandas as pd
+    except ImportError:      # pragma: no cover - pandas is optional
+        return None
+    return pd
+
+
+def _objects(a):
+    """An object ndarray of the elements of ``a`` (array, Index or extension array)."""
+    out = np.empty(len(a), dtype=object)
+    out[:] = list(a) if not isinstance(a, np.ndarray) else a
+    return out
+
+
+def _factorize(arr):
+    """1-D array or Series -> ``(codes, labels)``: int64 codes (``-1`` for a missing
+    value: None, NaN, pandas.NA, NaT) into an object array of the distinct values, listed
+    in order of first appearance.  Hash-based and column-wise (``pandas.factorize``)."""
+    pd = _pandas()
+    if pd is not None:
+        codes, uniques = pd.factorize(arr, use_na_sentinel=True)
+        codes = np.asarray(codes, dtype=np.int64)
+        labels = _objects(np.asarray(uniques, dtype=object))
+    else:                    # pragma: no cover - without pandas
+        arr = np.asarray(arr)
+        if arr.dtype.kind in "iufb":
+            vals = arr.astype(np.float64)
+            miss = np.isnan(vals)
+            u, first, inv = np.unique(vals[~miss], return_index=True, return_inverse=True)
+            order = np.argsort(first, kind="stable")
+            rank = np.empty(len(order), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            codes = np.full(len(vals), -1, dtype=np.int64)
+            codes[~miss] = rank[inv]
+            labels = _objects(u[order].astype(arr.dtype))
+        else:
+            seen = {}
+            codes = np.empty(len(arr), dtype=np.int64)
+            for i, v in enumerate(arr):
+                if is_missing_scalar(v):
+                    codes[i] = -1
+                else:
+                    codes[i] = seen.setdefault(v, len(seen))
+            labels = _objects(list(seen))
+    if labels.size:
+        miss = [u for u, v in enumerate(labels) if is_missing_scalar(v)]
+        if miss:             # missing by hdist's rule though not by the factorizer's
+            lut = np.arange(len(labels) + 1, dtype=np.int64)
+            lut[-1] = -1
+            lut[miss] = -1
+            codes = lut[codes]
+    return codes, labels
 
 
 def _numpy_hint(arr):
@@ -74,62 +157,96 @@ def _numpy_hint(arr):
     return "bad:dtype %s" % arr.dtype
 
 
+def _numpy_column(name, a, h):
+    if h == "numeric":
+        return _Column(name, h, values=np.asarray(a, dtype=np.float64))
+    if h in ("bool", "object"):
+        codes, labels = _factorize(a if a.dtype.kind in "bO" else a.astype(object))
+        return _Column(name, h, codes=codes, labels=labels)
+    return _Column(name, h)
+
+
 def _pandas_column(name, s):
     dt = s.dtype
     tname = type(dt).__name__
     if tname == "CategoricalDtype":
-        cats = list(dt.categories)
         codes = np.asarray(s.cat.codes, dtype=np.int64)
+        labels = _objects(np.asarray(dt.categories, dtype=object))
         if dt.ordered:
-            vals = codes.astype(np.float64)
-            vals[codes < 0] = np.nan
-            return _Column(name, vals, "ordered", cats)
-        obj = np.empty(len(codes), dtype=object)
-        cat_arr = np.empty(len(cats), dtype=object)
-        cat_arr[:] = cats
-        obj[codes >= 0] = cat_arr[codes[codes >= 0]]
-        obj[codes < 0] = None
-        return _Column(name, obj, "category")
+            return _Column(name, "ordered", codes=codes, labels=labels,
+                           ordered_categories=list(dt.categories), first_order=False)
+        return _Column(name, "category", codes=codes, labels=labels, first_order=False)
     kind = getattr(dt, "kind", "O")
-    if tname in ("BooleanDtype",) or kind == "b":
-        arr = s.to_numpy(dtype=object, na_value=None)
-        return _Column(name, arr, "bool")
-    if tname in ("StringDtype",) or kind in "OUS":
-        arr = s.to_numpy(dtype=object, na_value=None)
-        return _Column(name, arr, "object")
+    if tname == "BooleanDtype" or kind == "b":
+        codes, labels = _factorize(s)
+        return _Column(name, "bool", codes=codes, labels=labels)
+    if tname == "StringDtype" or kind in "OUS":
+        codes, labels = _factorize(s)
+        return _Column(name, "object", codes=codes, labels=labels)
     if kind in "iuf":
-        arr = s.to_numpy(dtype=np.float64, na_value=np.nan)
-        return _Column(name, arr, "numeric")
+        return _Column(name, "numeric", values=s.to_numpy(dtype=np.float64, na_value=np.nan))
     if kind in "mM":
-        return _Column(name, None, "bad:datetime")
+        return _Column(name, "bad:datetime")
     if kind == "c":
-        return _Column(name, None, "bad:complex")
-    return _Column(name, None, "bad:dtype %s" % dt)
+        return _Column(name, "bad:complex")
+    return _Column(name, "bad:dtype %s" % dt)
 
 
 def _arrow_column(name, col):
+    """A pyarrow Array or ChunkedArray: numbers to float64, strings and booleans
+    dictionary-encoded by Arrow."""
     import pyarrow as pa
     import pyarrow.types as pt
     t = col.type
     if pt.is_dictionary(t):
-        col = col.cast(t.value_type) if hasattr(col, "cast") else col
+        col = col.cast(t.value_type)
         t = t.value_type
+    if getattr(pt, "is_string_view", None) is not None and pt.is_string_view(t):
+        col = col.cast(pa.large_string())
+        t = col.type
     if pt.is_integer(t) or pt.is_floating(t):
-        arr = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64) \
-            if col.null_count == 0 else np.array(
-                [np.nan if v is None else v for v in col.to_pylist()], dtype=np.float64)
-        return _Column(name, arr, "numeric")
-    if pt.is_boolean(t):
-        return _Column(name, np.array(col.to_pylist(), dtype=object), "bool")
-    if pt.is_string(t) or pt.is_large_string(t) or pt.is_binary(t):
-        return _Column(name, np.array(col.to_pylist(), dtype=object), "object")
+        vals = col.cast(pa.float64()).fill_null(float("nan")).to_numpy(zero_copy_only=False)
+        return _Column(name, "numeric", values=np.asarray(vals, dtype=np.float64))
+    if pt.is_boolean(t) or pt.is_string(t) or pt.is_large_string(t) or pt.is_binary(t) \
+            or pt.is_large_binary(t):
+        if isinstance(col, pa.ChunkedArray):
+            col = col.combine_chunks()
+        enc = col.dictionary_encode()
+        codes = np.asarray(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False),
+                           dtype=np.int64)
+        labels = _objects(enc.dictionary.to_pylist())
+        return _Column(name, "bool" if pt.is_boolean(t) else "object", codes=codes,
+                       labels=labels)
     if pt.is_temporal(t):
-        return _Column(name, None, "bad:datetime")
-    return _Column(name, None, "bad:arrow type %s" % t)
+        return _Column(name, "bad:datetime")
+    return _Column(name, "bad:arrow type %s" % t)
+
+
+def _polars_column(name, s):
+    try:
+        import pyarrow  # noqa: F401  (polars hands its columns over through Arrow)
+    except ImportError:      # pragma: no cover - without pyarrow
+        return _polars_column_plain(name, s)
+    return _arrow_column(name, s.to_arrow())
+
+
+def _polars_column_plain(name, s):  # pragma: no cover - without pyarrow
+    dt = str(s.dtype)
+    if dt.startswith(("Int", "UInt", "Float")):
+        return _Column(name, "numeric", values=s.cast(float).fill_null(float("nan"))
+                       .to_numpy().astype(np.float64))
+    if dt.startswith(("Boolean", "String", "Utf8", "Categorical", "Enum")):
+        vals = s.to_list() if dt.startswith(("Boolean", "String")) else s.cast(str).to_list()
+        codes, labels = _factorize(np.array(vals, dtype=object))
+        return _Column(name, "bool" if dt.startswith("Boolean") else "object", codes=codes,
+                       labels=labels)
+    if dt.startswith(("Date", "Datetime", "Duration", "Time")):
+        return _Column(name, "bad:datetime")
+    return _Column(name, "bad:dtype %s" % dt)
 
 
 def to_columns(X, what="X"):
-    """Split any supported table into ``(names, columns, by_name)``."""
+    """Split any supported table into ``(names, columns, by_name)``, column-wise."""
     mod = type(X).__module__.split(".")[0]
     if mod == "pandas" and hasattr(X, "columns"):
         if hasattr(X, "iloc") and not hasattr(X, "to_frame") or type(X).__name__ == "DataFrame":
@@ -156,9 +273,7 @@ def to_columns(X, what="X"):
         cols = []
         for n in names:
             a = np.asarray(X[n])
-            h = _numpy_hint(a)
-            cols.append(_Column(n, a.astype(np.float64) if h == "numeric" else
-                                (a.astype(object) if not h.startswith("bad") else None), h))
+            cols.append(_numpy_column(n, a, _numpy_hint(a)))
         return names, cols, True
     if isinstance(X, (str, bytes)) or np.isscalar(X) or X is None:
         raise ValueError("%s must be a 2-D table, got %s" % (what, type(X).__name__))
@@ -179,49 +294,21 @@ def to_columns(X, what="X"):
                          "reshape a single row with x.reshape(1, -1)" % (what, X.ndim, X.shape))
     h = _numpy_hint(X)
     names = [str(i) for i in range(X.shape[1])]
-    cols = []
-    for i in range(X.shape[1]):
-        col = X[:, i]
-        if h == "numeric":
-            cols.append(_Column(names[i], np.asarray(col, dtype=np.float64), "numeric"))
-        elif h == "bool":
-            cols.append(_Column(names[i], col.astype(object), "bool"))
-        elif h == "object":
-            cols.append(_Column(names[i], np.asarray(col, dtype=object), "object"))
-        else:
-            cols.append(_Column(names[i], None, h))
-    return names, cols, False
+    return names, [_numpy_column(names[i], X[:, i], h) for i in range(X.shape[1])], False
 
 
-def _polars_column(name, s):
-    dt = str(s.dtype)
-    if dt.startswith(("Int", "UInt", "Float")):
-        return _Column(name, s.cast(float).fill_null(float("nan")).to_numpy()
-                       .astype(np.float64), "numeric")
-    if dt.startswith("Boolean"):
-        return _Column(name, np.array(s.to_list(), dtype=object), "bool")
-    if dt.startswith(("String", "Utf8", "Categorical", "Enum")):
-        return _Column(name, np.array(s.cast(str).to_list() if not dt.startswith("String")
-                                      else s.to_list(), dtype=object), "object")
-    if dt.startswith(("Date", "Datetime", "Duration", "Time")):
-        return _Column(name, None, "bad:datetime")
-    return _Column(name, None, "bad:dtype %s" % dt)
-
-
-def _object_to_float(col, name):
-    """Convert an object column declared continuous to float64, or raise naming it."""
-    out = np.empty(len(col), dtype=np.float64)
-    for i, v in enumerate(col):
+def _labels_to_float(labels, codes, name):
+    """A factorized column declared continuous -> float64, or raise naming it."""
+    lut = np.full(len(labels) + 1, np.nan)
+    for u, v in enumerate(labels):
         if is_missing_scalar(v):
-            out[i] = np.nan
-        elif isinstance(v, (bool, np.bool_)):
-            out[i] = float(v)
-        elif isinstance(v, numbers.Real):
-            out[i] = float(v)
+            continue
+        if isinstance(v, (bool, np.bool_, numbers.Real)):
+            lut[u] = float(v)
         else:
             raise TypeError("column %r is continuous but holds the non-numeric value %r; "
                             "declare it nominal (nominal=[...])" % (name, v))
-    return out
+    return lut[codes]
 
 
 def _check_finite(arr, name):
@@ -239,23 +326,34 @@ def _norm_key(v):
     return v
 
 
-_NUMERIC_KEYS = {}
+def _sorted_keys(keys):
+    try:
+        return sorted(keys)
+    except TypeError:
+        # mixed types: order by type name, then value text, for a stable order
+        return sorted(keys, key=lambda k: (type(k).__name__, repr(k)))
 
 
-def _numeric_keys(index):
-    """Sorted numeric keys of a frozen value index and their codes, computed once per
-    index (a fitted schema's indexes never change)."""
-    hit = _NUMERIC_KEYS.get(id(index))
-    if hit is not None and hit[0] is index:
-        return hit[1], hit[2]
-    keys = np.array([k for k in index if isinstance(k, (int, float))], dtype=np.float64)
-    order = np.argsort(keys, kind="stable")
-    sk = keys[order]
-    codes = np.array([index[_norm_key(k)] for k in sk], dtype=np.int64)
-    if len(_NUMERIC_KEYS) > 256:
-        _NUMERIC_KEYS.clear()
-    _NUMERIC_KEYS[id(index)] = (index, sk, codes)
-    return sk, codes
+def _as_number(key):
+    """The number a label spells (``'10'`` -> 10, ``'1.0'`` -> 1, ``10.0`` -> 10), or None
+    for a label that is not a finite number (booleans are not numbers here)."""
+    if isinstance(key, (bool, np.bool_)):
+        return None
+    if isinstance(key, numbers.Real):
+        f = float(key)
+        return _norm_key(key) if f == f and abs(f) != float("inf") else None
+    if isinstance(key, str):
+        s = key.strip()
+        try:
+            return int(s)
+        except ValueError:
+            pass
+        try:
+            f = float(s)
+        except ValueError:
+            return None
+        return _norm_key(f) if f == f and abs(f) != float("inf") else None
+    return None
 
 
 class Schema:
@@ -267,8 +365,18 @@ class Schema:
         Which columns are nominal.  ``None`` infers kinds from dtypes: pandas
         ``category``/``object``/``string``/``bool`` and numpy object/bool are nominal,
         numbers continuous, an ordered categorical is continuous on its codes.
-        A list gives the exact set of nominal columns.
+        A list gives the exact set of nominal columns (an ordered categorical listed
+        there is nominal on its labels).
+
+    Values are matched to the categories seen in ``fit`` by label, column-wise: a query
+    value equal to a fitted label takes its code; a number and a text spelling the same
+    number (``10`` and ``'10'``, ``1.0`` and ``'1'``) match when exactly one fitted label
+    does (several -> ValueError naming the column); other values are unseen.
     """
+
+    #: ``encode`` warns when more than half of a nominal column's observed query values
+    #: are unseen, among at least this many observed values
+    unseen_warn_min = 10
 
     def __init__(self, nominal=None):
         self.nominal = nominal
@@ -277,18 +385,24 @@ class Schema:
     def fit(self, X, allow_empty=False):
         """Learn kinds and categories.  A column with no observed value is an error
         unless ``allow_empty`` (then it has no category and no observed value)."""
+        self._fit_columns(X, allow_empty)
+        return self
+
+    def fit_encode(self, X, allow_empty=False):
+        """``fit(X)`` then ``encode(X)``, reading ``X`` once."""
+        cols = self._fit_columns(X, allow_empty)
+        return self._encode_columns(cols, None, "X", warn=False)
+
+    def _fit_columns(self, X, allow_empty):
         names, cols, by_name = to_columns(X)
-        n = None
         for c in cols:
             if c.hint.startswith("bad:"):
                 raise TypeError("column %r has an unsupported type (%s); hdist takes "
                                 "numbers, strings, categories and booleans"
                                 % (c.name, c.hint[4:]))
-            if n is None:
-                n = len(c.values)
         if not cols:
             raise ValueError("X has no columns")
-        if n == 0:
+        if len(cols[0]) == 0:
             raise ValueError("X has 0 rows; at least 2 are needed to fit")
         nominal_set = self._resolve_nominal(names, cols)
         self.names_ = names
@@ -296,6 +410,7 @@ class Schema:
         self.kinds_ = []
         self.categories_ = []
         self._index = []
+        self._alt = {}
         for i, c in enumerate(cols):
             if i in nominal_set:
                 self.kinds_.append(NOMINAL)
@@ -307,8 +422,13 @@ class Schema:
                 self._index.append(index)
             else:
                 self.kinds_.append(CONTINUOUS)
-                vals = c.values if c.hint in ("numeric", "ordered") else \
-                    _object_to_float(c.values, c.name)
+                if c.hint == "ordered":
+                    vals = c.codes.astype(np.float64)
+                    vals[c.codes < 0] = np.nan
+                elif c.hint == "numeric":
+                    vals = c.values
+                else:
+                    vals = _labels_to_float(c.labels, c.codes, c.name)
                 _check_finite(vals, c.name)
                 if np.isnan(vals).all() and not allow_empty:
                     raise ValueError("column %r has no observed value in the training data"
@@ -317,7 +437,7 @@ class Schema:
                 self._index.append(None)
         self.n_features_in_ = len(names)
         self.continuous_ = np.array([k == CONTINUOUS for k in self.kinds_], dtype=bool)
-        return self
+        return cols
 
     def _resolve_nominal(self, names, cols):
         m = len(cols)
@@ -353,37 +473,20 @@ class Schema:
 
     @staticmethod
     def _learn_categories(c):
-        vals = c.values
-        if c.hint == "ordered":
-            raise AssertionError("unreachable")
-        index = {}
-        cats = []
-        if vals.dtype == np.float64:
-            present = vals[~np.isnan(vals)]
-            if present.size:
-                _check_finite(present, c.name)
-            for v in np.unique(present):
-                key = _norm_key(v)
-                index[key] = len(cats)
-                cats.append(key)
-            return cats, index
-        seen = {}
-        for v in vals:
+        """Sorted distinct observed values (one Python step per distinct value)."""
+        if c.values is not None:
+            _check_finite(c.values, c.name)
+        codes, labels = c.factorized()
+        keys = set()
+        for v in labels[c.used()]:
             if is_missing_scalar(v):
                 continue
-            key = _norm_key(v)
-            if key not in seen:
-                seen[key] = v
-        keys = list(seen)
-        try:
-            keys.sort()
-        except TypeError:
-            # mixed types: order by type name, then value text, for a stable order
-            keys.sort(key=lambda k: (type(k).__name__, repr(k)))
-        for k in keys:
-            index[k] = len(cats)
-            cats.append(k)
-        return cats, index
+            try:
+                keys.add(_norm_key(v))
+            except TypeError:
+                raise TypeError("column %r holds an unhashable value %r" % (c.name, v))
+        cats = _sorted_keys(keys)
+        return cats, {k: i for i, k in enumerate(cats)}
 
     # -- encode ------------------------------------------------------------
     def check_fitted(self):
@@ -412,8 +515,11 @@ class Schema:
             if len(cols) != m:
                 raise ValueError("%s has %d columns; the metric was fitted on %d"
                                  % (what, len(cols), m))
-        n = len(cols[0].values) if cols[0].values is not None else 0
-        kinds = self.kinds_
+        return self._encode_columns(cols, unseen, what)
+
+    def _encode_columns(self, cols, unseen, what, warn=True):
+        m = self.n_features_in_
+        n = len(cols[0])
         nc = int(self.continuous_.sum())
         cont = np.empty((n, nc), dtype=np.float64)
         nom = np.empty((n, m - nc), dtype=np.int64)
@@ -424,85 +530,133 @@ class Schema:
             name = self.names_[j]
             if c.hint.startswith("bad:"):
                 raise TypeError("column %r has an unsupported type (%s)" % (name, c.hint[4:]))
-            if kinds[j] == CONTINUOUS:
-                if c.hint == "ordered":
-                    vals = self._ordered_codes(c, j)
-                elif c.hint == "numeric":
-                    vals = c.values
-                else:
-                    vals = _object_to_float(c.values, name)
+            if self.kinds_[j] == CONTINUOUS:
+                vals = self._continuous(c, j)
                 _check_finite(vals, name)
                 cont[:, ic] = vals
                 ic += 1
             else:
-                nom[:, inom] = self._encode_nominal(c, self._index[j], unseen[inom])
+                nom[:, inom] = self._encode_nominal(c, j, unseen[inom], what, warn)
                 inom += 1
         return cont, nom
 
-    def _ordered_codes(self, c, j):
+    def _continuous(self, c, j):
+        """A column of a continuous attribute as float64; an ordered categorical's labels
+        map through the categories seen in ``fit`` whatever form they come in."""
         cats = self.categories_[j]
-        if cats is None or list(c.ordered_categories) == list(cats):
-            return c.values
-        # map through the fitted category order
-        pos = {v: i for i, v in enumerate(cats)}
-        out = np.full(len(c.values), np.nan)
-        for i, v in enumerate(c.values):
-            if v == v:
-                key = c.ordered_categories[int(v)]
-                if key not in pos:
-                    raise ValueError("column %r: ordered category %r was not seen in fit"
-                                     % (self.names_[j], key))
-                out[i] = pos[key]
+        name = self.names_[j]
+        if cats is None:
+            if c.hint == "numeric":
+                return c.values
+            if c.hint == "ordered":   # numeric in fit: the codes, as before
+                vals = c.codes.astype(np.float64)
+                vals[c.codes < 0] = np.nan
+                return vals
+            return _labels_to_float(c.labels, c.codes, name)
+        if c.hint == "ordered" and list(c.ordered_categories) == list(cats):
+            vals = c.codes.astype(np.float64)
+            vals[c.codes < 0] = np.nan
+            return vals
+        cache = self.__dict__.setdefault("_alt", {})
+        index = cache.get(("pos", j))
+        if index is None:
+            index = cache[("pos", j)] = {_norm_key(v): i for i, v in enumerate(cats)}
+        codes, labels = c.factorized()
+        used = c.used()
+        lut = np.full(len(labels) + 1, np.nan)
+        for u, v in enumerate(labels):
+            if not used[u] or is_missing_scalar(v):
+                continue
+            code = self._lookup(j, index, v, "pos")
+            if code is None:
+                raise ValueError("column %r: ordered category %r was not seen in fit "
+                                 "(its categories: %r)" % (name, v, list(cats)))
+            lut[u] = code
+        return lut[codes]
+
+    def _lookup(self, j, index, v, tag):
+        """The fitted code of the label ``v``, or None when unseen."""
+        key = _norm_key(v)
+        try:
+            code = index.get(key)
+        except TypeError:
+            raise TypeError("column %r holds an unhashable value %r" % (self.names_[j], v))
+        if code is not None:
+            return code
+        num = _as_number(key)
+        if num is None:
+            return None
+        alt = self._alt_index(j, index, tag)
+        cands = alt[isinstance(key, str)].get(num)
+        if cands is None:
+            return None
+        if len(cands) > 1:
+            raise ValueError("column %r: the value %r matches several labels seen in fit "
+                             "(%s); pass the labels as they were in fit"
+                             % (self.names_[j], v, ", ".join(repr(k) for k, _ in cands)))
+        return cands[0][1]
+
+    def _alt_index(self, j, index, tag):
+        """For matching across types: ``{False: number -> [(text label, code)],
+        True: number -> [(numeric label, code)]}`` (a number query looks among the text
+        labels, a text query among the numeric ones)."""
+        alt = self.__dict__.setdefault("_alt", {})
+        hit = alt.get((tag, j, "alt"))
+        if hit is None:
+            hit = {False: {}, True: {}}
+            for k, code in index.items():
+                num = _as_number(k)
+                if num is None:
+                    continue
+                hit[not isinstance(k, str)].setdefault(num, []).append((k, code))
+            alt[(tag, j, "alt")] = hit
+        return hit
+
+    def _encode_nominal(self, c, j, unseen, what="X", warn=True):
+        index = self._index[j]
+        V = len(index)
+        name = self.names_[j]
+        codes, labels = c.factorized()
+        if c.values is not None:
+            _check_finite(c.values, name)
+        lut = np.empty(len(labels) + 1, dtype=np.int64)
+        lut[-1] = -1
+        new = []
+        for u, v in enumerate(labels):
+            if is_missing_scalar(v):
+                lut[u] = -1
+                continue
+            code = self._lookup(j, index, v, "nom")
+            if code is None:
+                new.append(u)
+                lut[u] = -1
+            else:
+                lut[u] = code
+        if new:
+            # unseen values get codes V, V+1, ... in order of first appearance
+            n = len(codes)
+            if c.first_order:
+                first = np.arange(len(labels))
+            else:
+                first = np.full(len(labels), n, dtype=np.intp)
+                ok = codes >= 0
+                np.minimum.at(first, codes[ok], np.flatnonzero(ok))
+            for u in sorted((u for u in new if first[u] < n), key=lambda u: first[u]):
+                lut[u] = unseen.setdefault(_norm_key(labels[u]), V + len(unseen))
+        out = lut[codes]
+        if new and warn:
+            self._warn_unseen(out, V, name, what)
         return out
 
-    @staticmethod
-    def _encode_nominal(c, index, unseen):
-        vals = c.values
-        V = len(index)
-        out = np.empty(len(vals), dtype=np.int64)
-        if vals.dtype == np.float64:
-            # numeric codes: vectorised lookup through the sorted learned keys
-            sk, codes_sorted = _numeric_keys(index)
-            miss = np.isnan(vals)
-            if sk.size:
-                pos = np.clip(np.searchsorted(sk, vals), 0, len(sk) - 1)
-                hit = (sk[pos] == vals) & ~miss
-            else:
-                hit = np.zeros(len(vals), dtype=bool)
-                codes_sorted = np.zeros(1, dtype=np.int64)
-                pos = np.zeros(len(vals), dtype=np.intp)
-            out[:] = -1
-            out[hit] = codes_sorted[pos[hit]]
-            rest = np.flatnonzero(~hit & ~miss)
-            for i in rest:
-                key = _norm_key(vals[i])
-                if not np.isfinite(vals[i]):
-                    raise ValueError("column %r holds an infinite value" % c.name)
-                out[i] = unseen.setdefault(key, V + len(unseen))
-            return out
-        get = index.get
-        # Fast path: a plain dict lookup finds every learned value (keys hash and compare
-        # equal to the raw values: numpy scalars, 2.0 vs 2); the loop below handles the
-        # rest (missing, unseen, unhashable) one by one.
-        try:
-            out[:] = [get(v, -2) for v in vals]
-            todo = np.flatnonzero(out == -2)
-        except TypeError:
-            todo = range(len(vals))
-        for i in todo:
-            v = vals[i]
-            if is_missing_scalar(v):
-                out[i] = -1
-                continue
-            key = _norm_key(v)
-            try:
-                code = get(key)
-            except TypeError:
-                raise TypeError("column %r holds an unhashable value %r" % (c.name, v))
-            if code is None:
-                code = unseen.setdefault(key, V + len(unseen))
-            out[i] = code
-        return out
+    def _warn_unseen(self, out, V, name, what):
+        observed = int(np.count_nonzero(out >= 0))
+        n_unseen = int(np.count_nonzero(out >= V))
+        if observed >= self.unseen_warn_min and 2 * n_unseen > observed:
+            import warnings
+            warnings.warn("column %r: %d of the %d observed values of %s were not seen in "
+                          "fit (each unseen value is at the maximal distance); check that "
+                          "the column holds the same kind of labels as in training"
+                          % (name, n_unseen, observed, what), UserWarning, stacklevel=6)
 
     # -- helpers -------------------------------------------------------------
     @property

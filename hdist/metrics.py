@@ -235,8 +235,8 @@ class Metric:
         # what the previous fit learned goes first: a fit that fails leaves the metric
         # unfitted, never a mixture of two fits
         self._forget_fit()
-        schema = Schema(self._param("nominal")).fit(X, allow_empty=True)
-        cont, nom = schema.encode(X)
+        schema = Schema(self._param("nominal"))
+        cont, nom = schema.fit_encode(X, allow_empty=True)
         n = cont.shape[0]
         if n < 2:
             raise ValueError("X has %d row(s); at least 2 training rows are needed" % n)

@@ -437,3 +437,32 @@ def random_table(seed, n, styles, p_missing=0.2, n_queries=0, constant=()):
 def random_labels(seed, n, classes=("good", "bad", "ugly")):
     rng = np.random.default_rng(seed + 7919)
     return [classes[int(i)] for i in rng.integers(len(classes), size=n)]
+
+
+def census_frame(n, seed=0, n_nominal=30, n_continuous=10, p_missing=0.05):
+    """A census-like pandas DataFrame: ``n_nominal`` string columns with 2 to 50 values
+    (skewed frequencies), ``n_continuous`` number columns (ages, counts, amounts), about
+    ``p_missing`` of every column missing.  Column ``a`` of kind nominal is named
+    ``nomA``, continuous ``numA``.  The columns' values and frequencies are the same for
+    every ``seed`` (a training and a query frame share them); the rows differ."""
+    shape = np.random.default_rng(20260)
+    rng = np.random.default_rng(seed)
+    data = {}
+    for a in range(n_nominal):
+        V = int(shape.integers(2, 51)) if a else 50
+        p = shape.dirichlet(np.full(V, 0.7))
+        labels = np.array(["%s-%d" % ("abcdefghij"[a % 10] * (1 + a % 3), v)
+                           for v in range(V)], dtype=object)
+        col = labels[rng.choice(V, size=n, p=p)]
+        col[rng.random(n) < p_missing] = None
+        data["nom%d" % a] = col
+    for a in range(n_continuous):
+        if a % 3 == 0:
+            col = rng.integers(16, 91, size=n).astype(np.float64)
+        elif a % 3 == 1:
+            col = np.round(rng.lognormal(8, 1.5, size=n), 2)
+        else:
+            col = rng.poisson(3, size=n).astype(np.float64)
+        col[rng.random(n) < p_missing] = np.nan
+        data["num%d" % a] = col
+    return pd.DataFrame(data)
