@@ -96,7 +96,8 @@ def _extensions():
     for name in MODULES:
         src = os.path.join("hdist", name + ".pyx")
         if os.path.exists(src):
-            exts.append(Extension("hdist." + name, [src], include_dirs=[np.get_include()]))
+            exts.append(Extension("hdist." + name, [src], include_dirs=[np.get_include(), "hdist"],
+                                  depends=[os.path.join("hdist", h) for h in ("_tile.h", "_tile_body.h")]))
     directives = {
         "language_level": 3,
         "boundscheck": DEBUG,

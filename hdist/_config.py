@@ -9,7 +9,7 @@ def config():
     """Dict of version, compiler, OpenMP and thread facts."""
     import numpy as np
     from ._version import __version__
-    from ._kernels import openmp_enabled, omp_max_threads
+    from ._kernels import isa, isa_variants, openmp_enabled, omp_max_threads
     from ._threads import available_cpus, effective_n_jobs, forked
     import sysconfig
     return {
@@ -24,6 +24,9 @@ def config():
         "available_cpus": available_cpus(),
         "threads_used": effective_n_jobs(None),
         "forked": forked(),
+        # instruction-set variant of the tile kernel (HDIST_ISA forces one)
+        "isa": isa(),
+        "isa_available": ", ".join(isa_variants()),
     }
 
 

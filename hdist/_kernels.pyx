@@ -37,6 +37,98 @@ cdef extern from *:
 cdef extern from "Python.h":
     int PyErr_CheckSignals() except -1
 
+cdef extern from "_tile.h":
+    enum: HD_TB
+    enum: HD_NISA
+    ctypedef struct hd_tplan:
+        intp mc, mo, mt, me
+        int pmode
+        double p
+        int ign
+        double w_all, w_max
+        const double* c_inv
+        const double* c_tw
+        const double* c_both
+        const double* c_rw
+        const unsigned char* c_ign
+        const double* o_w
+        const double* o_miss
+        const double* o_rw
+        const unsigned char* o_ign
+        const double* t_tab
+        const intp* t_off
+        const int* t_V
+        const double* t_miss
+        const double* t_rw
+        const unsigned char* t_ign
+        const intp* e_off
+        const unsigned char* e_q
+        const double* e_miss
+        const double* e_rw
+        const unsigned char* e_ign
+    ctypedef struct hd_tq:
+        const double* c
+        const double* cpen
+        const int* o
+        const int* t
+        const double* e
+    ctypedef struct hd_tr:
+        intp ld
+        const double* c
+        const double* cpen
+        const int* o
+        const int* t
+        const double* e
+    const char* hd_isa_names[]
+    int hd_isa
+    int hd_isa_available(int isa) noexcept nogil
+    int hd_isa_best() noexcept nogil
+    int hd_isa_set(int isa) noexcept nogil
+    int hd_tile(const hd_tplan* P, const hd_tq* Q, const hd_tr* R, intp j0, intp nb,
+                double bound, double* s) noexcept nogil
+
+
+def isa_variants():
+    """Names of the tile kernel's instruction-set variants this machine runs, best last."""
+    return [hd_isa_names[i].decode() for i in range(HD_NISA) if hd_isa_available(i)]
+
+
+def isa():
+    """Name of the tile kernel variant in use."""
+    return hd_isa_names[hd_isa].decode()
+
+
+def set_isa(name):
+    """Use the tile kernel variant ``name`` ("baseline", "avx2", "avx512" or "best").
+
+    Call it with no kernel running (results are identical on every variant; this exists to
+    test that and to measure)."""
+    names = [hd_isa_names[i].decode() for i in range(HD_NISA)]
+    if name == "best":
+        hd_isa_set(hd_isa_best())
+        return isa()
+    if name not in names:
+        raise ValueError("HDIST_ISA / isa must be one of %s or 'best', got %r"
+                         % (names, name))
+    if hd_isa_set(names.index(name)) != 0:
+        raise ValueError("instruction set %r is not available on this machine (available: %s)"
+                         % (name, isa_variants()))
+    return isa()
+
+
+def _init_isa():
+    import os
+    import warnings
+    want = os.environ.get("HDIST_ISA", "best").strip().lower() or "best"
+    try:
+        set_isa(want)
+    except ValueError as exc:
+        warnings.warn("HDIST_ISA ignored: %s" % exc, RuntimeWarning)
+        set_isa("best")
+
+
+_init_isa()
+
 
 def openmp_enabled():
     """True when the extension was compiled with OpenMP."""
@@ -59,6 +151,17 @@ def _c(a, dtype):
 
 #: below this many pairs a call runs on one thread (starting threads would cost more)
 SERIAL_PAIRS = 1 << 14
+
+
+#: pairs computed per parallel region (a region ends at a barrier where threads wait for
+#: the slowest, and signals are checked between regions): about 10-50 ms of work
+REGION_PAIRS = 1 << 23
+
+
+def _region_rows(int n_threads, Py_ssize_t n_other):
+    """Query rows per parallel region: few barriers (a thread that waits at one burns the
+    core its preempted partner needs on a loaded machine), still many chunks per thread."""
+    return max(64, 16 * n_threads, REGION_PAIRS // max(1, n_other))
 
 
 def _threads_for(int n_threads, Py_ssize_t pairs):
@@ -232,13 +335,89 @@ cdef inline void insertion_sort(double* hd, intp* hi, intp k) noexcept nogil:
         hi[b + 1] = j
 
 
-cdef void scan_block(const PlanS* P, const RowsS* Q, const RowsS* R, intp q0, intp q1,
-                     intp r0, intp r1, double* hd, intp* hi, intp k, intp tile,
-                     int excl, intp self_off) noexcept nogil:
-    """Update the heaps of queries [q0, q1) with reference rows [r0, r1), tile by tile."""
+cdef hd_tplan _tplan(CPlan plan) except *:
+    """The tile kernel's view of a plan."""
+    cdef const PlanS* P = &plan.s
+    cdef hd_tplan T
+    one = plan._keep.get("_tile_one")
+    if one is None:
+        one = np.ones(max(1, P.mc))
+        plan._keep["_tile_one"] = one
+    cdef double[::1] onev = one
+    T.mc = P.mc
+    T.mo = P.mo
+    T.mt = P.mt
+    T.me = P.me
+    T.pmode = P.pmode
+    T.p = P.p
+    T.ign = P.has_ignore
+    T.w_all = P.w_all
+    T.w_max = P.w_max
+    T.c_inv = &onev[0]
+    T.c_tw = &onev[0]
+    T.c_both = P.c_both
+    T.c_rw = P.c_w
+    T.c_ign = P.c_ign
+    T.o_w = P.o_w
+    T.o_miss = P.o_miss
+    T.o_rw = P.o_rw
+    T.o_ign = P.o_ign
+    T.t_tab = P.t_tab
+    T.t_off = P.t_off
+    T.t_V = P.t_V
+    T.t_miss = P.t_miss
+    T.t_rw = P.t_rw
+    T.t_ign = P.t_ign
+    T.e_off = P.e_off
+    T.e_q = P.e_q
+    T.e_miss = P.e_miss
+    T.e_rw = P.e_rw
+    T.e_ign = P.e_ign
+    return T
+
+
+cdef hd_tr _tref(CRows R) except *:
+    """Attribute-major copy of R's rows (made once per CRows, kept with it)."""
+    cdef hd_tr T
+    keep = R._keep
+    am = keep.get("_attr_major")
+    if am is None:
+        am = {}
+        for name, dtype in (("c", np.float64), ("cpen", np.float64), ("o", np.intc),
+                            ("t", np.intc), ("e", np.float64)):
+            a = keep[name]
+            if a.ndim == 2 and a.size:
+                a = np.ascontiguousarray(a.T)
+            else:
+                a = np.zeros(1, dtype=dtype)
+            am[name] = a
+        keep["_attr_major"] = am
+    T.ld = R.s.n
+    T.c = <const double*> cnp.PyArray_DATA(am["c"])
+    T.cpen = <const double*> cnp.PyArray_DATA(am["cpen"])
+    T.o = <const int*> cnp.PyArray_DATA(am["o"])
+    T.t = <const int*> cnp.PyArray_DATA(am["t"])
+    T.e = <const double*> cnp.PyArray_DATA(am["e"])
+    return T
+
+
+cdef inline void _tq_row(const PlanS* P, const RowsS* Q, intp q, hd_tq* out) noexcept nogil:
+    out.c = Q.c + q * P.mc
+    out.cpen = Q.cpen + q * P.mc
+    out.o = Q.o + q * P.mo
+    out.t = Q.t + q * P.mt
+    out.e = Q.e + q * Q.D
+
+
+cdef void scan_tile(const hd_tplan* T, const PlanS* P, const RowsS* Q, const hd_tr* R,
+                    intp q0, intp q1, intp r0, intp r1, double* hd, intp* hi, intp k,
+                    intp tile, int excl, intp self_off) noexcept nogil:
+    """Update the heaps of queries [q0, q1) with reference rows [r0, r1), tile by tile
+    (each tile's reduced distances computed by the tile kernel, ``hd_tile``)."""
+    cdef double buf[HD_TB]
+    cdef hd_tq qr
     cdef intp t0, t1, q, j, qk
     cdef double s, bound
-    cdef int pmode = P.pmode
     t0 = r0
     while t0 < r1:
         t1 = t0 + tile
@@ -247,18 +426,14 @@ cdef void scan_block(const PlanS* P, const RowsS* Q, const RowsS* R, intp q0, in
         for q in range(q0, q1):
             qk = (q - q0) * k
             bound = hd[qk]
+            _tq_row(P, Q, q, &qr)
+            if hd_tile(T, &qr, R, t0, t1 - t0, bound, buf):
+                continue        # every row of the tile is beyond the k-th distance
             for j in range(t0, t1):
-                if excl and j == q + self_off:
-                    continue
-                if pmode == 2:
-                    s = pair_reduced(P, Q, q, R, j, 2, bound)
-                elif pmode == 1:
-                    s = pair_reduced(P, Q, q, R, j, 1, bound)
-                elif pmode == 0:
-                    s = pair_reduced(P, Q, q, R, j, 0, bound)
-                else:
-                    s = pair_reduced(P, Q, q, R, j, 3, bound)
+                s = buf[j - t0]
                 if _before(s, j, bound, hi[qk]):
+                    if excl and j == q + self_off:
+                        continue
                     heap_push(hd + qk, hi + qk, k, s, j)
                     bound = hd[qk]
         t0 = t1
@@ -283,6 +458,7 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
         raise ValueError("k must be in [1, %d], got %d" % (nr - (1 if exclude_self else 0), k))
     if tile < 1:
         raise ValueError("tile must be >= 1")
+    tile = min(tile, HD_TB)
     n_threads = _threads_for(n_threads, nq * nr)
     dist = np.full((nq, k), np.inf)
     ind = np.full((nq, k), nr, dtype=np.intp)   # sentinel index > every real index
@@ -293,10 +469,12 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
     if strategy is None:
         strategy = "queries" if nq >= 8 * n_threads or nr < 4096 else "references"
     if block <= 0:
-        block = max(64, 16 * n_threads)
+        block = _region_rows(n_threads, nr)
     cdef double* td
     cdef intp* ti
     cdef intp nt
+    cdef hd_tplan TP = _tplan(plan)
+    cdef hd_tr TR = _tref(R)
     if strategy == "queries":
         for b0 in range(0, nq, block):
             b1 = min(nq, b0 + block)
@@ -305,7 +483,7 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
             per = 8
             with nogil:
                 for c in prange((nb + per - 1) // per, num_threads=n_threads, schedule="dynamic"):
-                    scan_block(P, QS, RS, b0 + c * per, min(b1, b0 + c * per + per), 0, nr,
+                    scan_tile(&TP, P, QS, &TR, b0 + c * per, min(b1, b0 + c * per + per), 0, nr,
                                &D[b0 + c * per, 0], &I[b0 + c * per, 0], k, tile, excl,
                                self_offset)
             PyErr_CheckSignals()
@@ -326,7 +504,7 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
                     r0 = b0 + t * per
                     r1 = min(b1, r0 + per)
                     if r0 < r1:
-                        scan_block(P, QS, RS, 0, nq, r0, r1, td + t * nq * k, ti + t * nq * k,
+                        scan_tile(&TP, P, QS, &TR, 0, nq, r0, r1, td + t * nq * k, ti + t * nq * k,
                                    k, tile, excl, self_offset)
             PyErr_CheckSignals()
         # merge: the k best of all thread heaps under (d, j)
@@ -438,6 +616,31 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
                 c = c + 1
 
 
+cdef void _pairwise_row(const hd_tplan* T, const PlanS* P, const RowsS* X, intp i,
+                        const hd_tr* Y, intp j0, intp ny, double* out, int red,
+                        int sym) noexcept nogil:
+    """Row i of a pairwise matrix from column j0 on (mirrored into column i with sym)."""
+    cdef double buf[HD_TB]
+    cdef hd_tq qr
+    cdef intp t0, t1, j
+    cdef double s
+    _tq_row(P, X, i, &qr)
+    t0 = j0
+    while t0 < ny:
+        t1 = t0 + HD_TB
+        if t1 > ny:
+            t1 = ny
+        hd_tile(T, &qr, Y, t0, t1 - t0, INFINITY, buf)
+        for j in range(t0, t1):
+            s = buf[j - t0]
+            if not red:
+                s = finalize(P, s)
+            out[i * ny + j] = s
+            if sym:
+                out[j * ny + i] = s
+        t0 = t1
+
+
 def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
              bint symmetric=False, bint reduced=False):
     """Fill ``out[i, j]`` with the distance of X row i and Y row j.
@@ -448,26 +651,21 @@ def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
     cdef const RowsS* XS = &X.s
     cdef const RowsS* YS = &Y.s
     cdef intp nx = X.s.n, ny = Y.s.n, i, j, b0, b1, block
-    cdef int pmode = P.pmode
     cdef int red = reduced
     cdef int sym = symmetric
-    cdef double s
     if out.shape[0] != nx or out.shape[1] != ny:
         raise ValueError("out has shape (%d, %d), expected (%d, %d)"
                          % (out.shape[0], out.shape[1], nx, ny))
     n_threads = _threads_for(n_threads, nx * ny)
-    block = max(32, 8 * n_threads)
+    block = _region_rows(n_threads, ny)
+    cdef hd_tplan TP = _tplan(plan)
+    cdef hd_tr TY = _tref(Y)
+    cdef double* o = &out[0, 0] if nx and ny else NULL
     for b0 in range(0, nx, block):
         b1 = min(nx, b0 + block)
         with nogil:
             for i in prange(b0, b1, num_threads=n_threads, schedule="dynamic"):
-                for j in range(i if sym else 0, ny):
-                    s = pair_reduced(P, XS, i, YS, j, pmode, INFINITY)
-                    if not red:
-                        s = finalize(P, s)
-                    out[i, j] = s
-                    if sym:
-                        out[j, i] = s
+                _pairwise_row(&TP, P, XS, i, &TY, i if sym else 0, ny, o, red, sym)
         PyErr_CheckSignals()
     return np.asarray(out)
 
@@ -487,6 +685,49 @@ cdef int _cmp_hit(const void* a, const void* b) noexcept nogil:
     return 0
 
 
+cdef intp _radius_row(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
+                      const hd_tr* R, intp nr, double r, int excl, intp self_off,
+                      Hit** out) noexcept nogil:
+    """Reference rows within true distance r of query q, sorted, into a new buffer
+    ``*out`` (freed by the caller).  Returns their count, or -1 when out of memory."""
+    cdef double tb[HD_TB]
+    cdef hd_tq qr
+    cdef intp t0, t1, j, cap = 16, cnt = 0
+    cdef double d
+    cdef Hit* tmp
+    cdef Hit* buf = <Hit*> malloc(cap * sizeof(Hit))
+    out[0] = NULL
+    if buf == NULL:
+        return -1
+    _tq_row(P, Q, q, &qr)
+    t0 = 0
+    while t0 < nr:
+        t1 = t0 + HD_TB
+        if t1 > nr:
+            t1 = nr
+        hd_tile(T, &qr, R, t0, t1 - t0, INFINITY, tb)
+        for j in range(t0, t1):
+            if excl and j == q + self_off:
+                continue
+            d = finalize(P, tb[j - t0])
+            if d <= r:
+                if cnt == cap:
+                    cap = cap * 2
+                    tmp = <Hit*> realloc(buf, cap * sizeof(Hit))
+                    if tmp == NULL:
+                        free(buf)
+                        return -1
+                    buf = tmp
+                buf[cnt].d = d
+                buf[cnt].j = j
+                cnt = cnt + 1
+        t0 = t1
+    if cnt > 0:
+        qsort(buf, cnt, sizeof(Hit), _cmp_hit)
+    out[0] = buf
+    return cnt
+
+
 def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_self=False,
            intp self_offset=0, intp block=0):
     """All reference rows within true distance ``r`` (inclusive) of each query row,
@@ -494,19 +735,17 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
     cdef const PlanS* P = &plan.s
     cdef const RowsS* QS = &Q.s
     cdef const RowsS* RS = &R.s
-    cdef intp nq = Q.s.n, nr = R.s.n, q, j, b0, b1, cnt, cap, h
-    cdef int pmode = P.pmode
+    cdef intp nq = Q.s.n, nr = R.s.n, q, b0, b1, cnt, h
     cdef int excl = exclude_self
-    cdef double s, d
-    cdef Hit* buf
-    cdef Hit* tmp
     cdef Hit** bufs
     cdef intp* counts
     out_d = []
     out_i = []
     n_threads = _threads_for(n_threads, nq * nr)
     if block <= 0:
-        block = max(64, 16 * n_threads)
+        block = min(max(1, nq), _region_rows(n_threads, nr))
+    cdef hd_tplan TP = _tplan(plan)
+    cdef hd_tr TR = _tref(R)
     bufs = <Hit**> malloc(max(1, block) * sizeof(Hit*))
     counts = <intp*> malloc(max(1, block) * sizeof(intp))
     if bufs == NULL or counts == NULL:
@@ -523,32 +762,8 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
                 counts[q] = 0
             with nogil:
                 for q in prange(b0, b1, num_threads=n_threads, schedule="dynamic"):
-                    cap = 16
-                    cnt = 0
-                    buf = <Hit*> malloc(cap * sizeof(Hit))
-                    if buf == NULL:
-                        counts[q - b0] = -1
-                        continue
-                    for j in range(nr):
-                        if excl and j == q + self_offset:
-                            continue
-                        s = pair_reduced(P, QS, q, RS, j, pmode, INFINITY)
-                        d = finalize(P, s)
-                        if d <= r:
-                            if cnt == cap:
-                                cap = cap * 2
-                                tmp = <Hit*> realloc(buf, cap * sizeof(Hit))
-                                if tmp == NULL:
-                                    cnt = -1
-                                    break
-                                buf = tmp
-                            buf[cnt].d = d
-                            buf[cnt].j = j
-                            cnt = cnt + 1
-                    if cnt > 0:
-                        qsort(buf, cnt, sizeof(Hit), _cmp_hit)
-                    bufs[q - b0] = buf
-                    counts[q - b0] = cnt
+                    counts[q - b0] = _radius_row(&TP, P, QS, q, &TR, nr, r, excl, self_offset,
+                                                 &bufs[q - b0])
             for q in range(b1 - b0):
                 if counts[q] < 0:
                     raise MemoryError("radius search ran out of memory")

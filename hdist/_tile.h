@@ -1,0 +1,149 @@
+/* Tile kernel of hdist: reduced distances of one query row against a block of reference
+ * rows stored attribute-major, compiled once per instruction set and chosen at import.
+ *
+ * The kernel sees only arrays: hd_tplan (per-attribute constants of a fitted plan),
+ * hd_tq (one query row, row-major) and hd_tr (reference rows, attribute-major, ld apart).
+ * Every variant performs, for every pair, the floating-point operations of pair_reduced
+ * (_kernels.pxd) in the same order, without contraction into fused multiply-adds
+ * (-ffp-contract=off), so results are identical on every instruction set.
+ */
+#ifndef HDIST_TILE_H
+#define HDIST_TILE_H
+
+#include <math.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef ptrdiff_t hd_intp;
+
+/* most reference rows per call */
+#define HD_TB 512
+
+typedef struct {
+    hd_intp mc, mo, mt, me;
+    int pmode;                 /* 0: p = inf, 1: p = 1, 2: p = 2, 3: other p */
+    double p;
+    int ign;                   /* some attribute uses the "ignore" policy */
+    double w_all, w_max;
+    const double *c_inv;       /* continuous: d = |x - y| * c_inv */
+    const double *c_tw;        /* continuous: term = c_tw * d^p */
+    const double *c_both;
+    const double *c_rw;        /* weights counted by the "ignore" rule */
+    const unsigned char *c_ign;
+    const double *o_w, *o_miss, *o_rw;
+    const unsigned char *o_ign;
+    const double *t_tab;
+    const hd_intp *t_off;
+    const int *t_V;
+    const double *t_miss, *t_rw;
+    const unsigned char *t_ign;
+    const hd_intp *e_off;
+    const unsigned char *e_q;
+    const double *e_miss, *e_rw;
+    const unsigned char *e_ign;
+} hd_tplan;
+
+typedef struct {
+    const double *c, *cpen;
+    const int *o, *t;
+    const double *e;
+} hd_tq;
+
+typedef struct {
+    hd_intp ld;                /* distance between two attributes' rows */
+    const double *c, *cpen;    /* [mc, ld] */
+    const int *o, *t;          /* [mo, ld], [mt, ld] */
+    const double *e;           /* [D, ld] */
+} hd_tr;
+
+typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_intp, hd_intp,
+                          double, double *);
+
+#if defined(__GNUC__)
+#define HD_INLINE inline __attribute__((always_inline))
+#else
+#define HD_INLINE __inline
+#endif
+
+#define HD_SFX(name) name##_base
+#include "_tile_body.h"
+#undef HD_SFX
+
+#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(HDIST_NO_DISPATCH)
+#define HD_X86_DISPATCH 1
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define HD_SFX(name) name##_avx2
+#include "_tile_body.h"
+#undef HD_SFX
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=512")
+#define HD_SFX(name) name##_avx512
+#include "_tile_body.h"
+#undef HD_SFX
+#pragma GCC pop_options
+#else
+#define HD_X86_DISPATCH 0
+#endif
+
+#define HD_NISA 3
+static const char *hd_isa_names[HD_NISA] = {"baseline", "avx2", "avx512"};
+static hd_tile_fn hd_fns[HD_NISA][4] = {
+    {hd_tile_inf_base, hd_tile_l1_base, hd_tile_l2_base, hd_tile_gen_base},
+#if HD_X86_DISPATCH
+    {hd_tile_inf_avx2, hd_tile_l1_avx2, hd_tile_l2_avx2, hd_tile_gen_avx2},
+    {hd_tile_inf_avx512, hd_tile_l1_avx512, hd_tile_l2_avx512, hd_tile_gen_avx512},
+#else
+    {NULL, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL},
+#endif
+};
+static int hd_isa = 0;
+
+/* 1 when this machine runs variant isa */
+static int hd_isa_available(int isa)
+{
+    if (isa == 0)
+        return 1;
+#if HD_X86_DISPATCH
+    __builtin_cpu_init();
+    if (isa == 1)
+        return __builtin_cpu_supports("avx2");
+    if (isa == 2)
+        return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")
+               && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
+#endif
+    return 0;
+}
+
+/* the best variant this machine runs */
+static int hd_isa_best(void)
+{
+    int isa;
+    for (isa = HD_NISA - 1; isa > 0; isa--)
+        if (hd_isa_available(isa))
+            return isa;
+    return 0;
+}
+
+/* select a variant (call with no kernel running); 0 on success, -1 when unavailable */
+static int hd_isa_set(int isa)
+{
+    if (isa < 0 || isa >= HD_NISA || !hd_isa_available(isa))
+        return -1;
+    hd_isa = isa;
+    return 0;
+}
+
+/* Reduced distances s[0..nb) of query Q to reference rows j0 .. j0 + nb (nb <= HD_TB).
+ * Returns 1 when the rows were abandoned because every partial sum exceeded bound (only
+ * without the "ignore" policy; s then holds partial sums, each > bound). */
+static inline int hd_tile(const hd_tplan *P, const hd_tq *Q, const hd_tr *R, hd_intp j0,
+                          hd_intp nb, double bound, double *s)
+{
+    return hd_fns[hd_isa][P->pmode](P, Q, R, j0, nb, bound, s);
+}
+
+#endif

@@ -1,0 +1,274 @@
+/* Body of the tile kernel, included once per instruction set by _tile.h with HD_SFX
+ * defined (a suffix for every function name).  No include guard on purpose.
+ *
+ * One query row against nb reference rows stored attribute-major (R->ld apart): the
+ * inner loops run across reference rows, so the compiler vectorizes them.  Every pair
+ * gets exactly the floating-point operations of pair_reduced (_kernels.pxd), in the same
+ * order: terms are selected (never mixed) by masks, and a skipped term adds +0.0, which
+ * leaves a non-negative sum unchanged.
+ */
+
+#define HD_PW(d) (pm == 2 ? (d) * (d) : (pm == 3 ? pow((d), P->p) : (d)))
+#define HD_ACC(s, t) (pm == 0 ? ((t) > (s) ? (t) : (s)) : (s) + (t))
+
+/* 1 when every partial sum exceeds bound (the rows can be abandoned) */
+static HD_INLINE int HD_SFX(hd_all_above)(const double *s, hd_intp nb, double bound)
+{
+    hd_intp j;
+    int low = 0;
+    for (j = 0; j < nb; j++)
+        low |= !(s[j] > bound);
+    return !low;
+}
+
+/* the query's value is missing: every row gets the same term (or skips it) */
+static HD_INLINE void HD_SFX(hd_query_missing)(double *s, double *kw, double *ns, hd_intp nb,
+                                               int ign, int skip_ok, double miss, double rw,
+                                               const int pm)
+{
+    hd_intp j;
+    if (skip_ok) {
+        for (j = 0; j < nb; j++)
+            ns[j] += 1.0;
+        return;
+    }
+    for (j = 0; j < nb; j++)
+        s[j] = HD_ACC(s[j], miss);
+    if (ign)
+        for (j = 0; j < nb; j++)
+            kw[j] += rw;
+}
+
+static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const hd_tr *R,
+                                        hd_intp j0, hd_intp nb, double bound, double *s,
+                                        const int pm)
+{
+    double kw[HD_TB], ns[HD_TB], nrm[HD_TB];
+    const int ign = P->ign;
+    const hd_intp ld = R->ld;
+    hd_intp a, j, c;
+    for (j = 0; j < nb; j++)
+        s[j] = 0.0;
+    if (ign) {
+        for (j = 0; j < nb; j++) {
+            kw[j] = 0.0;
+            ns[j] = 0.0;
+        }
+    }
+    /* continuous block */
+    if (P->mc) {
+        for (a = 0; a < P->mc; a++) {
+            const double *y = R->c + a * ld + j0;
+            const double *yp = R->cpen + a * ld + j0;
+            const double x = Q->c[a];
+            const double ci = P->c_inv[a], cw = P->c_tw[a];
+            if (!ign) {
+                if (x == x) {
+                    const double xp = Q->cpen[a];
+                    for (j = 0; j < nb; j++) {
+                        double yj = y[j];
+                        double d = fabs(x - yj) * ci;
+                        double t = HD_PW(d);
+                        t = cw * t;
+                        t = (yj == yj) ? t : xp;
+                        s[j] = HD_ACC(s[j], t);
+                    }
+                } else {
+                    const double cb = P->c_both[a];
+                    for (j = 0; j < nb; j++) {
+                        double t = (y[j] == y[j]) ? yp[j] : cb;
+                        s[j] = HD_ACC(s[j], t);
+                    }
+                }
+            } else {
+                const int skip_ok = P->c_ign[a];
+                const double rw = P->c_rw[a];
+                if (x == x) {
+                    const double xp = Q->cpen[a];
+                    for (j = 0; j < nb; j++) {
+                        double yj = y[j];
+                        double d = fabs(x - yj) * ci;
+                        double t = HD_PW(d);
+                        int yin = yj == yj;
+                        int sk = (!yin) & skip_ok;
+                        t = cw * t;
+                        t = yin ? t : (sk ? 0.0 : xp);
+                        s[j] = HD_ACC(s[j], t);
+                        kw[j] += sk ? 0.0 : rw;
+                        ns[j] += sk ? 1.0 : 0.0;
+                    }
+                } else if (skip_ok) {
+                    for (j = 0; j < nb; j++)
+                        ns[j] += 1.0;
+                } else {
+                    const double cb = P->c_both[a];
+                    for (j = 0; j < nb; j++) {
+                        double t = (y[j] == y[j]) ? yp[j] : cb;
+                        s[j] = HD_ACC(s[j], t);
+                        kw[j] += rw;
+                    }
+                }
+            }
+        }
+        if (!ign && HD_SFX(hd_all_above)(s, nb, bound))
+            return 1;
+    }
+    /* overlap block: equality of integer codes, any cardinality */
+    if (P->mo) {
+        for (a = 0; a < P->mo; a++) {
+            const int *y = R->o + a * ld + j0;
+            const int cx = Q->o[a];
+            const double w = P->o_w[a], miss = P->o_miss[a];
+            if (!ign) {
+                if (cx >= 0) {
+                    for (j = 0; j < nb; j++) {
+                        int cy = y[j];
+                        double t = cy < 0 ? miss : (cy != cx ? w : 0.0);
+                        s[j] = HD_ACC(s[j], t);
+                    }
+                } else {
+                    for (j = 0; j < nb; j++)
+                        s[j] = HD_ACC(s[j], miss);
+                }
+            } else {
+                const int skip_ok = P->o_ign[a];
+                const double rw = P->o_rw[a];
+                for (j = 0; j < nb; j++) {
+                    int cy = y[j];
+                    int both = (cx >= 0) & (cy >= 0);
+                    int sk = (!both) & skip_ok;
+                    double t = both ? (cy != cx ? w : 0.0) : (sk ? 0.0 : miss);
+                    s[j] = HD_ACC(s[j], t);
+                    kw[j] += sk ? 0.0 : rw;
+                    ns[j] += sk ? 1.0 : 0.0;
+                }
+            }
+        }
+        if (!ign && HD_SFX(hd_all_above)(s, nb, bound))
+            return 1;
+    }
+    /* table block: one row of the table per query value, gathered by the reference codes */
+    if (P->mt) {
+        for (a = 0; a < P->mt; a++) {
+            const int *y = R->t + a * ld + j0;
+            const int cx = Q->t[a];
+            const int V = P->t_V[a];
+            const double miss = P->t_miss[a];
+            const int skip_ok = ign & P->t_ign[a];
+            const double rw = P->t_rw[a];
+            if (cx >= 0) {
+                const double *row = P->t_tab + P->t_off[a] + (hd_intp)(cx < V ? cx : V) * (V + 1);
+                const int unseen = cx >= V;
+                for (j = 0; j < nb; j++) {
+                    int cy = y[j];
+                    nrm[j] = row[cy < 0 ? 0 : (cy < V ? cy : V)];
+                }
+                if (!ign) {
+                    for (j = 0; j < nb; j++) {
+                        int cy = y[j];
+                        double t = nrm[j];
+                        t = (unseen & (cy == cx)) ? 0.0 : t;
+                        t = cy >= 0 ? t : miss;
+                        s[j] = HD_ACC(s[j], t);
+                    }
+                } else {
+                    for (j = 0; j < nb; j++) {
+                        int cy = y[j];
+                        int yin = cy >= 0;
+                        int sk = (!yin) & skip_ok;
+                        double t = nrm[j];
+                        t = (unseen & (cy == cx)) ? 0.0 : t;
+                        t = yin ? t : (sk ? 0.0 : miss);
+                        s[j] = HD_ACC(s[j], t);
+                        kw[j] += sk ? 0.0 : rw;
+                        ns[j] += sk ? 1.0 : 0.0;
+                    }
+                }
+            } else {
+                HD_SFX(hd_query_missing)(s, kw, ns, nb, ign, skip_ok, miss, rw, pm);
+            }
+        }
+        if (!ign && HD_SFX(hd_all_above)(s, nb, bound))
+            return 1;
+    }
+    /* embedded block: vector norms accumulated coordinate by coordinate */
+    if (P->me) {
+        for (a = 0; a < P->me; a++) {
+            const hd_intp off = P->e_off[a], dim = P->e_off[a + 1] - P->e_off[a];
+            const double *x = Q->e + off;
+            const double *y0 = R->e + off * ld + j0;
+            const int q2 = P->e_q[a] == 2;
+            const double miss = P->e_miss[a];
+            const int skip_ok = ign & P->e_ign[a];
+            const double rw = P->e_rw[a];
+            if (x[0] == x[0]) {
+                for (j = 0; j < nb; j++)
+                    nrm[j] = 0.0;
+                for (c = 0; c < dim; c++) {
+                    const double xc = x[c];
+                    const double *yc = R->e + (off + c) * ld + j0;
+                    if (q2) {
+                        for (j = 0; j < nb; j++) {
+                            double dlt = xc - yc[j];
+                            nrm[j] += dlt * dlt;
+                        }
+                    } else {
+                        for (j = 0; j < nb; j++)
+                            nrm[j] += fabs(xc - yc[j]);
+                    }
+                }
+                for (j = 0; j < nb; j++) {
+                    double n = nrm[j], t;
+                    int yin = y0[j] == y0[j];
+                    int sk = (!yin) & skip_ok;
+                    if (q2 && pm == 2)
+                        t = n;
+                    else if (q2) {
+                        double r = sqrt(n);
+                        t = HD_PW(r);
+                    } else
+                        t = HD_PW(n);
+                    t = yin ? t : (sk ? 0.0 : miss);
+                    s[j] = HD_ACC(s[j], t);
+                    if (ign) {
+                        kw[j] += sk ? 0.0 : rw;
+                        ns[j] += sk ? 1.0 : 0.0;
+                    }
+                }
+            } else {
+                HD_SFX(hd_query_missing)(s, kw, ns, nb, ign, skip_ok, miss, rw, pm);
+            }
+        }
+    }
+    if (ign) {
+        /* the "ignore" rule (docs/metrics.md, section 6), as rescale_ignore */
+        const double w_all = P->w_all, w_max = P->w_max;
+        for (j = 0; j < nb; j++) {
+            double v = s[j];
+            if (ns[j] > 0.0) {
+                if (kw[j] > 0.0)
+                    v = pm == 0 ? v : v * (w_all / kw[j]);
+                else
+                    v = pm == 0 ? w_max : w_all;
+            }
+            s[j] = v;
+        }
+    }
+    return 0;
+}
+
+/* one entry point per kind of p, so that the tests on pm are resolved at compile time */
+#define HD_TILE_ENTRY(name, mode)                                                           \
+    static int HD_SFX(name)(const hd_tplan *P, const hd_tq *Q, const hd_tr *R, hd_intp j0, \
+                            hd_intp nb, double bound, double *s)                            \
+    {                                                                                       \
+        return HD_SFX(hd_tile_pm)(P, Q, R, j0, nb, bound, s, mode);                         \
+    }
+HD_TILE_ENTRY(hd_tile_inf, 0)
+HD_TILE_ENTRY(hd_tile_l1, 1)
+HD_TILE_ENTRY(hd_tile_l2, 2)
+HD_TILE_ENTRY(hd_tile_gen, 3)
+#undef HD_TILE_ENTRY
+
+#undef HD_PW
+#undef HD_ACC
