@@ -341,8 +341,7 @@ cdef hd_tplan _tplan(CPlan plan) except *:
     cdef hd_tplan T
     one = plan._keep.get("_tile_one")
     if one is None:
-        one = np.ones(max(1, P.mc))
-        plan._keep["_tile_one"] = one
+        one = plan._keep.setdefault("_tile_one", np.ones(max(1, P.mc)))
     cdef double[::1] onev = one
     T.mc = P.mc
     T.mo = P.mo
@@ -376,11 +375,20 @@ cdef hd_tplan _tplan(CPlan plan) except *:
     return T
 
 
+#: largest attribute-major copy of a reference set kept with it (bytes); larger sets are
+#: transposed tile by tile into per-thread buffers
+ATTR_MAJOR_BYTES = 1 << 30
+
+
 cdef hd_tr _tref(CRows R) except *:
-    """Attribute-major copy of R's rows (made once per CRows, kept with it)."""
+    """Attribute-major copy of R's rows (made once per CRows, kept with it); ``ld = 0``
+    when the copy would exceed ``ATTR_MAJOR_BYTES``."""
     cdef hd_tr T
     keep = R._keep
     am = keep.get("_attr_major")
+    if am is None and sum(keep[k].nbytes for k in ("c", "cpen", "o", "t", "e")) > ATTR_MAJOR_BYTES:
+        T.ld = 0
+        return T
     if am is None:
         am = {}
         for name, dtype in (("c", np.float64), ("cpen", np.float64), ("o", np.intc),
@@ -391,7 +399,8 @@ cdef hd_tr _tref(CRows R) except *:
             else:
                 a = np.zeros(1, dtype=dtype)
             am[name] = a
-        keep["_attr_major"] = am
+        # another thread may have stored its copy meanwhile: everyone uses the stored one
+        am = keep.setdefault("_attr_major", am)
     T.ld = R.s.n
     T.c = <const double*> cnp.PyArray_DATA(am["c"])
     T.cpen = <const double*> cnp.PyArray_DATA(am["cpen"])
@@ -409,25 +418,94 @@ cdef inline void _tq_row(const PlanS* P, const RowsS* Q, intp q, hd_tq* out) noe
     out.e = Q.e + q * Q.D
 
 
-cdef void scan_tile(const hd_tplan* T, const PlanS* P, const RowsS* Q, const hd_tr* R,
-                    intp q0, intp q1, intp r0, intp r1, double* hd, intp* hi, intp k,
-                    intp tile, int excl, intp self_off) noexcept nogil:
+cdef intp _tile_doubles(const PlanS* P, const RowsS* R) noexcept nogil:
+    """Size (in doubles) of a buffer holding HD_TB rows of R attribute-major."""
+    return HD_TB * (2 * P.mc + R.D + (P.mo + P.mt + 1) // 2 + 1)
+
+
+cdef object _tile_buffers(CPlan plan, CRows R, int n_threads, const hd_tr* whole,
+                          double** base, intp* stride):
+    """Per-thread tile buffers when R has no attribute-major copy: thread t transposes
+    into ``base + t * stride`` (``base = NULL`` otherwise)."""
+    base[0] = NULL
+    stride[0] = 0
+    if whole.ld:
+        return None
+    buf = np.empty((n_threads, _tile_doubles(&plan.s, &R.s)))
+    base[0] = <double*> cnp.PyArray_DATA(buf)
+    stride[0] = buf.shape[1]
+    return buf
+
+
+cdef inline hd_tr _tile_of(const PlanS* P, const RowsS* R, const hd_tr* whole, intp t0,
+                           intp nb, double* mem, intp* j0) noexcept nogil:
+    """Rows [t0, t0 + nb) of R attribute-major: a view of the whole copy, or the rows
+    transposed into mem (then ``*j0 = 0``)."""
+    cdef hd_tr T
+    cdef intp a, j, r, mc = P.mc, mo = P.mo, mt = P.mt, D = R.D
+    cdef double* c
+    cdef double* cp
+    cdef double* e
+    cdef int* o
+    cdef int* t
+    if whole.ld:
+        j0[0] = t0
+        return whole[0]
+    j0[0] = 0
+    c = mem
+    cp = c + mc * nb
+    e = cp + mc * nb
+    o = <int*> (e + D * nb)
+    t = o + mo * nb
+    for j in range(nb):
+        r = t0 + j
+        for a in range(mc):
+            c[a * nb + j] = R.c[r * mc + a]
+            cp[a * nb + j] = R.cpen[r * mc + a]
+        for a in range(D):
+            e[a * nb + j] = R.e[r * D + a]
+        for a in range(mo):
+            o[a * nb + j] = R.o[r * mo + a]
+        for a in range(mt):
+            t[a * nb + j] = R.t[r * mt + a]
+    T.ld = nb
+    T.c = c
+    T.cpen = cp
+    T.e = e
+    T.o = o
+    T.t = t
+    return T
+
+
+cdef inline double* _mem_of(double* base, intp stride) noexcept nogil:
+    """This thread's tile buffer."""
+    if base == NULL:
+        return NULL
+    return base + hdist_thread_id() * stride
+
+
+cdef void scan_tile(const hd_tplan* T, const PlanS* P, const RowsS* Q, const RowsS* RS,
+                    const hd_tr* whole, double* mem, intp q0, intp q1, intp r0, intp r1,
+                    double* hd, intp* hi, intp k, intp tile, int excl,
+                    intp self_off) noexcept nogil:
     """Update the heaps of queries [q0, q1) with reference rows [r0, r1), tile by tile
     (each tile's reduced distances computed by the tile kernel, ``hd_tile``)."""
     cdef double buf[HD_TB]
     cdef hd_tq qr
-    cdef intp t0, t1, q, j, qk
+    cdef hd_tr R
+    cdef intp t0, t1, q, j, qk, j0
     cdef double s, bound
     t0 = r0
     while t0 < r1:
         t1 = t0 + tile
         if t1 > r1:
             t1 = r1
+        R = _tile_of(P, RS, whole, t0, t1 - t0, mem, &j0)
         for q in range(q0, q1):
             qk = (q - q0) * k
             bound = hd[qk]
             _tq_row(P, Q, q, &qr)
-            if hd_tile(T, &qr, R, t0, t1 - t0, bound, buf):
+            if hd_tile(T, &qr, &R, j0, t1 - t0, bound, buf):
                 continue        # every row of the tile is beyond the k-th distance
             for j in range(t0, t1):
                 s = buf[j - t0]
@@ -475,6 +553,9 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
     cdef intp nt
     cdef hd_tplan TP = _tplan(plan)
     cdef hd_tr TR = _tref(R)
+    cdef double* mem
+    cdef intp mstride
+    keep_mem = _tile_buffers(plan, R, n_threads, &TR, &mem, &mstride)
     if strategy == "queries":
         for b0 in range(0, nq, block):
             b1 = min(nq, b0 + block)
@@ -483,7 +564,8 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
             per = 8
             with nogil:
                 for c in prange((nb + per - 1) // per, num_threads=n_threads, schedule="dynamic"):
-                    scan_tile(&TP, P, QS, &TR, b0 + c * per, min(b1, b0 + c * per + per), 0, nr,
+                    scan_tile(&TP, P, QS, RS, &TR, _mem_of(mem, mstride),
+                              b0 + c * per, min(b1, b0 + c * per + per), 0, nr,
                                &D[b0 + c * per, 0], &I[b0 + c * per, 0], k, tile, excl,
                                self_offset)
             PyErr_CheckSignals()
@@ -504,7 +586,8 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
                     r0 = b0 + t * per
                     r1 = min(b1, r0 + per)
                     if r0 < r1:
-                        scan_tile(&TP, P, QS, &TR, 0, nq, r0, r1, td + t * nq * k, ti + t * nq * k,
+                        scan_tile(&TP, P, QS, RS, &TR, _mem_of(mem, mstride), 0, nq, r0, r1,
+                                  td + t * nq * k, ti + t * nq * k,
                                    k, tile, excl, self_offset)
             PyErr_CheckSignals()
         # merge: the k best of all thread heaps under (d, j)
@@ -617,20 +700,22 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
 
 
 cdef void _pairwise_row(const hd_tplan* T, const PlanS* P, const RowsS* X, intp i,
-                        const hd_tr* Y, intp j0, intp ny, double* out, int red,
-                        int sym) noexcept nogil:
-    """Row i of a pairwise matrix from column j0 on (mirrored into column i with sym)."""
+                        const RowsS* YS, const hd_tr* whole, double* mem, intp jstart,
+                        intp ny, double* out, int red, int sym) noexcept nogil:
+    """Row i of a pairwise matrix from column jstart on (mirrored into column i with sym)."""
     cdef double buf[HD_TB]
     cdef hd_tq qr
-    cdef intp t0, t1, j
+    cdef hd_tr Y
+    cdef intp t0, t1, j, j0
     cdef double s
     _tq_row(P, X, i, &qr)
-    t0 = j0
+    t0 = jstart
     while t0 < ny:
         t1 = t0 + HD_TB
         if t1 > ny:
             t1 = ny
-        hd_tile(T, &qr, Y, t0, t1 - t0, INFINITY, buf)
+        Y = _tile_of(P, YS, whole, t0, t1 - t0, mem, &j0)
+        hd_tile(T, &qr, &Y, j0, t1 - t0, INFINITY, buf)
         for j in range(t0, t1):
             s = buf[j - t0]
             if not red:
@@ -661,11 +746,15 @@ def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
     cdef hd_tplan TP = _tplan(plan)
     cdef hd_tr TY = _tref(Y)
     cdef double* o = &out[0, 0] if nx and ny else NULL
+    cdef double* mem
+    cdef intp mstride
+    keep_mem = _tile_buffers(plan, Y, n_threads, &TY, &mem, &mstride)
     for b0 in range(0, nx, block):
         b1 = min(nx, b0 + block)
         with nogil:
             for i in prange(b0, b1, num_threads=n_threads, schedule="dynamic"):
-                _pairwise_row(&TP, P, XS, i, &TY, i if sym else 0, ny, o, red, sym)
+                _pairwise_row(&TP, P, XS, i, YS, &TY, _mem_of(mem, mstride), i if sym else 0,
+                              ny, o, red, sym)
         PyErr_CheckSignals()
     return np.asarray(out)
 
@@ -686,13 +775,14 @@ cdef int _cmp_hit(const void* a, const void* b) noexcept nogil:
 
 
 cdef intp _radius_row(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
-                      const hd_tr* R, intp nr, double r, int excl, intp self_off,
-                      Hit** out) noexcept nogil:
+                      const RowsS* RS, const hd_tr* whole, double* mem, intp nr, double r,
+                      int excl, intp self_off, Hit** out) noexcept nogil:
     """Reference rows within true distance r of query q, sorted, into a new buffer
     ``*out`` (freed by the caller).  Returns their count, or -1 when out of memory."""
     cdef double tb[HD_TB]
     cdef hd_tq qr
-    cdef intp t0, t1, j, cap = 16, cnt = 0
+    cdef hd_tr R
+    cdef intp t0, t1, j, j0, cap = 16, cnt = 0
     cdef double d
     cdef Hit* tmp
     cdef Hit* buf = <Hit*> malloc(cap * sizeof(Hit))
@@ -705,7 +795,8 @@ cdef intp _radius_row(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
         t1 = t0 + HD_TB
         if t1 > nr:
             t1 = nr
-        hd_tile(T, &qr, R, t0, t1 - t0, INFINITY, tb)
+        R = _tile_of(P, RS, whole, t0, t1 - t0, mem, &j0)
+        hd_tile(T, &qr, &R, j0, t1 - t0, INFINITY, tb)
         for j in range(t0, t1):
             if excl and j == q + self_off:
                 continue
@@ -746,6 +837,9 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
         block = min(max(1, nq), _region_rows(n_threads, nr))
     cdef hd_tplan TP = _tplan(plan)
     cdef hd_tr TR = _tref(R)
+    cdef double* mem
+    cdef intp mstride
+    keep_mem = _tile_buffers(plan, R, n_threads, &TR, &mem, &mstride)
     bufs = <Hit**> malloc(max(1, block) * sizeof(Hit*))
     counts = <intp*> malloc(max(1, block) * sizeof(intp))
     if bufs == NULL or counts == NULL:
@@ -762,8 +856,8 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
                 counts[q] = 0
             with nogil:
                 for q in prange(b0, b1, num_threads=n_threads, schedule="dynamic"):
-                    counts[q - b0] = _radius_row(&TP, P, QS, q, &TR, nr, r, excl, self_offset,
-                                                 &bufs[q - b0])
+                    counts[q - b0] = _radius_row(&TP, P, QS, q, RS, &TR, _mem_of(mem, mstride),
+                                                 nr, r, excl, self_offset, &bufs[q - b0])
             for q in range(b1 - b0):
                 if counts[q] < 0:
                     raise MemoryError("radius search ran out of memory")

@@ -143,3 +143,29 @@ def test_isa_environment_variable():
     assert out.returncode != 0 and "HDIST_ISA" in out.stderr
     with pytest.raises(ValueError, match="must be one of"):
         _kernels.set_isa("sse9")
+
+
+@pytest.mark.parametrize("preset,params", [("heom", dict(missing="ignore")), ("hvdm", {}),
+                                           ("gower", {})])
+def test_tile_by_tile_transposition(monkeypatch, preset, params):
+    # a reference set too large for an attribute-major copy is transposed tile by tile
+    # into per-thread buffers: same results on every path
+    m, train, queries, _ = _fit(15, preset, params, n=900, n_queries=25)
+    Q = queries.frame()
+    want_p = m.pairwise(Q, train.frame(), n_jobs=1)
+    want_k = m.kneighbors(Q, 5, n_jobs=1)
+    r = float(np.median(want_p))
+    want_r = m.radius_neighbors(Q, r, n_jobs=1)
+    monkeypatch.setattr(_kernels, "ATTR_MAJOR_BYTES", 0)
+    cq = _kernels.CRows(m.encode(Q))
+    for nj in (1, 2):
+        ct = _kernels.CRows(m.train_)      # fresh: no copy cached
+        got = np.empty_like(want_p)
+        _kernels.pairwise(m.plan_.cplan, cq, ct, got, nj)
+        assert np.array_equal(got, want_p)
+        for strategy in ("queries", "references"):
+            d, i = _kernels.knn(m.plan_.cplan, cq, ct, 5, nj, tile=77, strategy=strategy)
+            assert np.array_equal(d, want_k[0]) and np.array_equal(i, want_k[1])
+        dl, il = _kernels.radius(m.plan_.cplan, cq, ct, r, nj)
+        assert all(np.array_equal(a, b) for a, b in zip(il, want_r[1]))
+        assert all(np.array_equal(a, b) for a, b in zip(dl, want_r[0]))
