@@ -81,6 +81,17 @@ def main(argv=None):
     rows.append(("fit", "hdist Schema.fit_encode",
                  best(lambda: hdist._schema.Schema().fit_encode(X), args.repeat)))
     rows.append(("fit", "OneHotEncoder + StandardScaler fit", best(sk_fit, args.repeat)))
+    Xc = X.astype({c: "category" for c in nom})
+    rows.append(("fit", "hdist Metric('heom').fit, category dtypes",
+                 best(lambda: hdist.Metric("heom").fit(Xc), args.repeat)))
+    try:
+        import pyarrow as pa
+    except ImportError:
+        pa = None
+    if pa is not None:
+        T = pa.Table.from_pandas(X, preserve_index=False)
+        rows.append(("fit", "hdist Metric('heom').fit, pyarrow Table",
+                     best(lambda: hdist.Metric("heom").fit(T), args.repeat)))
     rows.append(("query", "hdist Metric.encode (schema + plan)",
                  best(lambda: metric.encode(Q), args.repeat)))
     rows.append(("query", "OneHotEncoder + StandardScaler transform",

@@ -496,6 +496,11 @@ class Schema:
     def encode(self, X, unseen=None, what="X"):
         """Encode a table with the fitted kinds.
 
+        Columns are matched as scikit-learn matches ``feature_names_in_``: a named table
+        (DataFrame, Arrow, structured array) queried on a metric fitted on a named table
+        must have the fitted names in the fitted order (a missing, extra or reordered
+        column is a ValueError naming the columns); otherwise by position.
+
         Returns ``(cont, nom)``: float64 ``[n, m_continuous]`` and int64
         ``[n, m_nominal]``.  ``unseen`` is a list (one dict per nominal column) shared by
         the batches of one operation so unseen values keep one code.
@@ -509,8 +514,12 @@ class Schema:
                 raise ValueError("%s is missing the column(s) %r seen in fit" % (what, missing))
             if extra:
                 raise ValueError("%s has column(s) %r not seen in fit" % (what, extra))
-            pos = {n: i for i, n in enumerate(names)}
-            cols = [cols[pos[n]] for n in self.names_]
+            if names != self.names_:
+                raise ValueError(
+                    "%s has the columns seen in fit in another order (%r; fit: %r); tables "
+                    "are matched by name and order, as scikit-learn's estimators match "
+                    "feature_names_in_: select them in the fitted order, e.g. "
+                    "%s[metric.feature_names_in_]" % (what, names, self.names_, what))
         else:
             if len(cols) != m:
                 raise ValueError("%s has %d columns; the metric was fitted on %d"
@@ -687,17 +696,18 @@ def encode_labels(y, n):
     if len(y) != n:
         raise ValueError("y has %d labels for %d rows of X" % (len(y), n))
     if y.dtype == object:
-        for i, v in enumerate(y):
-            if is_missing_scalar(v):
-                raise ValueError("y has a missing label at row %d; every training row needs "
-                                 "a class" % i)
-        keys = [_norm_key(v) for v in y]
+        # column-wise: factorize, then one Python step per distinct label
         try:
-            classes = sorted(set(keys))
+            codes, labels = _factorize(y)
         except TypeError:
-            classes = sorted(set(keys), key=lambda k: (type(k).__name__, repr(k)))
+            raise TypeError("y holds an unhashable label")
+        if (codes < 0).any():
+            raise ValueError("y has a missing label at row %d; every training row needs "
+                             "a class" % int(np.flatnonzero(codes < 0)[0]))
+        keys = [_norm_key(v) for v in labels]
+        classes = _sorted_keys(set(keys))
         pos = {c: i for i, c in enumerate(classes)}
-        codes = np.array([pos[k] for k in keys], dtype=np.int64)
-        return codes, classes
+        lut = np.array([pos[k] for k in keys], dtype=np.int64)
+        return lut[codes], classes
     classes, codes = np.unique(y, return_inverse=True)
     return codes.astype(np.int64), classes.tolist()

@@ -214,6 +214,15 @@ def _drop(table, name):
     return table.drop_columns([name]) if hasattr(table, "drop_columns") else table.drop([name])
 
 
+def _in_order(table, names):
+    """A query chunk holding exactly the training columns, in the training file's order
+    (a file may list them in any order; the metric matches tables by name and order)."""
+    cols = _columns_of(table)
+    if cols == names or set(cols) != set(names):
+        return table            # the metric names a missing or extra column
+    return table[names] if hasattr(table, "iloc") else table.select(names)
+
+
 def _is_numeric(table, name):
     if hasattr(table, "iloc"):
         return table[name].dtype.kind in "iuf"
@@ -374,6 +383,7 @@ def _knn_command(args):
             if args.target and args.target in _columns_of(chunk):
                 truth = _column_values(chunk, args.target)
                 chunk = _drop(chunk, args.target)
+            chunk = _in_order(chunk, list(kinds))
             try:
                 dist, ind = index.kneighbors(chunk, k, n_jobs=args.n_jobs)
             except (TypeError, ValueError) as e:

@@ -512,8 +512,12 @@ def _gigantic_n_jobs():
 
 
 def _reordered_columns():
+    # frames are matched by name and order, as scikit-learn's estimators do
     m = fitted()
-    np.testing.assert_array_equal(m.pairwise(DF[["c", "a", "b"]]), m.pairwise(DF))
+    with pytest.raises(ValueError, match="another order.*'c', 'a', 'b'"):
+        m.pairwise(DF[["c", "a", "b"]])
+    np.testing.assert_array_equal(m.pairwise(DF[["c", "a", "b"]][list(m.feature_names_in_)]),
+                                  m.pairwise(DF))
 
 
 def _out_filled():

@@ -210,3 +210,27 @@ def test_census_like_frame_through_csv(tmp_path):
     Q = census_frame(500, seed=2)
     Q.to_csv(path, index=False)
     assert_same_encoding(F, [pd.read_csv(path)])
+
+
+@pytest.mark.parametrize("y", [["b", "a", "b", "c"], [1, "1", 2.0, 1.0], [True, False, True, 1],
+                               np.array(["x", "y", "x"], dtype=object),
+                               pd.Series(["u", "v", "u"], dtype="str"),
+                               pd.Series(["u", "v", "u"], dtype="category"),
+                               [np.int64(3), 3.0, 5, "5"]])
+def test_class_labels_like_the_reference(y):
+    from hdist._schema import encode_labels
+    n = len(y)
+    codes, classes = encode_labels(y, n)
+    rcodes, rclasses = ref_schema.encode_labels(y, n)
+    np.testing.assert_array_equal(codes, rcodes)
+    assert typed(classes) == typed(rclasses)
+
+
+@pytest.mark.parametrize("y", [["a", None, "b"], ["a", "b", np.nan], [1, pd.NA, 2]])
+def test_missing_class_label_names_the_row(y):
+    from hdist._schema import encode_labels
+    with pytest.raises(ValueError) as new:
+        encode_labels(np.array(y, dtype=object), 3)
+    with pytest.raises(ValueError) as ref:
+        ref_schema.encode_labels(np.array(y, dtype=object), 3)
+    assert str(new.value) == str(ref.value)

@@ -175,3 +175,40 @@ def test_mostly_unseen_query_column_warns():
         warnings.simplefilter("error")
         m.kneighbors(X, 1)                         # all seen: silent
         m.kneighbors(Q.iloc[:3], 1)                # too few values to judge: silent
+
+
+# -- one column-matching rule for Metric and the estimators -----------------------------------
+
+def test_metric_and_estimators_match_columns_alike():
+    X, y = _heart_like(40)
+    rev = X[X.columns[::-1]]
+    m = Metric("heom").fit(X)
+    clf = KNeighborsClassifier(3).fit(X, y)
+    for call in (lambda: m.kneighbors(rev, 3), lambda: clf.predict(rev)):
+        with pytest.raises(ValueError, match="order"):
+            call()
+    # by position for arrays (scikit-learn warns that the array has no names)
+    arr = X.to_numpy(dtype=object)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        d_arr, i_arr = m.kneighbors(arr, 3)
+        np.testing.assert_array_equal(clf.predict(arr), clf.predict(X))
+    d, i = m.kneighbors(X, 3)
+    np.testing.assert_array_equal(d_arr, d)
+    np.testing.assert_array_equal(clf.kneighbors(X, 3)[1], i)
+
+
+def test_cli_query_file_with_columns_in_another_order(tmp_path):
+    from hdist import cli
+    X, y = _heart_like(30)
+    train = tmp_path / "train.csv"
+    X.assign(y=y).to_csv(train, index=False)
+    outs = []
+    for name, Q in (("same", X), ("reordered", X[X.columns[::-1]])):
+        q = tmp_path / (name + ".csv")
+        Q.to_csv(q, index=False)
+        out = tmp_path / (name + ".out.csv")
+        assert cli.main(["knn", "--train", str(train), "--query", str(q), "--target", "y",
+                         "--k", "2", "--output", str(out)]) == 0
+        outs.append(out.read_text())
+    assert outs[0] == outs[1]
