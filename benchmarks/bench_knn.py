@@ -11,7 +11,10 @@ Peers on the same job:
 - the ``gower`` package's ``gower_topn`` (Gower preset), on a subset of queries;
 - the plain numpy reference of the test suite, on a subset of queries.
 
-Plus 1 vs 2 threads, and Adult train -> test 1-NN (HEOM and HVDM) wall time and accuracy.
+Plus 1 vs 2 threads; one table per p (1, 2, inf, 0.5, 3) on 16 continuous attributes
+against scipy ``cdist`` + ``argpartition``, scikit-learn brute and faiss; a census-like shape
+(40 columns, 30 nominal with up to 50 values, 5 % missing) against scikit-learn brute on
+the one-hot matrix; Adult train -> test 1-NN (HEOM and HVDM) wall time and accuracy.
 
 Run: ``python benchmarks/bench_knn.py [--quick]``.
 """
@@ -119,6 +122,7 @@ def main(argv=None):
     k = 5
     pairs = n_ref * n_q
     print("hdist %s; %s; %d cores" % (hdist.__version__, sys.version.split()[0], os.cpu_count()))
+    print("nproc %d; load average %.2f %.2f %.2f" % ((os.cpu_count(),) + os.getloadavg()))
     hdist.show_config()
     try:
         from threadpoolctl import threadpool_info
@@ -189,8 +193,123 @@ def main(argv=None):
             print("  hdist / numpy reference: %.0fx" % (base / r))
         else:
             print("  with 10 %% missing / without: %.2fx" % (base / no_missing_rate))
+    per_p(quick=args.quick)
+    census_like(quick=args.quick)
     if not args.no_adult:
         adult(quick=args.quick)
+
+
+def _peer_rows(label, seconds, pairs, hd_rate):
+    rate = pairs / seconds
+    print("  %-52s %9.3f s  %10.3e pairs/s  hdist %.2fx" % (label, seconds, rate,
+                                                            hd_rate / rate))
+
+
+def _argpartition_knn(D, k):
+    part = np.argpartition(D, k - 1, axis=1)[:, :k]
+    return np.take_along_axis(D, part, 1), part
+
+
+def per_p(quick=False):
+    """One table per p (1, 2, inf, 0.5, 3): hdist's Minkowski k-NN, 16 continuous
+    attributes, against scipy ``cdist`` + ``argpartition``, scikit-learn brute
+    ``NearestNeighbors`` and faiss ``IndexFlat`` on the same range-scaled data."""
+    from scipy.spatial.distance import cdist
+    n_ref, n_q, k, m = (5000, 500, 5, 16) if quick else (20000, 2000, 5, 16)
+    pairs = n_ref * n_q
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(n_ref + n_q, m)) * np.arange(1, m + 1)
+    Xr, Xq = X[:n_ref], X[n_ref:]
+    scale = Xr.max(0) - Xr.min(0)
+    Sr, Sq = Xr / scale, Xq / scale
+    try:
+        import faiss
+    except ImportError:
+        faiss = None
+    try:
+        from sklearn.neighbors import NearestNeighbors
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        NearestNeighbors = None
+    for p, scipy_name, sk in ((1.0, "cityblock", "manhattan"), (2.0, "euclidean", "euclidean"),
+                              (np.inf, "chebyshev", "chebyshev"), (0.5, "minkowski", None),
+                              (3.0, "minkowski", None)):
+        print("\n== p = %s: %d reference x %d queries, %d continuous, k = %d"
+              % (p, n_ref, n_q, m, k))
+        met = hdist.Metric("minkowski", p=p).fit(Xr)
+        met.kneighbors(Xq[:20], k)
+        t1, (d1, i1) = timeit(lambda: met.kneighbors(Xq, k, n_jobs=1), repeat=3)
+        t2, (d2, i2) = timeit(lambda: met.kneighbors(Xq, k, n_jobs=2), repeat=3)
+        assert np.array_equal(i1, i2) and np.array_equal(d1, d2)
+        h1 = row("hdist minkowski p=%s, 1 thread" % p, t1, pairs)
+        h2 = row("hdist minkowski p=%s, 2 threads" % p, t2, pairs)
+        print("  2 threads / 1 thread: %.2fx" % (t1 / t2))
+        kw = {"p": p} if scipy_name == "minkowski" else {}
+        ts, (ds, _) = timeit(lambda: _argpartition_knn(cdist(Sq, Sr, scipy_name, **kw), k))
+        _peer_rows("scipy cdist + argpartition (1 thread)", ts, pairs, h1)
+        assert np.allclose(np.sort(ds, 1), d1, rtol=1e-9)
+        if NearestNeighbors is not None:
+            metric = sk or "minkowski"
+            extra = {} if sk else {"p": p}
+            with threadpool_limits(2):
+                nn = NearestNeighbors(n_neighbors=k, algorithm="brute", metric=metric,
+                                      metric_params=None, n_jobs=2, **extra).fit(Sr)
+                tk, (dk, _) = timeit(lambda: nn.kneighbors(Sq), repeat=2)
+            _peer_rows("scikit-learn brute NearestNeighbors (2 threads)", tk, pairs, h2)
+        if faiss is not None:
+            fm = {1.0: faiss.METRIC_L1, 2.0: faiss.METRIC_L2, np.inf: faiss.METRIC_Linf}
+            index = faiss.IndexFlat(m, fm.get(p, faiss.METRIC_Lp))
+            if p not in fm:
+                index.metric_arg = p
+            index.add(Sr.astype(np.float32))
+            faiss.omp_set_num_threads(2)
+            tf, _ = timeit(lambda: index.search(Sq.astype(np.float32), k), repeat=2)
+            _peer_rows("faiss IndexFlat float32 (2 threads)", tf, pairs, h2)
+
+
+def census_like(quick=False):
+    """A census-like shape: 40 columns, 30 nominal with up to 50 values, 5 % missing;
+    HEOM and Gower 5-NN against scikit-learn brute on the exact one-hot embedding (HEOM
+    without missing values: squared Euclidean on one-hot/sqrt(2) and range-scaled columns)."""
+    n_ref, n_q, k = (20000, 200, 5) if quick else (200000, 1000, 5)
+    rng = np.random.default_rng(5)
+    n = n_ref + n_q
+    cols = [rng.normal(size=n) * (a + 1) for a in range(10)]
+    for a in range(30):
+        V = int(rng.integers(2, 51))
+        cols.append(rng.integers(0, V, n).astype(np.float64))
+    X = np.column_stack(cols)
+    nominal = list(range(10, 40))
+    Xm = X.copy()
+    Xm[rng.random(X.shape) < 0.05] = np.nan
+    pairs = n_ref * n_q
+    print("\n== census-like: %d reference x %d queries, 10 continuous + 30 nominal "
+          "(2-50 values), k = %d" % (n_ref, n_q, k))
+    rates = {}
+    for name, data, tag in (("heom", X, "no missing"), ("heom", Xm, "5 % missing"),
+                            ("gower", Xm, "5 % missing")):
+        met = hdist.Metric(name, nominal=nominal).fit(data[:n_ref])
+        Q = data[n_ref:]
+        met.kneighbors(Q[:10], k)
+        t, _ = timeit(lambda: met.kneighbors(Q, k, n_jobs=2))
+        rates[(name, tag)] = row("hdist %s, %s, 2 threads" % (name, tag), t, pairs)
+    try:
+        from sklearn.neighbors import NearestNeighbors
+        from sklearn.preprocessing import OneHotEncoder
+        from threadpoolctl import threadpool_limits
+    except ImportError:
+        return
+    cont = X[:, :10]
+    scale = cont[:n_ref].max(0) - cont[:n_ref].min(0)
+    oh = OneHotEncoder(handle_unknown="ignore", dtype=np.float32).fit(X[:n_ref, 10:])
+    E = np.hstack([(cont / scale).astype(np.float32),
+                   oh.transform(X[:, 10:]).toarray() / np.float32(np.sqrt(2.0))])
+    with threadpool_limits(2):
+        nn = NearestNeighbors(n_neighbors=k, algorithm="brute", n_jobs=2).fit(E[:n_ref])
+        nn.kneighbors(E[n_ref:n_ref + 10])
+        t, _ = timeit(lambda: nn.kneighbors(E[n_ref:]))
+    _peer_rows("scikit-learn brute, one-hot float32 (%d wide), 2 threads" % E.shape[1], t,
+               pairs, rates[("heom", "no missing")])
 
 
 def adult(quick=False):

@@ -45,6 +45,11 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
 {
     double kw[HD_TB], ns[HD_TB], nrm[HD_TB];
     const int ign = P->ign;
+    /* Rows whose partial sums all exceed cut are abandoned.  Under "ignore" the final
+     * value is s * (w_all / kw) with kw a (rounded) sum of a subset of the weights, so
+     * w_all / kw >= 1 up to a few ulps per attribute: the margin keeps every row whose
+     * final value could reach bound. */
+    const double cut = ign ? bound * (1.0 + 1e-10) : bound;
     const hd_intp ld = R->ld;
     hd_intp a, j, c;
     for (j = 0; j < nb; j++)
@@ -110,7 +115,7 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                 }
             }
         }
-        if (!ign && HD_SFX(hd_all_above)(s, nb, bound))
+        if (HD_SFX(hd_all_above)(s, nb, cut))
             return 1;
     }
     /* overlap block: equality of integer codes, any cardinality */
@@ -144,7 +149,7 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                 }
             }
         }
-        if (!ign && HD_SFX(hd_all_above)(s, nb, bound))
+        if (HD_SFX(hd_all_above)(s, nb, cut))
             return 1;
     }
     /* table block: one row of the table per query value, gathered by the reference codes */
@@ -188,7 +193,7 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                 HD_SFX(hd_query_missing)(s, kw, ns, nb, ign, skip_ok, miss, rw, pm);
             }
         }
-        if (!ign && HD_SFX(hd_all_above)(s, nb, bound))
+        if (HD_SFX(hd_all_above)(s, nb, cut))
             return 1;
     }
     /* embedded block: vector norms accumulated coordinate by coordinate */
