@@ -73,7 +73,7 @@ def _attributes(plan, rows):
         return None
     out = []
     for k in range(plan.mc):
-        v = rows.c[:, k]
+        v = rows.c[:, k] * (plan.c_inv[k] * np.sqrt(plan.c_rw[k]))
         pres = ~np.isnan(v)
         out.append((np.where(pres, v, 0.0)[:, None], pres, rows.cpen[:, k], plan.c_both[k]))
     for k, a in enumerate(plan.o_attr):
@@ -97,7 +97,7 @@ def _attributes(plan, rows):
         out.append((E, pres, np.full(n, plan.t_miss[k]), plan.t_miss[k]))
     for k in range(plan.me):
         lo, hi = plan.e_off[k], plan.e_off[k + 1]
-        E = rows.e[:, lo:hi]
+        E = rows.e[:, lo:hi] * np.sqrt(plan.e_rw[k])
         pres = ~np.isnan(E[:, 0]) if hi > lo else np.ones(n, bool)
         E = np.where(pres[:, None], E, 0.0)
         out.append((E, pres, np.full(n, plan.e_miss[k]), plan.e_miss[k]))

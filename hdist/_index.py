@@ -216,7 +216,11 @@ def _reduced_radius(plan, r):
         red = float(np.power(r, plan.p))
     if plan.mean:
         red *= plan.w_all
-    return red * (1.0 + 1e-6 + 8.0 * plan.p * 2.0 ** -52) + 1e-300
+    red = red * (1.0 + 1e-6 + 8.0 * plan.p * 2.0 ** -52) + 1e-300
+    if plan.pmode == 3:
+        from ._kernels import SAFE_RANGE
+        red = max(red, SAFE_RANGE[0])   # smaller sums are recomputed exactly
+    return red
 
 
 class NeighborsIndex:

@@ -23,7 +23,11 @@ ctypedef struct PlanS:
     int mean         # divide the reduced distance by the total weight
     double w_all     # sum of all weights
     double w_max     # largest weight (p = inf, nothing known)
-    const double* c_w       # raw weights (for "ignore" bookkeeping)
+    double slack     # 1 + 2^-40 · max(1, p): see reduced_bound
+    const double* c_w       # weights: a continuous term is c_w · pw(|x - y| · c_inv)
+    const double* c_inv     # 1 / (δ · 2^e) for values encoded as (x - min) · 2^e
+    const double* c_span    # (max - min) · 2^e: Weka's "max" rule in encoded units
+    const unsigned char* c_maxp  # the "max" policy (its penalty depends on the value)
     const unsigned char* c_ign
     const double* c_both    # term when both values are missing
     const double* o_w       # term when the values differ (pre-weighted)
@@ -32,6 +36,7 @@ ctypedef struct PlanS:
     const double* o_rw
     const unsigned char* o_ign
     const double* t_tab     # concatenated (V+1) x (V+1) tables, pre-weighted, pre-raised
+    const double* t_raw     # the same tables unweighted and unraised (general p only)
     const intp* t_off
     const int* t_V          # index of the "unseen" row of each table
     const double* t_miss
@@ -40,12 +45,12 @@ ctypedef struct PlanS:
     const intp* e_off       # column offsets of each embedded attribute (me + 1)
     const unsigned char* e_q
     const double* e_miss
-    const double* e_rw
+    const double* e_rw      # weights: an embedded term is e_rw · embed_term(x, y)
     const unsigned char* e_ign
 
 ctypedef struct RowsS:
     intp n
-    const double* c      # [n, mc] scaled continuous values, NaN = missing
+    const double* c      # [n, mc] continuous values (x - min) · 2^e, NaN = missing
     const double* cpen   # [n, mc] term when the other value is missing
     const int* o         # [n, mo] overlap codes, -1 = missing
     const int* t         # [n, mt] table codes, -1 = missing
@@ -166,7 +171,7 @@ cdef inline double pair_reduced_t(const PlanS* P, const RowsS* A, intp i,
             for a in range(P.mc):
                 x = xa[a]
                 y = ya[a]
-                cand[0] = pw_t(fabs(x - y), p, pm)
+                cand[0] = P.c_w[a] * pw_t(fabs(x - y) * P.c_inv[a], p, pm)
                 cand[1] = xp[a]
                 cand[2] = yp[a]
                 cand[3] = P.c_both[a]
@@ -177,7 +182,7 @@ cdef inline double pair_reduced_t(const PlanS* P, const RowsS* A, intp i,
                 x = xa[a]
                 y = ya[a]
                 if x == x and y == y:
-                    t = pw_t(fabs(x - y), p, pm)
+                    t = P.c_w[a] * pw_t(fabs(x - y) * P.c_inv[a], p, pm)
                 elif ign and P.c_ign[a]:
                     nskip += 1
                     continue
@@ -249,8 +254,8 @@ cdef inline double pair_reduced_t(const PlanS* P, const RowsS* A, intp i,
             x = xa[P.e_off[a]]
             y = ya[P.e_off[a]]
             if x == x and y == y:
-                t = embed_term_t(xa + P.e_off[a], ya + P.e_off[a],
-                                 P.e_off[a + 1] - P.e_off[a], P.e_q[a], p, pm)
+                t = P.e_rw[a] * embed_term_t(xa + P.e_off[a], ya + P.e_off[a],
+                                             P.e_off[a + 1] - P.e_off[a], P.e_q[a], p, pm)
             elif ign and P.e_ign[a]:
                 nskip += 1
                 continue
@@ -300,7 +305,7 @@ cdef inline double rescale_ignore(const PlanS* P, double s, double kw,
 
 
 cdef inline double finalize(const PlanS* P, double s) noexcept nogil:
-    """True distance from a reduced one."""
+    """True distance from a reduced one (monotone non-decreasing in ``s``)."""
     if P.mean and P.pmode != 0:
         s = s / P.w_all
     if P.pmode == 2:
@@ -308,3 +313,166 @@ cdef inline double finalize(const PlanS* P, double s) noexcept nogil:
     if P.pmode == 3:
         return pow(s, P.inv_p)
     return s
+
+
+cdef inline double reduced_bound(const PlanS* P, double d) noexcept nogil:
+    """A reduced distance ``b`` such that every ``s > b`` has ``finalize(s) > d``.
+
+    Searches keep their candidates ordered by (true distance, index), so that equal
+    returned distances are in index order and the k-th boundary is decided on the distance
+    the caller sees; a pair whose reduced distance exceeds ``reduced_bound(kth)`` cannot
+    enter (and may be abandoned early).  Exact where ``finalize`` is the identity; elsewhere
+    a relative slack of 2^-40 · max(1, p) (far above the rounding of the root and the mean)
+    and a tiny absolute one keep the bound safe."""
+    cdef double b
+    if d == INFINITY:
+        return INFINITY
+    if P.pmode == 2:
+        b = d * d
+    elif P.pmode == 3:
+        b = pow(d, P.p)
+    else:
+        b = d
+    if P.mean and P.pmode != 0:
+        b = b * P.w_all
+    elif P.pmode == 0 or P.pmode == 1:
+        return b
+    b = b * P.slack + 1e-300
+    if P.pmode == 3 and b < 1e-280:
+        # a pair under 1e-280 is compared on its exactly recomputed true distance
+        return 1e-280
+    return b
+
+
+
+# A general p (pmode 3) reduced distance is trusted between these bounds; outside them a term
+# may have underflowed (d^p below the smallest normal float64, e.g. p = 1000, d = 0.3) or the
+# sum overflowed while the true distance is finite, and the true distance is computed again
+# with every term scaled by the largest one (as hypot does).
+# (literal 1e-280 and 1e280 below; hdist._kernels.SAFE_RANGE exposes them)
+
+
+cdef inline int raw_component(const PlanS* P, const RowsS* A, intp i, const RowsS* B,
+                              intp j, intp g, double* d, double* w) noexcept nogil:
+    """Component ``g`` (blocks in kernel order) of a pair, unweighted and not raised:
+    ``d`` its distance d_a, ``w`` its weight.  Returns 1 when the "ignore" policy skips it."""
+    cdef double x, y, v, pen
+    cdef intp a, cx, cy, V, c
+    cdef const double* xv
+    cdef const double* yv
+    if g < P.mc:
+        a = g
+        w[0] = P.c_w[a]
+        x = A.c[i * P.mc + a]
+        y = B.c[j * P.mc + a]
+        if x == x and y == y:
+            d[0] = fabs(x - y) * P.c_inv[a]
+            return 0
+        if P.has_ignore and P.c_ign[a]:
+            return 1
+        if x == x or y == y:
+            v = x if x == x else y
+            if P.c_maxp[a] and P.c_inv[a] > 0.0:
+                pen = v if v > P.c_span[a] - v else P.c_span[a] - v
+                d[0] = (pen if pen > 0.0 else 0.0) * P.c_inv[a]
+            elif w[0] > 0.0:
+                d[0] = pow((A.cpen[i * P.mc + a] if x == x else B.cpen[j * P.mc + a]) / w[0],
+                           P.inv_p)
+            else:
+                d[0] = 0.0
+        elif P.c_maxp[a] and P.c_inv[a] > 0.0:
+            d[0] = P.c_span[a] * P.c_inv[a]
+        else:
+            d[0] = pow(P.c_both[a] / w[0], P.inv_p) if w[0] > 0.0 else 0.0
+        return 0
+    g -= P.mc
+    if g < P.mo:
+        a = g
+        w[0] = P.o_rw[a]
+        cx = A.o[i * P.mo + a]
+        cy = B.o[j * P.mo + a]
+        if cx >= 0 and cy >= 0:
+            d[0] = 0.0 if cx == cy else 1.0
+            return 0
+        if P.has_ignore and P.o_ign[a]:
+            return 1
+        d[0] = 1.0
+        return 0
+    g -= P.mo
+    if g < P.mt:
+        a = g
+        w[0] = P.t_rw[a]
+        cx = A.t[i * P.mt + a]
+        cy = B.t[j * P.mt + a]
+        if cx >= 0 and cy >= 0:
+            V = P.t_V[a]
+            if cx == cy:
+                d[0] = 0.0
+            else:
+                d[0] = P.t_raw[P.t_off[a] + (cx if cx < V else V) * (V + 1)
+                               + (cy if cy < V else V)]
+            return 0
+        if P.has_ignore and P.t_ign[a]:
+            return 1
+        d[0] = 1.0
+        return 0
+    a = g - P.mt
+    w[0] = P.e_rw[a]
+    xv = A.e + i * A.D + P.e_off[a]
+    yv = B.e + j * B.D + P.e_off[a]
+    if xv[0] == xv[0] and yv[0] == yv[0]:
+        v = 0.0
+        if P.e_q[a] == 2:
+            for c in range(P.e_off[a + 1] - P.e_off[a]):
+                v += (xv[c] - yv[c]) * (xv[c] - yv[c])
+            d[0] = sqrt(v)
+        else:
+            for c in range(P.e_off[a + 1] - P.e_off[a]):
+                v += fabs(xv[c] - yv[c])
+            d[0] = v
+        return 0
+    if P.has_ignore and P.e_ign[a]:
+        return 1
+    d[0] = 1.0
+    return 0
+
+
+cdef inline double pair_true_scaled(const PlanS* P, const RowsS* A, intp i, const RowsS* B,
+                                    intp j) noexcept nogil:
+    """True distance of a pair for a general p, every term scaled by the largest one:
+    ``M · (Σ_a w_a (d_a / M)^p)^(1/p)``, with the "ignore" rescaling and the mean, so that
+    no term underflows or overflows unless the distance itself does."""
+    cdef intp g, m = P.mc + P.mo + P.mt + P.me, nskip = 0
+    cdef double d = 0.0, w = 0.0, M = 0.0, S = 0.0, kw = 0.0
+    for g in range(m):
+        if raw_component(P, A, i, B, j, g, &d, &w):
+            nskip += 1
+            continue
+        kw += w
+        if w > 0.0 and d > M:
+            M = d
+    if nskip and kw <= 0.0:
+        # nothing known: every component counts 1
+        S = P.w_all
+        M = 1.0
+    elif M == INFINITY:
+        return INFINITY
+    elif M > 0.0:
+        for g in range(m):
+            if raw_component(P, A, i, B, j, g, &d, &w):
+                continue
+            if w > 0.0:
+                S += w * pow(d / M, P.p)
+        if nskip:
+            S = S * (P.w_all / kw)
+    if P.mean:
+        S = S / P.w_all
+    return M * pow(S, P.inv_p)
+
+
+cdef inline double true_of(const PlanS* P, const RowsS* A, intp i, const RowsS* B, intp j,
+                           double s) noexcept nogil:
+    """The true distance of a pair whose complete reduced distance is ``s``."""
+    if P.pmode == 3 and not (s >= 1e-280 and s <= 1e280):
+        return pair_true_scaled(P, A, i, B, j)
+    return finalize(P, s)

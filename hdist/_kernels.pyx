@@ -149,6 +149,9 @@ def _c(a, dtype):
     return a
 
 
+#: a general-p reduced distance outside this range is recomputed exactly (see true_of)
+SAFE_RANGE = (1e-280, 1e280)
+
 #: below this many pairs a call runs on one thread (starting threads would cost more)
 SERIAL_PAIRS = 1 << 14
 
@@ -184,6 +187,10 @@ cdef class CPlan:
             return a
 
         cdef double[::1] c_w = arr("c_rw", np.float64)
+        cdef double[::1] c_inv = arr("c_inv", np.float64)
+        cdef double[::1] c_span = arr("c_span", np.float64)
+        cdef unsigned char[::1] c_maxp = arr("c_maxp", np.uint8)
+        cdef double[::1] t_raw = arr("t_raw", np.float64)
         cdef unsigned char[::1] c_ign = arr("c_ign", np.uint8)
         cdef double[::1] c_both = arr("c_both", np.float64)
         cdef double[::1] o_w = arr("o_w", np.float64)
@@ -221,7 +228,12 @@ cdef class CPlan:
         self.s.mean = plan.mean
         self.s.w_all = plan.w_all
         self.s.w_max = plan.w_max
+        self.s.slack = 1.0 + 2.0 ** -40 * max(1.0, plan.p if plan.pmode != 0 else 1.0)
         self.s.c_w = &c_w[0]
+        self.s.c_inv = &c_inv[0]
+        self.s.c_span = &c_span[0]
+        self.s.c_maxp = &c_maxp[0]
+        self.s.t_raw = &t_raw[0]
         self.s.c_ign = &c_ign[0]
         self.s.c_both = &c_both[0]
         self.s.o_w = &o_w[0]
@@ -319,30 +331,10 @@ cdef inline void heap_sort(double* hd, intp* hi, intp k) noexcept nogil:
         end -= 1
 
 
-cdef inline void insertion_sort(double* hd, intp* hi, intp k) noexcept nogil:
-    cdef intp a, b
-    cdef double d
-    cdef intp j
-    for a in range(1, k):
-        d = hd[a]
-        j = hi[a]
-        b = a - 1
-        while b >= 0 and _before(d, j, hd[b], hi[b]):
-            hd[b + 1] = hd[b]
-            hi[b + 1] = hi[b]
-            b -= 1
-        hd[b + 1] = d
-        hi[b + 1] = j
-
-
 cdef hd_tplan _tplan(CPlan plan) except *:
     """The tile kernel's view of a plan."""
     cdef const PlanS* P = &plan.s
     cdef hd_tplan T
-    one = plan._keep.get("_tile_one")
-    if one is None:
-        one = plan._keep.setdefault("_tile_one", np.ones(max(1, P.mc)))
-    cdef double[::1] onev = one
     T.mc = P.mc
     T.mo = P.mo
     T.mt = P.mt
@@ -352,8 +344,8 @@ cdef hd_tplan _tplan(CPlan plan) except *:
     T.ign = P.has_ignore
     T.w_all = P.w_all
     T.w_max = P.w_max
-    T.c_inv = &onev[0]
-    T.c_tw = &onev[0]
+    T.c_inv = P.c_inv
+    T.c_tw = P.c_w
     T.c_both = P.c_both
     T.c_rw = P.c_w
     T.c_ign = P.c_ign
@@ -503,17 +495,20 @@ cdef void scan_tile(const hd_tplan* T, const PlanS* P, const RowsS* Q, const Row
         R = _tile_of(P, RS, whole, t0, t1 - t0, mem, &j0)
         for q in range(q0, q1):
             qk = (q - q0) * k
-            bound = hd[qk]
+            bound = reduced_bound(P, hd[qk])
             _tq_row(P, Q, q, &qr)
             if hd_tile(T, &qr, &R, j0, t1 - t0, bound, buf):
                 continue        # every row of the tile is beyond the k-th distance
             for j in range(t0, t1):
                 s = buf[j - t0]
-                if _before(s, j, bound, hi[qk]):
-                    if excl and j == q + self_off:
-                        continue
+                if s > bound or (excl and j == q + self_off):
+                    continue
+                # heaps hold (true distance, index): the k-th place is decided on the
+                # distance returned
+                s = true_of(P, Q, q, RS, j, s)
+                if _before(s, j, hd[qk], hi[qk]):
                     heap_push(hd + qk, hi + qk, k, s, j)
-                    bound = hd[qk]
+                    bound = reduced_bound(P, hd[qk])
         t0 = t1
 
 
@@ -608,16 +603,11 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
 
 
 def finish_heaps(CPlan plan, double[:, ::1] D, intp[:, ::1] I):
-    """Turn per-query max-heaps of reduced distances into rows sorted by
-    (true distance, index), in place."""
-    cdef const PlanS* P = &plan.s
-    cdef intp q, i, nq = D.shape[0], k = D.shape[1]
+    """Turn per-query max-heaps of (true distance, index) into sorted rows, in place."""
+    cdef intp q, nq = D.shape[0], k = D.shape[1]
     with nogil:
         for q in range(nq):
             heap_sort(&D[q, 0], &I[q, 0], k)
-            for i in range(k):
-                D[q, i] = finalize(P, D[q, i])
-            insertion_sort(&D[q, 0], &I[q, 0], k)
 
 
 ctypedef fused real:
@@ -642,7 +632,7 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     p = 2 distance, see ``hdist._gemm``) as a filter.
 
     A pair is computed exactly (``pair_reduced``) unless ``G - eps nx[q] ny > tau``,
-    ``tau`` the query's current k-th reduced distance and ``ny`` bounded by ``ny_max[c]``
+    ``tau`` the reduced bound of the query's current k-th distance (``reduced_bound``) and ``ny`` bounded by ``ny_max[c]``
     over chunk ``c`` of ``r_chunk`` reference rows: that margin bounds the rounding error
     of both computations, so the kept set is exactly the brute-force one.  Chunks whose
     smallest estimate passes the test are skipped as a whole (a vectorised minimum)."""
@@ -661,7 +651,7 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
             q = q0 + ii
             hd = &HD[q, 0]
             hi = &HI[q, 0]
-            tau = hd[0]
+            tau = reduced_bound(P, hd[0])
             nxq = nx[q]
             g = &G[ii, 0]
             c0 = 0
@@ -687,9 +677,12 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
                         if excl and j == q + self_offset:
                             continue
                         s = pair_reduced(P, QS, q, RS, j, 2, tau)
-                        if _before(s, j, tau, hi[0]):
+                        if s > tau:
+                            continue
+                        s = true_of(P, QS, q, RS, j, s)
+                        if _before(s, j, hd[0], hi[0]):
                             heap_push(hd, hi, k, s, j)
-                            tau = hd[0]
+                            tau = reduced_bound(P, hd[0])
                             S = tau + eps * nxq * ny_max[c]
                             if real is float:
                                 Sr = _float_above(S)
@@ -719,7 +712,7 @@ cdef void _pairwise_row(const hd_tplan* T, const PlanS* P, const RowsS* X, intp 
         for j in range(t0, t1):
             s = buf[j - t0]
             if not red:
-                s = finalize(P, s)
+                s = true_of(P, X, i, YS, j, s)
             out[i * ny + j] = s
             if sym:
                 out[j * ny + i] = s
@@ -800,7 +793,7 @@ cdef intp _radius_row(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
         for j in range(t0, t1):
             if excl and j == q + self_off:
                 continue
-            d = finalize(P, tb[j - t0])
+            d = true_of(P, Q, q, RS, j, tb[j - t0])
             if d <= r:
                 if cnt == cap:
                     cap = cap * 2
@@ -905,7 +898,7 @@ def pair_terms(CPlan plan, CRows A, intp i, CRows B, intp j):
         x = AS.c[i * P.mc + a]
         y = BS.c[j * P.mc + a]
         if not isnan(x) and not isnan(y):
-            tc[a] = pw(abs(x - y), P.pmode, P.p)
+            tc[a] = P.c_w[a] * pw(fabs(x - y) * P.c_inv[a], P.pmode, P.p)
         elif P.c_ign[a]:
             sc[a] = True
         elif not isnan(x):
@@ -940,8 +933,10 @@ def pair_terms(CPlan plan, CRows A, intp i, CRows B, intp j):
         x = AS.e[i * AS.D + P.e_off[a]]
         y = BS.e[j * BS.D + P.e_off[a]]
         if not isnan(x) and not isnan(y):
-            te[a] = embed_term(AS.e + i * AS.D + P.e_off[a], BS.e + j * BS.D + P.e_off[a],
-                               P.e_off[a + 1] - P.e_off[a], P.e_q[a], P.pmode, P.p)
+            te[a] = P.e_rw[a] * embed_term(AS.e + i * AS.D + P.e_off[a],
+                                           BS.e + j * BS.D + P.e_off[a],
+                                           P.e_off[a + 1] - P.e_off[a], P.e_q[a], P.pmode,
+                                           P.p)
         elif P.e_ign[a]:
             se[a] = True
         else:

@@ -128,10 +128,10 @@ class Plan:
         encoded arrays (-1 where not of that kind)
     names : column names, for error messages (optional)
 
-    Floating-point range: the weights must keep ``w^(1/p)``, ``Σ w`` and
-    ``Σ w / min(w > 0)`` finite (else ValueError), and a continuous value whose scaled form
-    ``(x - min) · w^(1/p) / δ`` overflows float64 is refused by :meth:`encode` naming its
-    column.  Every term of the kernels is then a finite number or ``+inf``, so a difference
+    Floating-point range: the weights must keep ``Σ w`` and ``Σ w / min(w > 0)`` finite
+    (else ValueError), and a continuous value whose encoded form ``(x - min) · 2^e`` (``2^e``
+    the power of two that brings δ near 1) overflows float64 is refused by :meth:`encode`
+    naming its column.  Every term of the kernels is then a finite number or ``+inf``, so a difference
     or a power that overflows gives an infinite distance, never NaN; a zero weight removes
     its term even when ``d^p`` overflows.
     """
@@ -165,24 +165,33 @@ class Plan:
         def raise_p(d):
             return d if (inf or self.pmode == 1) else np.power(d, self.p)
 
-        # scale applied to values so that |x' - y'|^p = w |x - y|^p / delta^p
-        def wscale(wa):
-            return wa if inf else wa ** (1.0 / self.p)
-
         cs = [components[a] for a in by["c"]]
         self.c_rw = w[by["c"]].copy()
-        self.c_wscale = np.array([wscale(w[a]) for a in by["c"]])
-        with np.errstate(over="ignore"):   # a subnormal δ: see encode
-            self.c_scale = np.array([ws / c.delta for ws, c in zip(self.c_wscale, cs)])
-        # values are shifted by the training minimum before scaling, so that close values
-        # far from 0 (timestamps, years) keep their difference exactly:
-        # (x - lo) * s - (y - lo) * s, not x * s - y * s
+        # A pair's continuous term is  w · (|x - y| · c_inv)^p  on values shifted by the
+        # training minimum and multiplied by a power of two (both exact), so that two rows
+        # at the same difference from a query get bit-identical terms.  The power of two
+        # brings δ towards [1, 2), so that 1/δ never overflows (subnormal spreads).  The weight
+        # multiplies the raised term: no w^(1/p) (it underflows for small p).  A column
+        # that contributes nothing (zero weight, or a constant column: δ = inf) keeps only
+        # its missing pattern: its present values are encoded as 0.
         self.c_shift = np.array([c.lo if np.isfinite(c.hi - c.lo) else 0.0 for c in cs])
+        self.c_void = np.array([(w[a] == 0.0) or not np.isfinite(c.delta)
+                                for a, c in zip(by["c"], cs)], dtype=bool)
+        self.c_pow2 = np.ones(len(cs))
+        self.c_inv = np.zeros(len(cs))
+        for k, (void, c) in enumerate(zip(self.c_void, cs)):
+            if not void:
+                self.c_pow2[k], self.c_inv[k] = _pow2_split(c.delta)
         self.c_ign = np.array([c.policy == IGNORE for c in cs], dtype=np.uint8)
         self.c_max = np.array([c.policy == MAX for c in cs], dtype=bool)
         self.c_lo = np.array([c.lo for c in cs])
         self.c_hi = np.array([c.hi for c in cs])
         self.c_delta = np.array([c.delta for c in cs])
+        # Weka's "max" penalty in encoded units, for the exact general-p fallback
+        with np.errstate(over="ignore", invalid="ignore"):
+            self.c_span = np.where(self.c_void, 0.0, (self.c_hi - self.c_lo) * self.c_pow2) \
+                if cs else np.zeros(0)
+        self.c_maxp = self.c_max.astype(np.uint8)
         with np.errstate(over="ignore"):
             both = np.where(self.c_max, (self.c_hi - self.c_lo) / self.c_delta, 1.0) \
                 if cs else np.zeros(0)
@@ -198,17 +207,20 @@ class Plan:
         self.t_rw = w[by["t"]].copy()
         self.t_miss = self.t_rw.copy()
         self.t_ign = np.array([c.policy == IGNORE for c in ts], dtype=np.uint8)
-        tabs, offs, Vs = [], [], []
+        tabs, raws, offs, Vs = [], [], [], []
         off = 0
         for a, c in zip(by["t"], ts):
             T = np.asarray(c.table, dtype=np.float64)
             V = T.shape[0] - 1
+            raws.append(T.ravel())
             with np.errstate(over="ignore"):
                 tabs.append(_weighted(w[a], raise_p(T)).ravel())
             offs.append(off)
             Vs.append(V)
             off += T.size
         self.t_tab = np.concatenate(tabs) if tabs else np.zeros(0)
+        # unraised tables: only the general-p fallback reads them
+        self.t_raw = np.concatenate(raws) if (raws and self.pmode == 3) else np.zeros(0)
         self.t_off = np.array(offs, dtype=np.intp)
         self.t_V = np.array(Vs, dtype=np.intc)
 
@@ -218,7 +230,6 @@ class Plan:
         self.e_ign = np.array([c.policy == IGNORE for c in es], dtype=np.uint8)
         self.e_q = np.array([c.q for c in es], dtype=np.uint8)
         self.e_off = np.concatenate([[0], np.cumsum([c.dim for c in es])]).astype(np.intp)
-        self.e_scale = np.array([wscale(w[a]) for a in by["e"]])
         self.D = int(self.e_off[-1])
         self._cplan = None
 
@@ -254,11 +265,12 @@ class Plan:
             comp = self.components[a]
             v = cont[:, self.cont_pos[a]]
             with np.errstate(over="ignore", invalid="ignore"):
-                if np.isfinite(self.c_scale[k]):
-                    c[:, k] = (v - self.c_shift[k]) * self.c_scale[k]
-                else:   # 1/δ overflows (a subnormal spread): divide instead
-                    c[:, k] = (v - self.c_shift[k]) / comp.delta * self.c_wscale[k]
-            self._check_scaled(c[:, k], v, a, "divided by the spread δ = %r" % comp.delta)
+                if self.c_void[k]:
+                    c[:, k] = np.where(np.isnan(v), np.nan, 0.0)
+                else:
+                    c[:, k] = (v - self.c_shift[k]) * self.c_pow2[k]
+            self._check_scaled(c[:, k], v, a, "shifted by the training minimum and scaled "
+                               "towards the spread δ = %r" % comp.delta)
             if comp.policy == MAX:
                 with np.errstate(over="ignore"):
                     pen = np.maximum(v - comp.lo, comp.hi - v) / comp.delta
@@ -287,9 +299,7 @@ class Plan:
                 vals = cont[:, self.cont_pos[a]]
             vec = np.asarray(comp.encode(vals), dtype=np.float64)
             lo, hi = self.e_off[k], self.e_off[k + 1]
-            with np.errstate(over="ignore", invalid="ignore"):
-                e[:, lo:hi] = vec * self.e_scale[k]
-            self._check_scaled(e[:, lo:hi], vec, a, "encoded")
+            e[:, lo:hi] = vec
             miss = np.isnan(vec).any(axis=1) if vec.size else np.zeros(n, bool)
             e[miss, lo] = np.nan
         return Rows(n, c, cpen, o, t, e)
@@ -314,18 +324,27 @@ def _weighted(w, x):
         return np.where(w == 0, 0.0, w * x)
 
 
+def _pow2_split(delta):
+    """``(2^a, 2^b / m)`` with ``delta = m · 2^-(a + b)``, ``m`` in [1, 2) and ``|a| ≤ 1000``:
+    values are multiplied by ``2^a`` (exact), differences by ``2^b / m`` (one rounding, the
+    same for every spread, subnormal or huge)."""
+    mant, e = math.frexp(delta)
+    need = 1 - e
+    a = min(1000, max(-1000, need))
+    return math.ldexp(1.0, a), math.ldexp(1.0 / (2.0 * mant), need - a)
+
+
 def _check_weight_range(w, p):
-    """Weights whose scale factors overflow float64 (weights of any size) cannot be
-    applied by pre-scaling: refuse them, naming the argument."""
+    """Weights whose sum, or whose sum over the smallest positive weight (the "ignore"
+    rescaling), overflows float64 cannot be applied: refuse them, naming the argument."""
     with np.errstate(over="ignore", divide="ignore"):
         total = w.sum()
-        scale = w if p == math.inf else w ** (1.0 / p)
         pos = w[w > 0]
         spread = total / pos.min() if pos.size else 1.0
-    if not (np.isfinite(total) and np.isfinite(scale).all() and np.isfinite(spread)):
-        raise ValueError("weights %r are out of float64's range for p = %r: the sum, the "
-                         "ratio of the sum to the smallest positive weight and w^(1/p) must "
-                         "all be finite" % (w.tolist(), p))
+    if not (np.isfinite(total) and np.isfinite(spread)):
+        raise ValueError("weights %r are out of float64's range for p = %r: the sum and the "
+                         "ratio of the sum to the smallest positive weight must be finite"
+                         % (w.tolist(), p))
 
 
 def _as_int32(codes, n_values):

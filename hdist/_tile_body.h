@@ -233,6 +233,7 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                         t = HD_PW(r);
                     } else
                         t = HD_PW(n);
+                    t = rw * t;
                     t = yin ? t : (sk ? 0.0 : miss);
                     s[j] = HD_ACC(s[j], t);
                     if (ign) {

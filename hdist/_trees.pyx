@@ -40,7 +40,8 @@ from libc.stdlib cimport malloc, free, realloc, qsort
 from libc.math cimport INFINITY, sqrt, fabs
 from libc.stdint cimport uint64_t
 
-from hdist._kernels cimport PlanS, RowsS, CPlan, CRows, intp, pw, acc, pair_reduced, finalize
+from hdist._kernels cimport (PlanS, RowsS, CPlan, CRows, intp, pw, acc, pair_reduced,
+                             finalize, reduced_bound, true_of)
 
 cnp.import_array()
 
@@ -233,7 +234,7 @@ cdef inline void sorted_insert(double* hd, intp* hi, intp k, double d, intp j) n
 
 cdef inline double true_dist(const PlanS* P, const RowsS* A, intp i, const RowsS* B,
                              intp j) noexcept nogil:
-    return finalize(P, pair_reduced(P, A, i, B, j, P.pmode, INFINITY))
+    return true_of(P, A, i, B, j, pair_reduced(P, A, i, B, j, P.pmode, INFINITY))
 
 
 cdef inline double leaf_pair(const PlanS* P, const RowsS* Q, intp q, const RowsS* R, intp pos,
@@ -500,9 +501,9 @@ cdef double kd_lower(const PlanS* P, const TreeS* T, const QCtx* C, intp node, i
         else:
             if fl & F_PRESENT:
                 if x < T.c_lo[base + a]:
-                    t = pw(T.c_lo[base + a] - x, pm, p)
+                    t = P.c_w[a] * pw((T.c_lo[base + a] - x) * P.c_inv[a], pm, p)
                 elif x > T.c_hi[base + a]:
-                    t = pw(x - T.c_hi[base + a], pm, p)
+                    t = P.c_w[a] * pw((x - T.c_hi[base + a]) * P.c_inv[a], pm, p)
                 else:
                     t = 0.0
             t = with_missing(t, fl, sk, C.qpen[a])
@@ -562,8 +563,9 @@ cdef double kd_lower(const PlanS* P, const TreeS* T, const QCtx* C, intp node, i
         if x == x:
             t = INFINITY
             if fl & F_PRESENT:
-                t = embed_gap(C.qe + off, T.e_lo + node * D + off, T.e_hi + node * D + off,
-                              P.e_off[a + 1] - off, P.e_q[a], pm, p)
+                t = P.e_rw[a] * embed_gap(C.qe + off, T.e_lo + node * D + off,
+                                          T.e_hi + node * D + off, P.e_off[a + 1] - off,
+                                          P.e_q[a], pm, p)
             t = with_missing(t, fl, sk, P.e_miss[a])
         s = acc(s, t, pm)
     if ign and skipw > 0.0 and pm != 0:
@@ -617,7 +619,8 @@ cdef intp kd_split(BuildS* B, TreeS* T, intp node, intp s, intp e) noexcept nogi
     for a in range(P.mc):
         fl = T.c_fl[node * P.mc + a]
         if fl & F_PRESENT:
-            v = pw(T.c_hi[node * P.mc + a] - T.c_lo[node * P.mc + a], pm, p)
+            v = P.c_w[a] * pw((T.c_hi[node * P.mc + a] - T.c_lo[node * P.mc + a])
+                              * P.c_inv[a], pm, p)
             if v > best:
                 best, best_kind, best_a = v, S_CONT, a
             if fl & F_MISSING:
@@ -654,7 +657,7 @@ cdef intp kd_split(BuildS* B, TreeS* T, intp node, intp s, intp e) noexcept nogi
         if fl & F_PRESENT:
             for b in range(P.e_off[a], P.e_off[a + 1]):
                 ext = T.e_hi[node * B.D + b] - T.e_lo[node * B.D + b]
-                v = pw(ext, pm, p)
+                v = P.e_rw[a] * pw(ext, pm, p)
                 if v > best:
                     best, best_kind, best_a, best_dim = v, S_EMB, a, b
             if fl & F_MISSING and P.e_miss[a] > best:
@@ -1095,16 +1098,9 @@ cdef inline double ball_row_lower(double dqp, double rd, double eta,
     return a * (1.0 - eta)
 
 
-cdef inline double safe_true(const PlanS* P, double red, double eta) noexcept nogil:
-    """A computed true distance (from a reduced one), enlarged by the margin."""
-    if red == INFINITY:
-        return INFINITY
-    return finalize(P, red) * (1.0 + eta) + TINY
-
-
 cdef int knn_chunk(const QueryS* S, intp q0, intp q1, double* Dd, intp* Ii, intp k,
                    intp* cnt) noexcept nogil:
-    """k nearest rows for queries [q0, q1); lists in Dd/Ii hold (reduced, index),
+    """k nearest rows for queries [q0, q1); lists in Dd/Ii hold (true distance, index),
     initialised to (inf, sentinel).  Returns -1 when out of memory."""
     cdef const PlanS* P = S.P
     cdef const TreeS* T = S.T
@@ -1151,12 +1147,15 @@ cdef int knn_chunk(const QueryS* S, intp q0, intp q1, double* Dd, intp* Ii, intp
             sp -= 1
             node = snode[sp]
             lb = slb[sp]
-            kth = hd[k - 1]
+            kth = reduced_bound(P, hd[k - 1])
             if S.ball:
-                kt = safe_true(P, kth, S.eta)
+                kt = hd[k - 1] * (1.0 + S.eta) + TINY
                 if lb > kt:
                     continue
-            elif lb > kth or (lb == kth and T.minidx[node] > hi[k - 1]):
+            elif lb > kth or (T.minidx[node] > hi[k - 1] and lb < INFINITY
+                              and finalize(P, lb) >= hd[k - 1]):
+                # every row of the node is at a distance >= finalize(lb) (the root and the
+                # mean are monotone): at best a tie with the k-th, with a larger index
                 continue
             L = T.left[node]
             if L < 0:
@@ -1167,12 +1166,16 @@ cdef int knn_chunk(const QueryS* S, intp q0, intp q1, double* Dd, intp* Ii, intp
                         continue
                     if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta, S.two[q]) > kt:
                         continue
-                    s = leaf_pair(P, S.Q, q, S.R, pos, hd[k - 1])
+                    s = leaf_pair(P, S.Q, q, S.R, pos, kth)
                     c += 1
+                    if s > kth:
+                        continue
+                    s = true_of(P, S.Q, q, S.R, pos, s)
                     if before(s, j, hd[k - 1], hi[k - 1]):
                         sorted_insert(hd, hi, k, s, j)
+                        kth = reduced_bound(P, hd[k - 1])
                         if S.ball:
-                            kt = safe_true(P, hd[k - 1], S.eta)
+                            kt = hd[k - 1] * (1.0 + S.eta) + TINY
                 continue
             Rn = T.right[node]
             if S.ball:
@@ -1294,7 +1297,7 @@ cdef int radius_chunk(const QueryS* S, intp q0, intp q1, HitBuf* hits, intp hoff
                     s = leaf_pair(P, S.Q, q, S.R, pos, S.rred)
                     c += 1
                     if s <= S.rred:
-                        d = finalize(P, s)
+                        d = true_of(P, S.Q, q, S.R, pos, s)
                         if d <= S.r and hit_add(&hits[q - hoff], d, j) < 0:
                             status = -1
                 continue
@@ -1418,18 +1421,6 @@ def knn(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, 
         PyErr_CheckSignals()
         if (status < 0).any():
             raise MemoryError("tree query ran out of memory")
-    cdef const PlanS* PP = &plan.s
-    cdef double* hd
-    cdef intp* hi
-    with nogil:
-        for q in range(nq):
-            hd = Dd + q * k
-            hi = Ii + q * k
-            for i in range(k):
-                hd[i] = finalize(PP, hd[i])
-            for i in range(1, k):
-                if before(hd[i], hi[i], hd[i - 1], hi[i - 1]):
-                    sorted_insert(hd, hi, i + 1, hd[i], hi[i])
     return dist, ind, counts
 
 

@@ -347,13 +347,13 @@ class _NominalCenters:
             R[np.arange(V), np.arange(V)] = 0.0
             return R
         k = int(np.flatnonzero(plan.e_attr == a)[0])
-        E = np.asarray(comp.encode(np.arange(V + 1)), dtype=np.float64) * plan.e_scale[k]
+        E = np.asarray(comp.encode(np.arange(V + 1)), dtype=np.float64)
         diff = E[:, None, :] - E[None, :V, :]
         if comp.q == 2:
             norm = np.sqrt(np.einsum("vcd,vcd->vc", diff, diff))
         else:
             norm = np.abs(diff).sum(axis=2)
-        return norm if plan.pmode in (0, 1) else np.power(norm, plan.p)
+        return plan.e_rw[k] * (norm if plan.pmode in (0, 1) else np.power(norm, plan.p))
 
 
 class _CenterBase(_ClusterBase):
