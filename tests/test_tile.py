@@ -22,6 +22,9 @@ from hdist import _estimators, _kernels
 import strategies as S
 from reference import reference_metric
 
+# the random query tables hold unseen values on purpose
+pytestmark = pytest.mark.filterwarnings("ignore:column .* not seen in fit:UserWarning")
+
 STYLES = ["float", "object", "Int64", "category", "code", "float", "boolean", "offset",
           "float"]
 
