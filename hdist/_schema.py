@@ -108,7 +108,14 @@ def _factorize(arr):
     in order of first appearance.  Hash-based and column-wise (``pandas.factorize``)."""
     pd = _pandas()
     if pd is not None:
-        codes, uniques = pd.factorize(arr, use_na_sentinel=True)
+        if hasattr(arr, "array"):          # a Series: factorize its array, no Index built
+            arr = arr.array
+            if type(arr).__name__ == "NumpyExtensionArray":
+                arr = arr.to_numpy()
+        if isinstance(arr, np.ndarray):
+            codes, uniques = pd.factorize(arr, use_na_sentinel=True)
+        else:
+            codes, uniques = arr.factorize(use_na_sentinel=True)
         codes = np.asarray(codes, dtype=np.int64)
         labels = _objects(np.asarray(uniques, dtype=object))
     else:                    # pragma: no cover - without pandas
@@ -133,13 +140,24 @@ def _factorize(arr):
                     codes[i] = seen.setdefault(v, len(seen))
             labels = _objects(list(seen))
     if labels.size:
-        miss = [u for u, v in enumerate(labels) if is_missing_scalar(v)]
+        miss = _missing_labels(labels)
         if miss:             # missing by hdist's rule though not by the factorizer's
             lut = np.arange(len(labels) + 1, dtype=np.int64)
             lut[-1] = -1
             lut[miss] = -1
             codes = lut[codes]
     return codes, labels
+
+
+def _missing_labels(labels):
+    """Positions of missing values among distinct labels, by type first (text and
+    integers are never missing; numbers are checked as one array)."""
+    types = set(map(type, labels))
+    if all(issubclass(t, (str, bytes, numbers.Integral, np.bool_)) for t in types):
+        return []
+    if all(issubclass(t, (numbers.Real, np.bool_)) for t in types):
+        return np.flatnonzero(np.isnan(labels.astype(np.float64))).tolist()
+    return [u for u, v in enumerate(labels) if is_missing_scalar(v)]
 
 
 def _numpy_hint(arr):
@@ -300,6 +318,9 @@ def to_columns(X, what="X"):
 def _labels_to_float(labels, codes, name):
     """A factorized column declared continuous -> float64, or raise naming it."""
     lut = np.full(len(labels) + 1, np.nan)
+    if all(issubclass(t, (numbers.Real, np.bool_)) for t in set(map(type, labels))):
+        lut[:-1] = labels.astype(np.float64)     # all numbers: one array conversion
+        return lut[codes]
     for u, v in enumerate(labels):
         if is_missing_scalar(v):
             continue
@@ -530,8 +551,9 @@ class Schema:
         m = self.n_features_in_
         n = len(cols[0])
         nc = int(self.continuous_.sum())
-        cont = np.empty((n, nc), dtype=np.float64)
-        nom = np.empty((n, m - nc), dtype=np.int64)
+        # filled attribute by attribute (contiguous writes), transposed once at the end
+        cont = np.empty((nc, n), dtype=np.float64)
+        nom = np.empty((m - nc, n), dtype=np.int64)
         if unseen is None:
             unseen = [dict() for _ in range(m - nc)]
         ic = inom = 0
@@ -542,12 +564,12 @@ class Schema:
             if self.kinds_[j] == CONTINUOUS:
                 vals = self._continuous(c, j)
                 _check_finite(vals, name)
-                cont[:, ic] = vals
+                cont[ic] = vals
                 ic += 1
             else:
-                nom[:, inom] = self._encode_nominal(c, j, unseen[inom], what, warn)
+                nom[inom] = self._encode_nominal(c, j, unseen[inom], what, warn)
                 inom += 1
-        return cont, nom
+        return np.ascontiguousarray(cont.T), np.ascontiguousarray(nom.T)
 
     def _continuous(self, c, j):
         """A column of a continuous attribute as float64; an ordered categorical's labels
