@@ -22,6 +22,7 @@ import time
 
 import numpy as np
 
+from . import _progress
 from ._plan import IGNORE
 from ._schema import NotFittedError
 from ._threads import effective_n_jobs
@@ -495,17 +496,31 @@ class NeighborsIndex:
         return _two_sided_rows(self.metric_.plan_, rows)
 
     def kneighbors(self, Q=None, k=5, *, exclude_self=False, return_distance=True,
-                   n_jobs=None):
+                   n_jobs=None, progress=None):
         """The ``k`` nearest indexed rows of each row of ``Q`` (``None``: the indexed rows
         themselves), sorted by true distance, ties broken by the smaller row index.
 
         Returns ``(distances, indices)`` ``[n_q, k]``, or only the indices when
         ``return_distance=False``; ``exclude_self`` skips row ``i`` for query row ``i``
-        (with ``Q=None``)."""
+        (with ``Q=None``).  ``progress``: ``True`` (a tqdm bar) or a callable receiving
+        ``(done, total)`` query rows after each block, and a final ``(total, total)``."""
         self._check_current()
         rows = self._query_rows(Q, exclude_self)
         k = _check_k(k, self._rows.n - (1 if exclude_self else 0))
-        d, i = self._knn(rows, k, bool(exclude_self), effective_n_jobs(n_jobs))
+        threads = effective_n_jobs(n_jobs)
+        report = _progress.reporter(progress, rows.n, "kneighbors")
+        if report is None:
+            d, i = self._knn(rows, k, bool(exclude_self), threads)
+            return (d, i) if return_distance else i
+        counts = []
+
+        def search(part, kk):
+            res = self._knn(part, kk, False, threads)
+            counts.append(self.n_distance_evaluations_)
+            return res
+        d, i = _progress.knn_blocks(search, rows, k, bool(exclude_self), report)
+        self.n_distance_evaluations_ = np.concatenate(counts) if counts else \
+            np.zeros(0, dtype=np.intp)
         return (d, i) if return_distance else i
 
     def _knn(self, rows, k, exclude_self, threads):
@@ -524,28 +539,49 @@ class NeighborsIndex:
         return d, i
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
-                         n_jobs=None):
+                         n_jobs=None, progress=None):
         """Indexed rows within true distance ``r`` (inclusive) of each row of ``Q``,
         sorted by (distance, index).  Returns object arrays of arrays (distances and
-        indices), like scikit-learn, or only the indices."""
+        indices), like scikit-learn, or only the indices.  ``progress`` as for
+        :meth:`kneighbors`."""
         self._check_current()
         r = _check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
         rows = self._query_rows(Q, exclude_self)
         threads = effective_n_jobs(n_jobs)
-        plan = self.metric_.plan_
-        if self.algorithm_ == "brute":
-            from ._kernels import CRows, radius
-            cq = self._crows() if Q is None else CRows(rows)
-            dl, il = radius(plan.cplan, cq, self._crows(), r, threads, bool(exclude_self))
-            self.n_distance_evaluations_ = np.full(
-                rows.n, self._rows.n - (1 if exclude_self else 0), dtype=np.intp)
+        report = _progress.reporter(progress, rows.n, "radius_neighbors")
+        if report is None:
+            dl, il = self._radius(rows, Q is None, r, bool(exclude_self), threads)
         else:
-            from . import _trees
-            dl, il, cnt = _trees.radius(*self._tree_args(rows), r, _reduced_radius(plan, r),
-                                        threads, bool(exclude_self), self._two_sided(rows))
-            self.n_distance_evaluations_ = cnt
+            dl, il, counts = [], [], []
+            for a, b in _progress.blocks(rows.n, report):
+                d_, i_ = self._radius(rows.take(np.arange(a, b)), False, r, False, threads)
+                if exclude_self:        # the block's own rows are a..b-1
+                    keep = [i != a + t for t, i in enumerate(i_)]
+                    d_ = [d[m] for d, m in zip(d_, keep)]
+                    i_ = [i[m] for i, m in zip(i_, keep)]
+                dl += list(d_)
+                il += list(i_)
+                counts.append(self.n_distance_evaluations_)
+            self.n_distance_evaluations_ = np.concatenate(counts) if counts else \
+                np.zeros(0, dtype=np.intp)
         D = np.empty(len(dl), dtype=object)
         I = np.empty(len(il), dtype=object)
         D[:] = dl
         I[:] = il
         return (D, I) if return_distance else I
+
+    def _radius(self, rows, own, r, exclude_self, threads):
+        """Radius lists of encoded query rows (``own``: they are the indexed rows)."""
+        plan = self.metric_.plan_
+        if self.algorithm_ == "brute":
+            from ._kernels import CRows, radius
+            cq = self._crows() if own else CRows(rows)
+            dl, il = radius(plan.cplan, cq, self._crows(), r, threads, exclude_self)
+            self.n_distance_evaluations_ = np.full(
+                rows.n, self._rows.n - (1 if exclude_self else 0), dtype=np.intp)
+        else:
+            from . import _trees
+            dl, il, cnt = _trees.radius(*self._tree_args(rows), r, _reduced_radius(plan, r),
+                                        threads, exclude_self, self._two_sided(rows))
+            self.n_distance_evaluations_ = cnt
+        return dl, il

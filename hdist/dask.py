@@ -25,7 +25,10 @@ import copy
 
 import numpy as np
 
-__all__ = ["kneighbors", "predict"]
+__all__ = ["kneighbors", "kneighbors_distributed", "merge_topk", "predict"]
+
+#: query rows per task when the reference set is distributed and the queries are local
+QUERY_BLOCK = 4096
 
 
 def _client(client):
@@ -88,8 +91,15 @@ def _score_neighbors(part, searcher, k, n_jobs):
     return pd.DataFrame(data, index=part.index)
 
 
-def kneighbors(index, ddf, k=5, *, n_jobs=1, client=None):
-    """The ``k`` nearest training rows of every row of a Dask DataFrame.
+def kneighbors(index, ddf, k=5, *, reference=None, n_jobs=1, client=None,
+               query_block=QUERY_BLOCK, split_every=4):
+    """The ``k`` nearest training rows of every row of a Dask DataFrame, or -- with
+    ``reference=`` -- the ``k`` nearest rows of a reference set spread over the cluster.
+
+    Without ``reference``, the fitted object (and the training rows it holds) is sent to
+    every worker and each query partition is scored there.  With ``reference`` (a Dask
+    DataFrame), only the metric's fitted statistics travel: see
+    :func:`kneighbors_distributed`, which this calls.
 
     Parameters
     ----------
@@ -119,6 +129,9 @@ def kneighbors(index, ddf, k=5, *, n_jobs=1, client=None):
         ``k`` is not a positive int no larger than the training rows.
     """
     import pandas as pd
+    if reference is not None:
+        return kneighbors_distributed(index, ddf, k, reference, n_jobs=n_jobs, client=client,
+                                      query_block=query_block, split_every=split_every)
     searcher = _searcher(index)
     _check_ddf(ddf)
     from .metrics import _check_k
@@ -157,8 +170,16 @@ def _predict_dtype(estimator):
     return np.float64 if classes is None else classes.dtype
 
 
-def predict(estimator, ddf, *, method="predict", n_jobs=1, client=None):
+def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, client=None,
+            query_block=QUERY_BLOCK):
     """Predictions of a fitted hdist estimator for every row of a Dask DataFrame.
+
+    With ``reference`` (a Dask DataFrame holding the estimator's training rows, in the
+    order it was fitted on), the neighbors are found by :func:`kneighbors_distributed`
+    -- the training rows stay on the workers, only the fitted statistics and the
+    training targets stay on the client -- and the votes or means are computed there
+    exactly as ``estimator.predict`` computes them; the result is then an ndarray (the
+    queries may be a Dask or pandas DataFrame or an array).
 
     Parameters
     ----------
@@ -191,8 +212,157 @@ def predict(estimator, ddf, *, method="predict", n_jobs=1, client=None):
                         "KNeighborsRegressor with %s, got %s"
                         % (method, type(estimator).__name__))
     check_is_fitted(estimator)
+    if reference is not None:
+        est = copy.copy(estimator)
+        est._query = lambda X, k: kneighbors_distributed(
+            estimator.metric_, X, k, reference, n_jobs=n_jobs, client=client,
+            query_block=query_block)
+        return getattr(est, method)(ddf)
     _check_ddf(ddf)
     est = copy.copy(estimator)
     est.n_jobs = n_jobs
     meta = _apply(ddf._meta, est, method)
     return ddf.map_partitions(_apply, _broadcast(est, client), method, meta=meta)
+
+
+# ----------------------------------------------------------------------------------------
+# the reference set spread over the cluster
+
+
+def _slim(metric):
+    """A copy of a fitted Metric that keeps its statistics and Plan (what encoding and
+    the kernels need) but not its training rows, so sending it to workers is cheap."""
+    from .metrics import FitState
+    state = metric._fitted()
+    slim = copy.copy(metric)
+    slim.__dict__ = dict(metric.__dict__)
+    slim.__dict__["_fit"] = FitState(state.plan, state.train.take(np.zeros(0, np.intp)),
+                                     state.y[:0] if state.y is not None else None)
+    return slim
+
+
+def _local_topk(metric, queries, part, k, offset, n_jobs):
+    """Top-``k`` (or all, for a smaller partition) of one reference partition for one
+    block of queries, with global row indices (``offset`` + position)."""
+    from ._kernels import CRows
+    from ._threads import effective_n_jobs
+    n = len(part)
+    if n == 0 or len(queries) == 0:
+        return np.zeros((len(queries), 0)), np.zeros((len(queries), 0), dtype=np.intp)
+    R = metric.encode(part, what="reference")
+    Q = metric.encode(queries, what="Q")
+    d, i = metric._knn_rows(Q, min(k, n), False, effective_n_jobs(n_jobs), R=R,
+                            cR=CRows(R))
+    return d, i + offset
+
+
+def merge_topk(parts, k):
+    """Merge per-partition top-k lists ``[(dist, ind), ...]`` (same query rows, global
+    indices) into the top ``k`` by (distance, index) -- the order of a local search."""
+    d = np.concatenate([p[0] for p in parts], axis=1)
+    i = np.concatenate([p[1] for p in parts], axis=1)
+    rows = np.arange(d.shape[0])[:, None]
+    order = np.lexsort((i, d), axis=1)[:, :k]
+    return d[rows, order], i[rows, order]
+
+
+def _merge_tree(pieces, k, split_every):
+    import dask
+    while len(pieces) > 1:
+        pieces = [dask.delayed(merge_topk)(pieces[j:j + split_every], k)
+                  for j in range(0, len(pieces), split_every)]
+    return pieces[0]
+
+
+def _query_blocks(queries, block):
+    """Delayed query blocks: the partitions of a Dask DataFrame, else row slices."""
+    import dask
+    if hasattr(queries, "to_delayed") and hasattr(queries, "npartitions"):
+        return queries.to_delayed(), None
+    n = queries.shape[0] if hasattr(queries, "shape") else len(queries)
+    take = (lambda a, b: queries.iloc[a:b]) if hasattr(queries, "iloc") else \
+        (lambda a, b: queries[a:b])
+    return [dask.delayed(take(a, min(n, a + block)), pure=True)
+            for a in range(0, n, block)], n
+
+
+def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=None,
+                           query_block=QUERY_BLOCK, split_every=4):
+    """Exact k-NN of ``queries`` against a reference set held as a Dask DataFrame.
+
+    ``metric`` is an :class:`hdist.Metric` fitted on the reference rows (its statistics:
+    ranges, standard deviations, value-class counts; fit it on the same rows, in the same
+    order, for results equal to ``metric.kneighbors(queries, k)``).  Only those
+    statistics are sent to the workers; the reference partitions stay where they are.
+    Each (query block x reference partition) task encodes its partition and computes a
+    local top-``k`` with global row indices (the partition's offset + position); a tree
+    reduction (``split_every`` lists per merge) keeps the ``k`` smallest by
+    (distance, global index), the order of a local search, so ties go to the smaller
+    global index as they do locally.  No task holds more than one block of queries, one
+    reference partition and ``k`` candidates per query and partition.
+
+    Parameters
+    ----------
+    metric : fitted hdist.Metric (or an hdist index / estimator: its fitted metric)
+    queries : pandas DataFrame, numpy array or Dask DataFrame
+        Query rows with the reference columns; a Dask DataFrame's partitions are the
+        query blocks, other containers are cut into ``query_block`` rows.
+    k : int
+    reference : dask.dataframe.DataFrame
+        The reference rows, without the class column.
+    n_jobs : int, default=1
+        Threads per task.
+    client : distributed.Client, optional
+        Defaults to the current client; without one the local Dask scheduler runs.
+
+    Returns
+    -------
+    (distances, indices) : ndarrays ``[n_queries, k]`` (float64, intp)
+        Global reference row positions, as a local call returns them.
+
+    Raises
+    ------
+    TypeError
+        ``reference`` is not a Dask DataFrame, or ``metric`` not an hdist metric.
+    ValueError
+        ``k`` is not a positive int no larger than the reference rows; the metric was
+        fitted on a different number of rows than ``reference`` holds.
+    """
+    import dask
+    _check_ddf(reference)
+    from .metrics import Metric, _check_k
+    if not isinstance(metric, Metric):
+        metric = getattr(_searcher(metric), "metric_", None)
+        if not isinstance(metric, Metric):
+            raise TypeError("metric must be a fitted hdist Metric, index or estimator")
+    metric._check_fitted()
+    if list(map(str, reference.columns)) != list(metric.schema_.names_):
+        raise ValueError("reference columns %s differ from the metric's fitted columns %s"
+                         % (list(reference.columns), list(metric.schema_.names_)))
+    client = _client(client)
+    compute = client.compute if client is not None else None
+    sizes = reference.map_partitions(len)
+    sizes = (client.compute(sizes).result() if client is not None else sizes.compute())
+    sizes = np.asarray(sizes, dtype=np.int64)
+    n_ref = int(sizes.sum())
+    if n_ref != metric.n_train_:
+        raise ValueError("the metric was fitted on %d rows but reference holds %d; fit it "
+                         "on the reference rows" % (metric.n_train_, n_ref))
+    k = _check_k(k, n_ref)
+    offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    handle = _broadcast(_slim(metric), client)
+    parts = reference.to_delayed()
+    blocks, _ = _query_blocks(queries, query_block)
+    results = []
+    for qb in blocks:
+        pieces = [dask.delayed(_local_topk)(handle, qb, part, k, int(off), n_jobs)
+                  for part, off in zip(parts, offsets)]
+        results.append(_merge_tree(pieces, k, split_every))
+    if compute is not None:
+        out = client.gather(client.compute(results))
+    else:
+        out = dask.compute(*results)
+    if not out:
+        return np.zeros((0, k)), np.zeros((0, k), dtype=np.intp)
+    return (np.concatenate([o[0] for o in out]),
+            np.concatenate([o[1] for o in out]).astype(np.intp))

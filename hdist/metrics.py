@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _cooccurrence, _posteriors
+from . import _cooccurrence, _posteriors, _progress
 from . import _estimators as est
 from ._plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan, TableComponent,
                     IGNORE, MAX, ONE, SYMBOL)
@@ -408,10 +408,12 @@ class Metric:
         cont, nom = self.schema_.encode(X, unseen=unseen, what=what)
         return self.plan_.encode(cont, nom)
 
-    def pairwise(self, X, Y=None, *, out=None, n_jobs=None, reduced=False):
+    def pairwise(self, X, Y=None, *, out=None, n_jobs=None, reduced=False, progress=None):
         """Distance matrix ``D[i, j] = d(X_i, Y_j)`` (``Y=None``: X against itself, each
         pair computed once).  Returns true distances, or the reduced distance
-        ``Σ w d^p`` (no root, no mean) when ``reduced=True``."""
+        ``Σ w d^p`` (no root, no mean) when ``reduced=True``.  ``progress`` as for
+        :meth:`kneighbors` (rows of ``X``; with ``Y=None`` the symmetric matrix is then
+        computed by blocks of rows, each pair still once)."""
         self._check_fitted()
         threads = effective_n_jobs(n_jobs)
         unseen = [dict() for _ in self.schema_.nominal_names]
@@ -434,7 +436,23 @@ class Metric:
         from ._kernels import CRows, pairwise
         cA = CRows(A)
         cB = cA if Y is None else CRows(B)
-        pairwise(self.plan_.cplan, cA, cB, out, threads, Y is None, bool(reduced))
+        report = _progress.reporter(progress, A.n, "pairwise")
+        if report is None:
+            pairwise(self.plan_.cplan, cA, cB, out, threads, Y is None, bool(reduced))
+            return out
+        for a, b in _progress.blocks(A.n, report):
+            part = A.take(np.arange(a, b))
+            if Y is None:       # the upper triangle of rows a..b, mirrored below
+                cols = A.take(np.arange(a, A.n))
+                blk = np.empty((b - a, A.n - a))
+                pairwise(self.plan_.cplan, CRows(part), CRows(cols), blk, threads, False,
+                         bool(reduced))
+                for t in range(b - a):
+                    out[a + t, a + t:] = blk[t, t:]
+                    out[a + t:, a + t] = blk[t, t:]
+            else:
+                pairwise(self.plan_.cplan, CRows(part), cB, out[a:b], threads, False,
+                         bool(reduced))
         return out
 
     def _queries(self, Q):
@@ -443,7 +461,7 @@ class Metric:
         return self.encode(Q, what="Q")
 
     def kneighbors(self, Q=None, k=5, *, exclude_self=False, return_distance=True,
-                   n_jobs=None):
+                   n_jobs=None, progress=None):
         """The ``k`` nearest training rows of each row of ``Q`` (``None``: the training
         rows), sorted by true distance, ties broken by the smaller training index.
 
@@ -452,7 +470,9 @@ class Metric:
         ``Σ w d^p`` (exact ties there go to the smaller index); two reduced distances that
         differ, yet round to the same true distance after the root, keep their reduced
         order — the same on every path, thread count and tile size.  ``exclude_self`` skips training row ``i`` for query
-        row ``i`` (``Q`` must then be the training rows)."""
+        row ``i`` (``Q`` must then be the training rows).  ``progress``: ``True`` (a tqdm
+        bar) or a callable receiving ``(done, total)`` query rows after each block of
+        queries, and a final ``(total, total)`` (docs/api.md, "Progress")."""
         self._check_fitted()
         rows = self._queries(Q)
         k = _check_k(k, self.n_train_ - (1 if exclude_self else 0))
@@ -460,7 +480,13 @@ class Metric:
             raise ValueError("exclude_self=True needs the training rows as queries (%d rows),"
                              " got %d" % (self.n_train_, rows.n))
         threads = effective_n_jobs(n_jobs)
-        d, i = self._knn_rows(rows, k, bool(exclude_self), threads)
+        report = _progress.reporter(progress, rows.n, "kneighbors")
+        if report is None:
+            d, i = self._knn_rows(rows, k, bool(exclude_self), threads)
+        else:
+            d, i = _progress.knn_blocks(
+                lambda part, kk: self._knn_rows(part, kk, False, threads),
+                rows, k, bool(exclude_self), report)
         return (d, i) if return_distance else i
 
     #: below this many pairs the direct kernel is used without the GEMM filter
@@ -488,9 +514,10 @@ class Metric:
         return knn(state.plan.cplan, cQ, cR, k, threads, exclude_self=exclude_self)
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
-                         n_jobs=None):
+                         n_jobs=None, progress=None):
         """Training rows within distance ``r`` (inclusive) of each query row, sorted by
-        (distance, index).  Returns object arrays of arrays, like scikit-learn."""
+        (distance, index).  Returns object arrays of arrays, like scikit-learn.
+        ``progress`` as for :meth:`kneighbors`."""
         self._check_fitted()
         r = _check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
         rows = self._queries(Q)
@@ -499,8 +526,16 @@ class Metric:
         from ._kernels import CRows, radius
         threads = effective_n_jobs(n_jobs)
         state = self._fitted()
-        dl, il = radius(state.plan.cplan, CRows(rows), state.crows(), r, threads,
-                        bool(exclude_self))
+        dl, il = [], []
+        report = _progress.reporter(progress, rows.n, "radius_neighbors")
+        whole = report is None          # one block, as one kernel call
+        for a, b in _progress.blocks(rows.n, _progress.silent if whole else report,
+                                     max(rows.n, 1) if whole else None):
+            part = rows if (a, b) == (0, rows.n) else rows.take(np.arange(a, b))
+            d_, i_ = radius(state.plan.cplan, CRows(part), state.crows(), r, threads,
+                            bool(exclude_self), a)
+            dl += list(d_)
+            il += list(i_)
         D = np.empty(len(dl), dtype=object)
         I = np.empty(len(il), dtype=object)
         D[:] = dl

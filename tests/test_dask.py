@@ -93,3 +93,65 @@ def test_errors(data):
     from sklearn.exceptions import NotFittedError
     with pytest.raises(NotFittedError):
         hd.predict(KNeighborsClassifier(), ddf)
+
+
+def tied_table(n, seed):
+    """Few distinct values (many exact ties) and about 10 % missing cells."""
+    rng = np.random.default_rng(seed)
+    t = pd.DataFrame({"a": rng.integers(0, 3, n).astype(float),
+                      "b": rng.choice(["x", "y", "z"], n).astype(object),
+                      "c": rng.integers(0, 2, n).astype(float)})
+    t.loc[rng.random(n) < 0.1, "a"] = np.nan
+    t.loc[rng.random(n) < 0.1, "b"] = None
+    return t
+
+
+@pytest.mark.parametrize("name", ["heom", "hvdm", "gower"])
+def test_distributed_reference_equals_local_search(client, name):
+    R = tied_table(1500, 1)
+    y = (R["c"].fillna(0) + (R["b"] == "x")).to_numpy()
+    Q = tied_table(400, 2)
+    metric = hdist.Metric(name).fit(R, y)
+    d0, i0 = metric.kneighbors(Q, 9)
+    ref = dd.from_pandas(R, npartitions=5)
+    assert ref.npartitions >= 4
+    for queries in (Q, dd.from_pandas(Q, npartitions=3)):
+        d, i = hd.kneighbors(metric, queries, 9, reference=ref, query_block=150)
+        np.testing.assert_array_equal(i, i0)
+        np.testing.assert_array_equal(d, d0)
+    # the ties are real: many rows have equal k-th and (k+1)-th distances
+    d10, _ = metric.kneighbors(Q, 10)
+    assert (d10[:, 8] == d10[:, 9]).mean() > 0.5
+
+
+def test_distributed_predict_equals_local_predict(client):
+    R = tied_table(1200, 3)
+    y = np.where(R["a"].fillna(1) > 0, "p", "n")
+    Q = tied_table(300, 4)
+    clf = KNeighborsClassifier(5, metric="hvdm", weights="distance").fit(R, y)
+    ref = dd.from_pandas(R, npartitions=4)
+    np.testing.assert_array_equal(hd.predict(clf, Q, reference=ref), clf.predict(Q))
+    np.testing.assert_array_equal(hd.predict(clf, Q, reference=ref, method="predict_proba"),
+                                  clf.predict_proba(Q))
+
+
+def test_merge_topk_orders_by_distance_then_index():
+    a = (np.array([[0.5, 1.0]]), np.array([[7, 9]]))
+    b = (np.array([[0.5, 0.7]]), np.array([[3, 4]]))
+    d, i = hd.merge_topk([a, b], 3)
+    np.testing.assert_array_equal(i, [[3, 7, 4]])
+    np.testing.assert_array_equal(d, [[0.5, 0.5, 0.7]])
+
+
+def test_distributed_reference_errors():
+    R = tied_table(100, 5)
+    metric = hdist.Metric("heom").fit(R)
+    with pytest.raises(ValueError, match="fitted on 100 rows but reference holds 60"):
+        hd.kneighbors(metric, R, 3, reference=dd.from_pandas(R.iloc[:60], npartitions=2))
+    with pytest.raises(ValueError, match="reference columns"):
+        hd.kneighbors(metric, R, 3, reference=dd.from_pandas(R[["b", "a", "c"]],
+                                                             npartitions=2))
+    with pytest.raises(TypeError, match="Dask DataFrame"):
+        hd.kneighbors(metric, R, 3, reference=R)
+    with pytest.raises(RuntimeError, match="not fitted"):
+        hd.kneighbors(hdist.Metric("heom"), R, 3, reference=dd.from_pandas(R, npartitions=2))

@@ -15,7 +15,7 @@ PKG = pathlib.Path(hdist.__file__).parent
 #: lowest first; a module may import modules of lower layers only
 LAYERS = [
     {"_version", "_presets", "_schema", "_estimators", "_kernels", "_trees"},
-    {"_threads", "discretize", "_plan"},
+    {"_threads", "discretize", "_plan", "_progress"},
     {"_gemm", "_info", "_posteriors", "_cooccurrence", "_config"},
     {"metrics"},
     {"_index"},

@@ -1,0 +1,115 @@
+"""Progress reporting for long calls: ``progress=`` on the k-NN, radius and pairwise
+methods and on the estimators that call them.
+
+``progress`` is ``None``/``False`` (nothing), ``True`` (a tqdm bar on stderr when tqdm is
+installed, else a plain line refreshed at most every 0.5 s) or a callable receiving
+``(done, total)`` rows after each block of query rows, and a final ``(total, total)``.
+The work is split into blocks of query rows at the Python level; every block is one call
+of the same kernel, so the result does not depend on whether progress is shown.
+"""
+from __future__ import annotations
+
+import sys
+import time
+
+import numpy as np
+
+
+class _Line:
+    """A plain ``done / total rows`` line on stderr (tqdm not installed)."""
+
+    def __init__(self, total, desc):
+        self.total, self.desc = total, desc
+        self.start = self.last = time.perf_counter()
+
+    def __call__(self, done, total):
+        now = time.perf_counter()
+        if done < total and now - self.last < 0.5:
+            return
+        self.last = now
+        rate = done / max(now - self.start, 1e-9)
+        sys.stderr.write("\r%s: %d / %d rows, %.0f rows/s" % (self.desc, done, total, rate))
+        if done >= total:
+            sys.stderr.write("\n")
+        sys.stderr.flush()
+
+
+class _Tqdm:
+    def __init__(self, tqdm, total, desc):
+        self.bar = tqdm(total=total, unit="rows", desc=desc, file=sys.stderr)
+        self.done = 0
+
+    def __call__(self, done, total):
+        self.bar.update(done - self.done)
+        self.done = done
+        if done >= total:
+            self.bar.close()
+
+
+def reporter(progress, total, desc="hdist"):
+    """A ``(done, total)`` callable for ``progress``, or None when none is wanted."""
+    if progress is None or progress is False:
+        return None
+    if progress is True:
+        try:
+            from tqdm import tqdm
+        except ImportError:
+            return _Line(total, desc)
+        return _Tqdm(tqdm, total, desc)
+    if callable(progress):
+        return progress
+    raise TypeError("progress must be None, a bool or a callable(done, total), got %s"
+                    % type(progress).__name__)
+
+
+def block_rows(n):
+    """Query rows per block: about 100 reports per call, 256..65536 rows each."""
+    return int(min(65536, max(256, -(-n // 100))))
+
+
+def blocks(n, report, block=None):
+    """Yield ``(start, stop)`` row ranges covering ``range(n)``, reporting
+    ``(stop, n)`` to ``report`` after each has been processed (and ``(0, 0)`` once for
+    ``n == 0``)."""
+    block = block or block_rows(n)
+    if n == 0:
+        report(0, 0)
+        return
+    for a in range(0, n, block):
+        b = min(n, a + block)
+        yield a, b
+        report(b, n)
+
+
+def drop_self(d, i, offset, k):
+    """Top-``k`` lists without each query's own row from top-``k+1`` lists (query
+    ``q`` is reference row ``q + offset``): the own row is removed where present, else
+    the last entry -- the first ``k`` of the same (distance, index) order over every
+    row but the own one."""
+    n = i.shape[0]
+    own = i == (np.arange(n, dtype=i.dtype) + offset)[:, None]
+    keep = ~own
+    keep[~own.any(axis=1), -1] = False
+    return (d[keep].reshape(n, k), i[keep].reshape(n, k))
+
+
+def silent(done, total):
+    """A reporter that reports nothing."""
+
+
+def knn_blocks(search, rows, k, exclude_self, report):
+    """k-NN of encoded ``rows`` by blocks of query rows: ``search(part, k)`` returns
+    ``(dist, ind)`` for a block.  With ``exclude_self`` (the rows are the reference rows
+    themselves) each block asks for ``k + 1`` and drops the own row (:func:`drop_self`)."""
+    n = rows.n
+    D = np.empty((n, k))
+    I = np.empty((n, k), dtype=np.intp)
+    for a, b in blocks(n, report):
+        part = rows.take(np.arange(a, b))
+        if exclude_self:
+            d, i = drop_self(*search(part, k + 1), a, k)
+        else:
+            d, i = search(part, k)
+        D[a:b] = d
+        I[a:b] = i
+    return D, I

@@ -1,0 +1,78 @@
+"""progress=: block-wise queries equal the single call; the callback ends at (total, total)."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import hdist
+from hdist import _progress
+
+
+def table(n, seed=0):
+    rng = np.random.default_rng(seed)
+    t = pd.DataFrame({"a": rng.integers(0, 4, n).astype(float),
+                      "b": rng.choice(list("xyz"), n).astype(object),
+                      "c": rng.normal(size=n).round(1)})
+    t.loc[rng.random(n) < 0.05, "a"] = np.nan
+    t.loc[rng.random(n) < 0.05, "b"] = None
+    return t
+
+
+class Calls(list):
+    def __call__(self, done, total):
+        self.append((done, total))
+
+
+def check_calls(calls, total):
+    assert calls[-1] == (total, total)
+    done = [c[0] for c in calls]
+    assert done == sorted(done) and len(calls) >= 2
+
+
+@pytest.mark.parametrize("algorithm", [None, "brute", "kd_tree"])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_kneighbors_with_progress_equals_without(algorithm, exclude_self):
+    X = table(2500)
+    obj = hdist.Metric("heom").fit(X) if algorithm is None else \
+        hdist.NeighborsIndex("heom", algorithm=algorithm).fit(X)
+    Q = None if exclude_self else table(900, 1)
+    total = len(X) if exclude_self else 900
+    d0, i0 = obj.kneighbors(Q, 6, exclude_self=exclude_self)
+    calls = Calls()
+    d1, i1 = obj.kneighbors(Q, 6, exclude_self=exclude_self, progress=calls)
+    np.testing.assert_array_equal(i1, i0)
+    np.testing.assert_array_equal(d1, d0)
+    check_calls(calls, total)
+    r0 = obj.radius_neighbors(Q, 0.4, exclude_self=exclude_self)
+    calls = Calls()
+    r1 = obj.radius_neighbors(Q, 0.4, exclude_self=exclude_self, progress=calls)
+    for a, b in zip(r0, r1):
+        assert all(np.array_equal(x, y) for x, y in zip(a, b))
+    check_calls(calls, total)
+
+
+def test_pairwise_with_progress_equals_without():
+    X, Y = table(700), table(300, 2)
+    m = hdist.Metric("gower").fit(X)
+    for args in ((X,), (X, Y)):
+        calls = Calls()
+        np.testing.assert_array_equal(m.pairwise(*args, progress=calls), m.pairwise(*args))
+        check_calls(calls, 700)
+
+
+def test_progress_true_and_bad_values(capsys):
+    X = table(600)
+    m = hdist.Metric("heom").fit(X)
+    m.kneighbors(X, 2, progress=True)
+    assert "600" in capsys.readouterr().err
+    with pytest.raises(TypeError, match="progress must be"):
+        m.kneighbors(X, 2, progress="yes")
+    calls = Calls()
+    m.kneighbors(X.iloc[:0], 2, progress=calls)
+    assert calls == [(0, 0)]
+
+
+def test_drop_self_keeps_the_order_without_the_own_row():
+    d = np.array([[0.0, 0.0, 1.0], [0.0, 0.0, 0.0]])
+    i = np.array([[0, 5, 2], [0, 2, 4]])         # query 1 (own row 1) is not listed
+    dd, ii = _progress.drop_self(d, i, 0, 2)
+    np.testing.assert_array_equal(ii, [[5, 2], [0, 2]])
