@@ -18,6 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 WEIGHTS = ("uniform", "distance", "dudani")
+TIES = ("index", "include")
 
 
 def check_weights(weights):
@@ -65,6 +66,21 @@ def neighbor_weights(dist, weights):
     return w
 
 
+def tie_weights(dist, k, weights, ties):
+    """Weights of the neighbor lists ``dist`` ``[n, width]`` (sorted per row, width >= k).
+
+    ``ties="index"``: the first k columns.  ``ties="include"``: every column at a distance
+    at most the k-th one's, weighted as if the list ended there (Dudani's ``d_k`` is the
+    k-th distance); the others get weight 0."""
+    if ties == "index":
+        return neighbor_weights(dist[:, :k], weights)
+    kth = dist[:, k - 1:k]
+    keep = dist <= kth
+    w = neighbor_weights(np.where(keep, dist, kth), weights)
+    w[~keep] = 0.0
+    return w
+
+
 def class_votes(codes, w, n_classes):
     """Weighted votes ``[n, C]`` for the neighbors' class codes ``[n, k]``."""
     n, k = codes.shape
@@ -92,28 +108,38 @@ def weighted_mean(values, w):
     return (w * values).sum(axis=1) / w.sum(axis=1)
 
 
-def loo_scores(dist, ind, y, weights, task):
+def loo_scores(dist, ind, y, weights, task, ties="index", K=None):
     """Leave-one-out score of every k = 1..K from one query of the K nearest *other*
-    training rows (``dist``, ``ind`` ``[n, K]``, each row's own index excluded).
+    training rows (``dist``, ``ind`` ``[n, K]``, each row's own index excluded; with
+    ``ties="include"`` the lists may be wider, reaching every row tied with the K-th).
 
     ``task="classification"``: ``y`` are class codes, the score is the accuracy.
     ``task="regression"``: the score is minus the mean absolute error (Weka IBk's default
     for a numeric class), so larger is better in both cases.  Returns ``[K]``."""
-    n, K = ind.shape
+    K = ind.shape[1] if K is None else K
     scores = np.empty(K)
     y = np.asarray(y)
     if task == "classification":
         C = int(y.max()) + 1 if y.size else 1
         for k in range(1, K + 1):
-            w = neighbor_weights(dist[:, :k], weights)
-            pred = vote_winner(class_votes(y[ind[:, :k]], w, C))
+            w, cols = _loo_weights(dist, k, weights, ties)
+            pred = vote_winner(class_votes(y[ind[:, :cols]], w, C))
             scores[k - 1] = np.mean(pred == y)
         return scores
     for k in range(1, K + 1):
-        w = neighbor_weights(dist[:, :k], weights)
-        pred = weighted_mean(y[ind[:, :k]], w)
+        w, cols = _loo_weights(dist, k, weights, ties)
+        pred = weighted_mean(y[ind[:, :cols]], w)
         scores[k - 1] = -np.mean(np.abs(pred - y))
     return scores
+
+
+def _loo_weights(dist, k, weights, ties):
+    """``tie_weights`` of the first k columns, or (ties included) of every column that
+    some row's ties reach; and how many columns they cover."""
+    if ties == "index":
+        return neighbor_weights(dist[:, :k], weights), k
+    cols = int((dist <= dist[:, k - 1:k]).sum(axis=1).max())
+    return tie_weights(dist[:, :cols], k, weights, ties), cols
 
 
 def best_k(scores):

@@ -252,11 +252,12 @@ class _SupervisedBase(_NeighborsBase):
     """Weights, leave-one-out choice of k, and shared predict plumbing."""
 
     def __init__(self, n_neighbors=5, *, weights="uniform", metric="heom", metric_params=None,
-                 algorithm="auto", leaf_size=30, n_jobs=None, select_k=None):
+                 algorithm="auto", leaf_size=30, n_jobs=None, select_k=None, ties="include"):
         super().__init__(n_neighbors, metric=metric, metric_params=metric_params,
                          algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs)
         self.weights = weights
         self.select_k = select_k
+        self.ties = ties
 
     def _check_fit_params(self, y):
         if y is None:
@@ -265,6 +266,8 @@ class _SupervisedBase(_NeighborsBase):
         _knn.check_weights(self.weights)
         if self.select_k not in (None, "loo"):
             raise ValueError("select_k must be None or 'loo', got %r" % (self.select_k,))
+        if not isinstance(self.ties, str) or self.ties not in _knn.TIES:
+            raise ValueError("ties must be one of %s, got %r" % (_knn.TIES, self.ties))
 
     def _choose_k(self, targets, task):
         """Set ``n_neighbors_`` (and ``loo_scores_`` when ``select_k="loo"``)."""
@@ -277,13 +280,31 @@ class _SupervisedBase(_NeighborsBase):
                              "training rows; n_neighbors = %d exceeds the %d available"
                              % (K, self.n_samples_fit_ - 1))
         dist, ind = self._index.kneighbors(None, K, exclude_self=True, n_jobs=self.n_jobs)
-        self.loo_scores_ = _knn.loo_scores(dist, ind, targets, self.weights, task)
+        if self.ties == "include":
+            dist, ind = self._with_ties(None, dist, ind, K)
+        self.loo_scores_ = _knn.loo_scores(dist, ind, targets, self.weights, task, self.ties,
+                                           K)
         self.n_neighbors_ = _knn.best_k(self.loo_scores_)
 
+    def _with_ties(self, X, dist, ind, k):
+        """Widen the lists until every row tied with the k-th neighbor is in them."""
+        avail = self.n_samples_fit_ - (1 if X is None else 0)
+        width = ind.shape[1]
+        while width < avail and (dist[:, -1] == dist[:, k - 1]).any():
+            width = min(avail, 2 * width)
+            dist, ind = self._query(X, width)
+        return dist, ind
+
     def _neighbor_weights(self, X):
+        """Vote weights ``[n, width]`` and the neighbors they belong to: the k nearest
+        (``ties="index"``), or every training row at a distance at most the k-th one's
+        (``ties="include"``; rows past a query's own ties get weight 0)."""
         check_is_fitted(self)
-        dist, ind = self._query(X, self.n_neighbors_)
-        return _knn.neighbor_weights(dist, self.weights), ind
+        k = self.n_neighbors_
+        dist, ind = self._query(X, k)
+        if self.ties == "include":
+            dist, ind = self._with_ties(X, dist, ind, k)
+        return _knn.tie_weights(dist, k, self.weights, self.ties), ind
 
 
 class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
@@ -301,6 +322,12 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
         best ``k`` wins.  With metrics that learn from the classes (VDM family) the
         metric is fitted once on all training rows, so a held-out row's own class is part
         of the learned value tables it is scored with.
+    ties : {"index", "include"}, default="include"
+        Which neighbors vote when several training rows are at the k-th distance:
+        ``"index"`` keeps exactly k (the smaller training positions win the tie);
+        ``"include"`` lets every row at a distance at most the k-th one's vote, each with
+        its weight, as Weka's IBk and R's ``class::knn`` do.  ``predict(None)`` gives the
+        leave-one-out predictions of the training rows.
 
     Attributes
     ----------
@@ -360,6 +387,9 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
     select_k : {None, "loo"}, default=None
         ``"loo"`` chooses ``k`` by the leave-one-out mean absolute error (Weka IBk's
         ``-X`` default for a numeric class).
+    ties : {"index", "include"}, default="include"
+        As for :class:`KNeighborsClassifier`: ``"include"`` averages every row at a
+        distance at most the k-th one's.
 
     Notes
     -----

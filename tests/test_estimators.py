@@ -82,6 +82,24 @@ def plain_weights(d, kind):
     return [(d[-1] - v) / (d[-1] - d[0]) for v in d]
 
 
+def ref_voters(rd, ri, k, ties):
+    """Per query row: the reference distances and indices of the rows that vote."""
+    out = []
+    for row in range(len(ri)):
+        if ties == "index":
+            out.append((list(rd[row, :k]), list(ri[row, :k])))
+        else:
+            keep = [c for c in range(rd.shape[1]) if rd[row, c] <= rd[row, k - 1]]
+            out.append(([rd[row, c] for c in keep], [ri[row, c] for c in keep]))
+    return out
+
+
+def plain_tie_weights(d, k, kind):
+    """``plain_weights`` where the votes run past the k-th row (ties included): Dudani's
+    d_k is the k-th distance, which every voter shares beyond it."""
+    return plain_weights(list(d[:k]) + [d[k - 1]] * (len(d) - k), kind)
+
+
 def plain_vote(labels, w):
     """Largest weighted vote; ties go to the smallest label."""
     score = {}
@@ -124,19 +142,20 @@ def test_kneighbors_match_reference(preset):
     assert nn.kneighbors(Q, 2, return_distance=False).shape == (len(Q), 2)
 
 
+@pytest.mark.parametrize("ties", ["index", "include"])
 @pytest.mark.parametrize("weights", ["uniform", "distance", "dudani"])
 @pytest.mark.parametrize("preset", ["heom", "hvdm"])
-def test_classifier_matches_plain_vote(preset, weights):
+def test_classifier_matches_plain_vote(preset, weights, ties):
     X, y, _, Q, _ = mixed_data(2)
     k = 5
-    clf = KNeighborsClassifier(k, metric=preset, weights=weights).fit(X, y)
-    _, (rd, ri) = ref_neighbors(preset, X, y, Q, k)
+    clf = KNeighborsClassifier(k, metric=preset, weights=weights, ties=ties).fit(X, y)
+    _, (rd, ri) = ref_neighbors(preset, X, y, Q, len(X))
     proba = clf.predict_proba(Q)
     pred = clf.predict(Q)
     assert list(clf.classes_) == ["p", "q", "r"]
-    for row in range(len(Q)):
-        w = plain_weights(list(rd[row]), weights)
-        want, score = plain_vote([y[j] for j in ri[row]], w)
+    for row, (d, idx) in enumerate(ref_voters(rd, ri, k, ties)):
+        w = plain_tie_weights(d, k, weights)
+        want, score = plain_vote([y[j] for j in idx], w)
         assert pred[row] == want
         total = sum(score.values())
         np.testing.assert_allclose(proba[row], [score.get(c, 0.0) / total
@@ -144,41 +163,46 @@ def test_classifier_matches_plain_vote(preset, weights):
     assert clf.score(Q, pred) == 1.0
 
 
+@pytest.mark.parametrize("ties", ["index", "include"])
 @pytest.mark.parametrize("weights", ["uniform", "distance", "dudani"])
-def test_regressor_matches_plain_mean(weights):
+def test_regressor_matches_plain_mean(weights, ties):
     X, _, t, Q, _ = mixed_data(3)
-    reg = KNeighborsRegressor(4, weights=weights).fit(X, t)
-    _, (rd, ri) = ref_neighbors("heom", X, None, Q, 4)
-    want = [np.dot(plain_weights(list(rd[r]), weights), t[ri[r]]) /
-            sum(plain_weights(list(rd[r]), weights)) for r in range(len(Q))]
+    reg = KNeighborsRegressor(4, weights=weights, ties=ties).fit(X, t)
+    _, (rd, ri) = ref_neighbors("heom", X, None, Q, len(X))
+    want = []
+    for d, idx in ref_voters(rd, ri, 4, ties):
+        w = plain_tie_weights(d, 4, weights)
+        want.append(np.dot(w, t[idx]) / sum(w))
     np.testing.assert_allclose(reg.predict(Q), want, rtol=1e-12)
     two = np.column_stack([t, 2 * t])
-    np.testing.assert_allclose(KNeighborsRegressor(4, weights=weights).fit(X, two).predict(Q),
-                               np.column_stack([want, 2 * np.array(want)]), rtol=1e-12)
+    np.testing.assert_allclose(
+        KNeighborsRegressor(4, weights=weights, ties=ties).fit(X, two).predict(Q),
+        np.column_stack([want, 2 * np.array(want)]), rtol=1e-12)
 
 
+@pytest.mark.parametrize("ties", ["index", "include"])
 @pytest.mark.parametrize("weights", ["uniform", "distance", "dudani"])
-def test_loo_choice_of_k_matches_plain_loop(weights):
+def test_loo_choice_of_k_matches_plain_loop(weights, ties):
     X, y, t, _, _ = mixed_data(4)
     K = 7
-    _, (rd, ri) = ref_neighbors("heom", X, y, None, K, exclude_self=True)
+    _, (rd, ri) = ref_neighbors("heom", X, y, None, len(X) - 1, exclude_self=True)
     acc, mae = [], []
     for k in range(1, K + 1):
         hits, err = 0, 0.0
-        for r in range(len(X)):
-            w = plain_weights(list(rd[r, :k]), weights)
-            hits += plain_vote([y[j] for j in ri[r, :k]], w)[0] == y[r]
-            err += abs(np.dot(w, t[ri[r, :k]]) / sum(w) - t[r])
+        for r, (d, idx) in enumerate(ref_voters(rd, ri, k, ties)):
+            w = plain_tie_weights(d, k, weights)
+            hits += plain_vote([y[j] for j in idx], w)[0] == y[r]
+            err += abs(np.dot(w, t[idx]) / sum(w) - t[r])
         acc.append(hits / len(X))
         mae.append(err / len(X))
-    clf = KNeighborsClassifier(K, weights=weights, select_k="loo").fit(X, y)
+    clf = KNeighborsClassifier(K, weights=weights, select_k="loo", ties=ties).fit(X, y)
     np.testing.assert_allclose(clf.loo_scores_, acc)
     assert clf.n_neighbors_ == int(np.argmax(acc)) + 1
-    reg = KNeighborsRegressor(K, weights=weights, select_k="loo").fit(X, t)
+    reg = KNeighborsRegressor(K, weights=weights, select_k="loo", ties=ties).fit(X, t)
     np.testing.assert_allclose(-reg.loo_scores_, mae, rtol=1e-12)
     assert reg.n_neighbors_ == int(np.argmin(mae)) + 1
     # predictions use the chosen k
-    fixed = KNeighborsClassifier(clf.n_neighbors_, weights=weights).fit(X, y)
+    fixed = KNeighborsClassifier(clf.n_neighbors_, weights=weights, ties=ties).fit(X, y)
     np.testing.assert_array_equal(clf.predict(X), fixed.predict(X))
 
 
