@@ -26,6 +26,7 @@ import json
 import math
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -50,56 +51,77 @@ class CLIError(Exception):
 
 
 class Progress:
-    """A row counter on stderr: tqdm when installed, a plain line otherwise, nothing
-    when stderr is not a terminal (or ``enabled`` is False)."""
+    """Rows done / total on stderr, with the rate and the time left.
 
-    def __init__(self, total=None, enabled=None, stream=None):
+    The line is redrawn by a timer every ``interval`` seconds (0.5 s on a terminal, where
+    it is rewritten in place; 2 s elsewhere, one line each) whatever the chunk size, and
+    the count moves with every block of query rows that a chunk's search completes.
+    Shown when stderr is a terminal, or when ``enabled`` is True; never when False."""
+
+    def __init__(self, total=None, enabled=None, stream=None, interval=None):
         self.stream = stream or sys.stderr
-        if enabled is None:
-            enabled = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.enabled = bool(enabled)
+        tty = hasattr(self.stream, "isatty") and self.stream.isatty()
+        self.enabled = bool(tty if enabled is None else enabled)
+        self.tty = tty
         self.total = total
         self.done = 0
         self.start = time.perf_counter()
-        self._last = 0.0
-        self._bar = None
+        self.interval = interval or (0.5 if tty else 2.0)
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread = None
         if self.enabled:
-            try:
-                from tqdm import tqdm
-            except ImportError:
-                tqdm = None
-            if tqdm is not None:
-                self._bar = tqdm(total=total, unit="rows", unit_scale=True, file=self.stream)
+            self._thread = threading.Thread(target=self._tick, daemon=True)
+            self._thread.start()
+
+    def _tick(self):
+        while not self._stop.wait(self.interval):
+            self.draw()
 
     def update(self, n):
+        """``n`` more rows are done."""
         self.done += n
+
+    def line(self):
+        elapsed = time.perf_counter() - self.start
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        text = "%s" % format(self.done, ",")
+        if self.total:
+            text += " / %s rows (%3.0f%%)" % (format(self.total, ","),
+                                              100.0 * self.done / self.total)
+        else:
+            text += " rows"
+        text += ", %s rows/s" % format(int(rate), ",")
+        if self.total and rate > 0:
+            left = max(self.total - self.done, 0) / rate
+            text += ", ETA %d:%02d:%02d" % (left // 3600, left % 3600 // 60, left % 60)
+        return text + ", %s elapsed" % _clock(elapsed)
+
+    def draw(self):
         if not self.enabled:
             return
-        if self._bar is not None:
-            self._bar.update(n)
-            return
-        now = time.perf_counter()
-        if now - self._last < 0.2:
-            return
-        self._last = now
-        self._draw(now)
-
-    def _draw(self, now):
-        rate = self.done / max(now - self.start, 1e-9)
-        pct = " (%3.0f%%)" % (100.0 * self.done / self.total) if self.total else ""
-        self.stream.write("\r%12s rows%s  %s rows/s " % (format(self.done, ","), pct,
-                                                        format(int(rate), ",")))
-        self.stream.flush()
+        with self._lock:
+            if self.tty:
+                self.stream.write("\r" + self.line() + " ")
+            else:
+                self.stream.write(self.line() + "\n")
+            self.stream.flush()
 
     def close(self):
-        if not self.enabled:
-            return
-        if self._bar is not None:
-            self._bar.close()
-        else:
-            self._draw(time.perf_counter())
-            self.stream.write("\n")
-            self.stream.flush()
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join()
+        if self.enabled:
+            self.draw()
+            if self.tty:
+                with self._lock:
+                    self.stream.write("\n")
+                    self.stream.flush()
+
+
+def _clock(seconds):
+    seconds = int(seconds)
+    return "%d:%02d:%02d" % (seconds // 3600, seconds % 3600 // 60, seconds % 60)
 
 
 # ----------------------------------------------------------------------------------------
@@ -166,9 +188,19 @@ def _check_file(path, what):
         raise CLIError("%s file %r does not exist" % (what, path))
 
 
-def read_table(path, nominal=(), what="--train"):
-    """Read a whole (training) file; ``nominal`` columns are read as text.  Returns a
-    pandas DataFrame or a pyarrow Table."""
+def reader_name():
+    """The CSV reader the command line uses: pyarrow's when installed, else pandas'."""
+    return "pyarrow" if _have("pyarrow") else "pandas"
+
+
+def _csv_header(path):
+    with open(path, newline="", encoding="utf-8-sig") as fh:
+        return next(csv.reader(fh), [])
+
+
+def read_table(path, nominal=(), what="--train", text=()):
+    """Read a whole (training) file; ``nominal`` columns and ``text`` columns (IDs) are
+    read as text.  Returns a pyarrow Table (pyarrow installed) or a pandas DataFrame."""
     _check_file(path, what)
     with _reading(path, what):
         if _is_parquet(path):
@@ -176,23 +208,24 @@ def read_table(path, nominal=(), what="--train"):
             return pq.read_table(path)
         # Columns the reader does not take for numbers are re-read as text, so that the
         # query file's chunks (read with these kinds) hold the very same values.
-        if _have("pandas"):
+        as_text = list(nominal) + [c for c in text if c not in nominal]
+        if reader_name() == "pandas":
             import pandas as pd
-            table = pd.read_csv(path, dtype={c: str for c in nominal})
-            text = [c for c in table.columns if table[c].dtype.kind not in "iuf"]
+            table = pd.read_csv(path, dtype={c: str for c in as_text})
+            other = [c for c in table.columns if table[c].dtype.kind not in "iuf"]
             if any(pd.api.types.infer_dtype(table[c], skipna=True) not in ("string", "empty")
-                   for c in text):
-                table = pd.read_csv(path, dtype={c: str for c in list(nominal) + text})
+                   for c in other):
+                table = pd.read_csv(path, dtype={c: str for c in as_text + other})
             return table
         import pyarrow.csv as pacsv
         import pyarrow.types as pt
-        kinds = {c: "nominal" for c in nominal}
+        kinds = {c: "nominal" for c in as_text}
         table = pacsv.read_csv(path, convert_options=_arrow_convert(kinds))
-        text = [f.name for f in table.schema
-                if not (pt.is_integer(f.type) or pt.is_floating(f.type)
-                        or pt.is_string(f.type) or pt.is_large_string(f.type))]
-        if text:
-            kinds.update({c: "nominal" for c in text})
+        other = [f.name for f in table.schema
+                 if not (pt.is_integer(f.type) or pt.is_floating(f.type)
+                         or pt.is_string(f.type) or pt.is_large_string(f.type))]
+        if other:
+            kinds.update({c: "nominal" for c in other})
             table = pacsv.read_csv(path, convert_options=_arrow_convert(kinds))
         return table
 
@@ -237,10 +270,11 @@ def _column_values(table, name):
     return np.array(table.column(name).to_pylist(), dtype=object)
 
 
-def iter_query_chunks(path, kinds, chunk_size):
+def iter_query_chunks(path, kinds, chunk_size, text=()):
     """Yield ``(table, n_rows)`` chunks of a query file, each column read with the kind
     the training file gave it (``kinds``: name -> "continuous" / "nominal"), so every
-    chunk is encoded alike whatever values it happens to hold."""
+    chunk is encoded alike whatever values it happens to hold; ``text`` columns (IDs)
+    and every column the training file does not have are read as text."""
     _check_file(path, "--query")
     with _reading(path, "--query"):
         if _is_parquet(path):
@@ -250,25 +284,29 @@ def iter_query_chunks(path, kinds, chunk_size):
             for batch in pf.iter_batches(batch_size=chunk_size):
                 yield pa.Table.from_batches([batch]), batch.num_rows
             return
-        if _have("pandas"):
+        header = _csv_header(path)
+        kinds = {c: ("nominal" if c in text or c not in kinds else kinds[c]) for c in header}
+        if reader_name() == "pandas":
             import pandas as pd
-            header = pd.read_csv(path, nrows=0).columns
-            dtypes = {c: (str if kinds.get(c) == "nominal" else np.float64)
-                      for c in header if c in kinds}
+            dtypes = {c: (str if k == "nominal" else np.float64) for c, k in kinds.items()}
             with pd.read_csv(path, dtype=dtypes, chunksize=chunk_size) as reader:
                 for chunk in reader:
                     yield chunk, len(chunk)
             return
         import pyarrow as pa
         import pyarrow.csv as pacsv
-        reader = pacsv.open_csv(path, convert_options=_arrow_convert(kinds))
+        reader = pacsv.open_csv(path, convert_options=_arrow_convert(kinds),
+                                read_options=pacsv.ReadOptions(block_size=1 << 20))
         pending, rows = [], 0
         for batch in reader:
-            pending.append(batch)
-            rows += batch.num_rows
-            if rows >= chunk_size:
-                yield pa.Table.from_batches(pending), rows
-                pending, rows = [], 0
+            while batch.num_rows:
+                take = min(batch.num_rows, chunk_size - rows)
+                pending.append(batch.slice(0, take))
+                rows += take
+                batch = batch.slice(take)
+                if rows == chunk_size:
+                    yield pa.Table.from_batches(pending), rows
+                    pending, rows = [], 0
         if pending:
             yield pa.Table.from_batches(pending), rows
 
@@ -282,14 +320,90 @@ def _agreement(predicted, truth):
 
 
 def _count_rows(path):
-    """Rows of a Parquet file from its metadata (None for CSV: unknown without a scan)."""
-    if _is_parquet(path):
-        try:
+    """Rows of a query file: Parquet's metadata, or a count of a CSV file's line ends
+    (a fast pass over the bytes; a quoted field holding a line end counts twice)."""
+    try:
+        if _is_parquet(path):
             import pyarrow.parquet as pq
             return pq.ParquetFile(path).metadata.num_rows
-        except Exception:
-            return None
-    return None
+        lines, last = 0, b"\n"
+        with open(path, "rb") as fh:
+            for block in iter(lambda: fh.read(1 << 24), b""):
+                lines += block.count(b"\n")
+                last = block[-1:]
+        return max(lines + (last != b"\n") - 1, 0)
+    except Exception:
+        return None
+
+
+def _check_columns(names, available, option, path):
+    unknown = [c for c in names if c not in available]
+    if unknown:
+        raise CLIError("%s column(s) %s not in the %s file %r (columns: %s)"
+                       % (option, ", ".join(map(repr, unknown)),
+                          "query" if option == "--id" else "training", path,
+                          ", ".join(available)))
+
+
+def _select(table, names):
+    return table[names] if hasattr(table, "iloc") else table.select(names)
+
+
+class _Output:
+    """The output file: CSV (standard output by default) or Parquet (a name ending in
+    .parquet / .pq), written chunk by chunk from columns ``{name: values}``."""
+
+    def __init__(self, path):
+        self.path = path
+        self.parquet = path not in (None, "-") and _is_parquet(path)
+        self.fh = self.writer = None
+        self.columns = None
+        try:
+            if self.parquet:
+                import pyarrow  # noqa: F401  (checked before the search starts)
+            elif path in (None, "-"):
+                self.fh = sys.stdout
+            else:
+                self.fh = open(path, "w", newline="")
+        except ImportError:
+            raise CLIError("writing Parquet --output needs pyarrow (pip install hdist[arrow])")
+        except OSError as e:
+            raise CLIError("cannot write --output %r: %s" % (path, e))
+
+    def write(self, cols):
+        if self.parquet:
+            import pyarrow as pa
+            import pyarrow.parquet as pq
+            table = pa.table({k: (v if isinstance(v, (pa.Array, pa.ChunkedArray))
+                                  else np.asarray(v) if not isinstance(v, list) else v)
+                              for k, v in cols.items()})
+            if self.writer is None:
+                self.schema = table.schema
+                self.writer = pq.ParquetWriter(self.path, table.schema)
+            self.writer.write_table(table.cast(self.schema))
+            return
+        if self.writer is None:
+            self.writer = csv.writer(self.fh)
+            self.writer.writerow(list(cols))
+        self.writer.writerows(zip(*[v.tolist() if hasattr(v, "tolist") else v
+                                    for v in cols.values()]))
+
+    def close(self):
+        if self.parquet:
+            if self.writer is not None:
+                self.writer.close()
+        elif self.fh is sys.stdout:
+            self.fh.flush()
+        elif self.fh is not None:
+            self.fh.close()
+
+
+def _id_values(chunk, name):
+    """An ID column of a query chunk, unchanged (read as text; missing stays missing)."""
+    if hasattr(chunk, "iloc"):
+        col = chunk[name]
+        return col.astype(object).where(col.notna(), None).tolist()
+    return chunk.column(name).combine_chunks()
 
 
 # ----------------------------------------------------------------------------------------
@@ -302,18 +416,37 @@ def _knn_command(args):
         raise CLIError("--k must be >= 1, got %d" % args.k, EXIT_USAGE)
     if args.chunk_size < 1:
         raise CLIError("--chunk-size must be >= 1, got %d" % args.chunk_size, EXIT_USAGE)
-    what = args.what or ("both" if args.target else "neighbors")
+    if args.predict or args.proba:
+        if args.what not in (None, "predictions", "both"):
+            raise CLIError("--predict/--proba write predictions; --what %s does not"
+                           % args.what, EXIT_USAGE)
+        what = args.what or "predictions"
+    else:
+        what = args.what or ("both" if args.target else "neighbors")
     if what in ("predictions", "both") and not args.target:
-        raise CLIError("--what %s needs --target (the class column of the training file)"
-                       % what, EXIT_USAGE)
+        raise CLIError("%s needs --target (the class column of the training file)"
+                       % ("--proba" if args.proba else "--predict" if args.predict
+                          else "--what " + what), EXIT_USAGE)
     params = dict(parse_param(p) for p in args.param or ())
     nominal = _split_names(args.nominal)
+    ids, dropped, keep = (_split_names(args.id), _split_names(args.drop),
+                          _split_names(args.columns))
     if "nominal" in params:
         raise CLIError("give nominal columns with --nominal, not --param", EXIT_USAGE)
+    both = set(ids) & (set(dropped) | set(keep) | set(nominal) | {args.target})
+    if both:
+        raise CLIError("--id column(s) %s also given as a feature, --drop or --target "
+                       "column" % ", ".join(map(repr, sorted(both, key=str))), EXIT_USAGE)
     try:
         weights = _knn.check_weights(args.weights)
     except ValueError as e:
         raise CLIError(str(e), EXIT_USAGE)
+    try:
+        metric = Metric(args.metric, nominal=None, **params)
+        metric.check_params()
+    except (TypeError, ValueError) as e:
+        raise CLIError("--metric %s / --param: %s" % (args.metric, e), EXIT_USAGE)
+    out = _Output(args.output)
 
     train = read_table(args.train, nominal, "--train")
     columns = _columns_of(train)
@@ -323,8 +456,15 @@ def _knn_command(args):
             raise CLIError("--target column %r is not in the training file %r (columns: %s)"
                            % (args.target, args.train, ", ".join(columns)))
         labels = _column_values(train, args.target)
-        train = _drop(train, args.target)
-        columns = _columns_of(train)
+    _check_columns(dropped, columns, "--drop", args.train)
+    _check_columns(keep, columns, "--columns", args.train)
+    features = [c for c in (keep or columns)
+                if c != args.target and c not in dropped and c not in ids]
+    if not features:
+        raise CLIError("no feature columns left in the training file %r after --target, "
+                       "--id, --drop and --columns" % args.train, EXIT_USAGE)
+    train = _select(train, features)
+    columns = features
     unknown = [c for c in nominal if c not in columns]
     if unknown:
         raise CLIError("--nominal column(s) %s not in the training file %r (columns: %s)"
@@ -332,10 +472,7 @@ def _knn_command(args):
     if nominal:
         # --nominal adds to the columns the file gives as text (a list is the exact set)
         nominal = [c for c in columns if c in nominal or not _is_numeric(train, c)]
-    try:
-        metric = Metric(args.metric, nominal=nominal or None, **params)
-    except (TypeError, ValueError) as e:
-        raise CLIError(str(e), EXIT_USAGE)
+        metric = Metric(args.metric, nominal=nominal, **params)
     codes = classes = None
     if labels is not None:
         from ._schema import encode_labels
@@ -347,10 +484,12 @@ def _knn_command(args):
         raise CLIError("metric %r learns from classes: give --target" % metric.name,
                        EXIT_USAGE)
     index = _knn.make_index(metric, args.algorithm)
+    t_fit = time.perf_counter()
     try:
         index.fit(train, codes)
     except (TypeError, ValueError) as e:
         raise CLIError("training file %r: %s" % (args.train, e))
+    t_fit = time.perf_counter() - t_fit
     metric = getattr(index, "metric_", metric)
     k = args.k
     if k > metric.n_train_:
@@ -359,66 +498,74 @@ def _knn_command(args):
     kinds = dict(zip(metric.schema_.names_, metric.schema_.kinds_))
     del train
 
-    out = sys.stdout if args.output in (None, "-") else None
-    try:
-        fh = out or open(args.output, "w", newline="")
-    except OSError as e:
-        raise CLIError("cannot write --output %r: %s" % (args.output, e))
-    writer = csv.writer(fh)
-    header = ["row"]
-    if what in ("predictions", "both"):
-        header.append("prediction")
-    if what in ("neighbors", "both"):
-        header += ["neighbor_%d" % (j + 1) for j in range(k)]
-        header += ["distance_%d" % (j + 1) for j in range(k)]
-    writer.writerow(header)
-
-    progress = Progress(_count_rows(args.query), None if args.progress else False)
+    show = args.progress if args.progress is not None else sys.stderr.isatty()
+    progress = Progress(_count_rows(args.query) if show else None, show)
     start = time.perf_counter()
     row0 = 0
     correct = scored = 0
+    skip = set(dropped) | set(ids) | ({args.target} if args.target else set())
     try:
-        for chunk, n in iter_query_chunks(args.query, kinds, args.chunk_size):
+        for chunk, n in iter_query_chunks(args.query, kinds, args.chunk_size, ids):
+            present = _columns_of(chunk)
+            if row0 == 0:
+                _check_columns(ids, present, "--id", args.query)
             truth = None
-            if args.target and args.target in _columns_of(chunk):
+            if args.target and args.target in present:
                 truth = _column_values(chunk, args.target)
-                chunk = _drop(chunk, args.target)
-            chunk = _in_order(chunk, list(kinds))
+            cols = {"row": np.arange(row0, row0 + n)}
+            for c in ids:
+                cols[c] = _id_values(chunk, c)
+            rest = [c for c in present if c not in skip and (not keep or c in keep)]
+            chunk = _in_order(_select(chunk, rest), list(kinds))
+            base = progress.done
             try:
-                dist, ind = index.kneighbors(chunk, k, n_jobs=args.n_jobs)
+                dist, ind = index.kneighbors(
+                    chunk, k, n_jobs=args.n_jobs,
+                    progress=lambda done, _t, b=base: setattr(progress, "done", b + done))
             except (TypeError, ValueError) as e:
                 raise CLIError("query file %r, rows %d..%d: %s"
                                % (args.query, row0, row0 + n - 1, e))
-            cols = [range(row0, row0 + n)]
             if what in ("predictions", "both"):
                 w = _knn.neighbor_weights(dist, weights)
-                pred = _knn.vote_winner(_knn.class_votes(codes[ind], w, len(classes)))
-                labels_out = np.asarray(classes, dtype=object)[pred]
-                cols.append(labels_out.tolist())
+                votes = _knn.class_votes(codes[ind], w, len(classes))
+                labels_out = np.asarray(classes, dtype=object)[_knn.vote_winner(votes)]
+                cols["prediction"] = labels_out.tolist()
+                if args.proba:
+                    proba = _knn.vote_probabilities(votes)
+                    for j, c in enumerate(classes):
+                        cols["proba_%s" % c] = proba[:, j]
                 if truth is not None:
-                    c, s = _agreement(labels_out, truth)
+                    c, s_ = _agreement(labels_out, truth)
                     correct += c
-                    scored += s
+                    scored += s_
             if what in ("neighbors", "both"):
-                cols += [ind[:, j].tolist() for j in range(k)]
-                cols += [dist[:, j].tolist() for j in range(k)]
-            writer.writerows(zip(*cols))
+                for j in range(k):
+                    cols["neighbor_%d" % (j + 1)] = ind[:, j]
+                for j in range(k):
+                    cols["distance_%d" % (j + 1)] = dist[:, j]
+            out.write(cols)
             row0 += n
-            progress.update(n)
+            progress.done = base + n
     finally:
         progress.close()
-        if out is None:
-            fh.close()
-        else:
-            fh.flush()
+        out.close()
     elapsed = time.perf_counter() - start
-    msg = "hdist knn: %d query rows scored against %d training rows in %.2f s" \
-        % (row0, metric.n_train_, elapsed)
+    msg = ("hdist knn: %d query rows scored against %d training rows in %.2f s "
+           "(%s rows/s; fit %.2f s); metric %s, algorithm %s, reader %s, %s threads"
+           % (row0, metric.n_train_, elapsed, format(int(row0 / max(elapsed, 1e-9)), ","),
+              t_fit, metric.name, getattr(index, "algorithm_", args.algorithm),
+              "parquet" if _is_parquet(args.query) else reader_name(),
+              effective_threads(args.n_jobs)))
     if scored:
         msg += "; accuracy on the query file's %r column: %.4f (%d rows)" \
             % (args.target, correct / scored, scored)
     print(msg, file=sys.stderr)
     return 0
+
+
+def effective_threads(n_jobs):
+    from ._threads import effective_n_jobs
+    return effective_n_jobs(n_jobs)
 
 
 # ----------------------------------------------------------------------------------------
@@ -499,9 +646,78 @@ def cross_validate(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weights=
     return correct / len(y), note
 
 
+def _cv_file_data(args):
+    """``--train FILE --target COL`` as :func:`_cv_data` returns a bundled dataset:
+    float64 columns (nominal ones as codes of their values, ``NaN`` missing), class codes
+    and the nominal positions.  Codes are taken column-wise (``pandas.factorize`` /
+    Arrow ``dictionary_encode``); a code stands for exactly one value, so no distance
+    changes."""
+    if not args.target:
+        raise CLIError("--train needs --target (the class column)", EXIT_USAGE)
+    if args.datasets:
+        raise CLIError("give --train or --datasets, not both", EXIT_USAGE)
+    nominal = _split_names(args.nominal)
+    table = read_table(args.train, nominal, "--train")
+    columns = _columns_of(table)
+    if args.target not in columns:
+        raise CLIError("--target column %r is not in the training file %r (columns: %s)"
+                       % (args.target, args.train, ", ".join(columns)))
+    ids, dropped = _split_names(args.id), _split_names(args.drop)
+    _check_columns(nominal, columns, "--nominal", args.train)
+    _check_columns(dropped, columns, "--drop", args.train)
+    _check_columns(ids, columns, "--id", args.train)
+    from ._schema import encode_labels
+    try:
+        labels = _column_values(table, args.target)
+        y, _ = encode_labels(labels, len(labels))
+    except ValueError as e:
+        raise CLIError("--target column %r: %s" % (args.target, e))
+    if (y < 0).any():
+        raise CLIError("--target column %r has missing classes; every row needs one"
+                       % args.target)
+    features = [c for c in columns if c != args.target and c not in ids and c not in dropped]
+    if not features:
+        raise CLIError("no feature columns left in %r" % args.train, EXIT_USAGE)
+    X = np.empty((len(y), len(features)))
+    nom = []
+    for j, c in enumerate(features):
+        if c in nominal or not _is_numeric(table, c):
+            X[:, j] = _value_codes(table, c)
+            nom.append(j)
+        else:
+            X[:, j] = _numbers(table, c)
+    return X, np.asarray(y, dtype=np.int64), nom
+
+
+def _value_codes(table, name):
+    """Codes of a column's distinct values as float64, ``NaN`` for missing."""
+    if hasattr(table, "iloc"):
+        import pandas as pd
+        codes, _ = pd.factorize(table[name], use_na_sentinel=True)
+    else:
+        import pyarrow.compute as pc
+        enc = pc.dictionary_encode(table.column(name)).combine_chunks()
+        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.float64)
+        codes[~np.asarray(enc.is_valid())] = -1
+    codes = np.asarray(codes, dtype=np.float64)
+    codes[codes < 0] = np.nan
+    return codes
+
+
+def _numbers(table, name):
+    if hasattr(table, "iloc"):
+        return table[name].to_numpy(dtype=np.float64, na_value=np.nan)
+    return table.column(name).to_numpy().astype(np.float64)
+
+
 def _cv_command(args):
     from .datasets import list_datasets, _resolve
     names = _split_names(args.datasets) or list(DEFAULT_CV_DATASETS)
+    if args.train:
+        names = []
+    elif args.target or args.id or args.drop or args.nominal:
+        raise CLIError("--target, --id, --drop and --nominal go with --train FILE",
+                       EXIT_USAGE)
     for n in names:
         try:
             _resolve(n)
@@ -524,6 +740,10 @@ def _cv_command(args):
     for n in names:
         X, y, nominal = _cv_data(n)
         data[n] = (X, y, nominal, stratified_folds(y, args.folds, args.seed))
+    if args.train:
+        X, y, nominal = _cv_file_data(args)
+        names = [os.path.basename(args.train)]
+        data[names[0]] = (X, y, nominal, stratified_folds(y, args.folds, args.seed))
     print("hdist %d-fold stratified cross-validated %d-NN accuracy (%%), seed %d; "
           "time per cell in seconds" % (args.folds, args.k, args.seed), file=out)
     print("datasets: " + "; ".join(
@@ -620,13 +840,38 @@ def build_parser():
                         "on bundled datasets (the default)")
     _add_cv_options(cv)
 
-    kn = sub.add_parser("knn", help="score a query file against a training file")
+    kn = sub.add_parser(
+        "knn", help="score a query file against a training file",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description="Find the k nearest training rows of every row of a query file, and/or "
+        "predict its class by their vote.  Both files are CSV or Parquet with a header; "
+        "the query file is read and written in chunks, so it may be far larger than "
+        "memory.  Output: one line per query row, in order (see docs/cli.md).",
+        epilog="""examples:
+  # predictions and class probabilities, an ID column carried through, Parquet out
+  hdist knn --train train.csv --query test.csv --target income --id person_id \\
+            --predict --proba --k 5 --metric hvdm -o predictions.parquet
+
+  # the 3 nearest training rows of each query row, two columns left out
+  hdist knn --train train.csv --query test.csv --drop notes --drop batch --k 3
+
+exit status: 0 done, 2 usage error (bad option or value), 1 a file or its columns
+cannot be used.""")
     kn.add_argument("--train", required=True, help="training file (.csv or .parquet)")
     kn.add_argument("--query", required=True, help="query file (.csv or .parquet), read "
                     "in chunks")
     kn.add_argument("--target", help="class column of the training file (needed for "
                     "predictions and for metrics that learn from classes); dropped from "
                     "the query file if present there, and then used to report accuracy")
+    kn.add_argument("--id", action="append", metavar="COL",
+                    help="ID column of the query file, copied to the output unchanged "
+                    "and not used as a feature (also dropped from the training file if "
+                    "there); repeatable, or comma-separated")
+    kn.add_argument("--drop", action="append", metavar="COL",
+                    help="column(s) not to use as features; repeatable, or comma-separated")
+    kn.add_argument("--columns", action="append", metavar="COLS",
+                    help="comma-separated feature columns to use (default: all but "
+                    "--target, --id and --drop)")
     kn.add_argument("--k", type=int, default=5, help="number of neighbors (default 5)")
     kn.add_argument("--metric", default="heom", help="metric preset (default heom)")
     kn.add_argument("--param", action="append", metavar="KEY=VALUE",
@@ -639,15 +884,24 @@ def build_parser():
                     "or dudani (default uniform)")
     kn.add_argument("--algorithm", default="auto",
                     choices=["auto", "brute", "kd_tree", "ball_tree"])
+    kn.add_argument("--predict", action="store_true",
+                    help="write the predicted class of each query row (needs --target)")
+    kn.add_argument("--proba", action="store_true",
+                    help="also write the vote share of each class, proba_<class> "
+                    "(implies --predict)")
     kn.add_argument("--what", choices=["neighbors", "predictions", "both"],
-                    help="what to write (default: both with --target, else neighbors)")
-    kn.add_argument("--output", "-o", help="output CSV (default: standard output)")
+                    help="what to write (default: predictions with --predict, both with "
+                    "--target, else neighbors)")
+    kn.add_argument("--output", "-o", help="output file: .parquet / .pq for Parquet, "
+                    "else CSV (default: CSV on standard output)")
     kn.add_argument("--n-jobs", type=int, default=None, help="threads (default: all "
                     "usable cores)")
     kn.add_argument("--chunk-size", type=int, default=100_000,
                     help="query rows per chunk (default 100000)")
+    kn.add_argument("--progress", dest="progress", action="store_true", default=None,
+                    help="show the progress line even when stderr is not a terminal")
     kn.add_argument("--no-progress", dest="progress", action="store_false",
-                    help="no progress bar (it is shown only when stderr is a terminal)")
+                    help="no progress line (shown by default when stderr is a terminal)")
 
     sub.add_parser("info", help="versions, compiler, OpenMP and threads")
     ds = sub.add_parser("datasets", help="list the bundled datasets, or describe one")
@@ -659,6 +913,16 @@ def _add_cv_options(p):
     p.add_argument("--datasets", action="append", metavar="NAMES",
                    help="comma-separated bundled datasets (default: %s)"
                    % ",".join(DEFAULT_CV_DATASETS))
+    p.add_argument("--train", metavar="FILE", help="your own labelled file (.csv or "
+                   ".parquet) instead of bundled datasets; needs --target")
+    p.add_argument("--target", metavar="COL", help="class column of --train")
+    p.add_argument("--nominal", action="append", metavar="COLS",
+                   help="comma-separated nominal columns of --train (text columns are "
+                   "nominal anyway)")
+    p.add_argument("--id", action="append", metavar="COL",
+                   help="column(s) of --train that are not features (IDs)")
+    p.add_argument("--drop", action="append", metavar="COL",
+                   help="column(s) of --train not to use as features")
     p.add_argument("--metrics", action="append", metavar="NAMES",
                    help="comma-separated presets (default: every preset registered)")
     p.add_argument("--folds", type=int, default=10, help="folds (default 10)")

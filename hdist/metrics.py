@@ -206,8 +206,10 @@ class Metric:
         return p
 
     # -- fit ------------------------------------------------------------------
-    def fit(self, X, y=None):
-        """Learn the schema and every per-attribute statistic from training rows."""
+    def check_params(self):
+        """Validate the parameter values without data (``fit`` calls it first); raises
+        a TypeError / ValueError naming the parameter.  Values that can only be
+        checked against the columns (per-column ``weights``) are checked by ``fit``."""
         info = self.info
         p = self._p()
         pol_c, pol_n = self._policies()
@@ -234,6 +236,15 @@ class Metric:
                 check(self)
             except (TypeError, ValueError) as exc:
                 raise type(exc)("metric %r: %s" % (self.name, exc)) from None
+        w = self._param("weights")
+        if isinstance(w, str) and w != "mi":
+            raise ValueError("weights must be None, 'mi', an array or a dict, got %r" % w)
+        return p, pol_c, pol_n, agg, norm, trim
+
+    def fit(self, X, y=None):
+        """Learn the schema and every per-attribute statistic from training rows."""
+        info = self.info
+        p, pol_c, pol_n, agg, norm, trim = self.check_params()
         # what the previous fit learned goes first: a fit that fails leaves the metric
         # unfitted, never a mixture of two fits
         self._forget_fit()

@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import numpy as np
@@ -299,46 +300,34 @@ def test_knn_bad_query_columns_and_values(credit_files, capsys, tmp_path):
     assert status == 1 and "cannot read --query file" in err
 
 
-def test_knn_without_pandas_reads_csv_with_pyarrow(credit_files, capsys, tmp_path,
+def test_knn_reads_csv_alike_with_pyarrow_and_pandas(credit_files, capsys, tmp_path,
                                                    monkeypatch):
     d, _, _ = credit_files
     argv = ["knn", "--train", str(d / "train.csv"), "--query", str(d / "query.csv"),
             "--target", "Class", "--k", "3", "--chunk-size", "100"]
     status, _, err = run(argv + ["-o", str(tmp_path / "a.csv")], capsys)
     assert status == 0, err
+    assert cli.reader_name() == "pyarrow"
     real = cli._have
-    monkeypatch.setattr(cli, "_have", lambda m: False if m == "pandas" else real(m))
+    monkeypatch.setattr(cli, "_have", lambda m: False if m == "pyarrow" else real(m))
+    assert cli.reader_name() == "pandas"
     status, _, err = run(argv + ["-o", str(tmp_path / "b.csv")], capsys)
     assert status == 0, err
     assert (tmp_path / "a.csv").read_bytes() == (tmp_path / "b.csv").read_bytes()
 
 
-def test_progress_uses_tqdm_when_installed():
-    pytest.importorskip("tqdm")
-    s = io.StringIO()
-    p = cli.Progress(total=2000, enabled=True, stream=s)
-    assert p._bar is not None
-    p.update(2000)
-    p.close()
-    assert "2.00k/2.00k" in s.getvalue() and "rows" in s.getvalue()
-
-
-def test_progress_plain_and_silent(monkeypatch):
-    import builtins
-    real_import = builtins.__import__
-
-    def no_tqdm(name, *a, **k):
-        if name == "tqdm":
-            raise ImportError(name)
-        return real_import(name, *a, **k)
-    monkeypatch.setattr(builtins, "__import__", no_tqdm)
-    s = io.StringIO()
-    p = cli.Progress(total=1000, enabled=True, stream=s)
+def test_progress_line_total_rate_eta_and_timer():
+    s = io.StringIO()                           # not a terminal: one line per refresh
+    p = cli.Progress(total=1000, enabled=True, stream=s, interval=0.05)
     p.update(400)
+    time.sleep(0.3)                             # no update: the timer still redraws
     p.close()
-    assert "400 rows" in s.getvalue() and "40%" in s.getvalue()
+    lines = s.getvalue().splitlines()
+    assert len(lines) >= 3
+    assert "400 / 1,000 rows ( 40%)" in lines[0] and "rows/s" in lines[0]
+    assert "ETA" in lines[0]
     s = io.StringIO()
-    p = cli.Progress(total=None, stream=s)      # a StringIO is not a terminal
+    p = cli.Progress(total=None, stream=s)      # a StringIO is not a terminal: silent
     p.update(10)
     p.close()
     assert s.getvalue() == ""
@@ -425,3 +414,175 @@ def test_version_and_help():
     r = subprocess.run([sys.executable, "-m", "hdist", "knn"], capture_output=True,
                        text=True, env=ENV)
     assert r.returncode == 2 and "--train" in r.stderr
+
+
+# ----------------------------------------------------------------------------------------
+# batch jobs: IDs, dropped columns, predictions, Parquet out, cv on a user's file
+
+
+@pytest.fixture(scope="module")
+def id_files(tmp_path_factory):
+    """credit-a with an ID column (text with leading zeros, one missing) and a noise
+    column, in both files."""
+    d = tmp_path_factory.mktemp("ids")
+    X, y = load_credit_a()
+    frame = X.assign(Class=y)
+    frame.insert(0, "person", ["%06d" % (7 * i) for i in range(len(frame))])
+    frame["noise"] = np.arange(len(frame)) % 7
+    train, query = frame.iloc[::2].copy(), frame.iloc[1::2].copy()
+    query.iloc[3, 0] = None
+    train.to_csv(d / "train.csv", index=False)
+    query.to_csv(d / "query.csv", index=False)
+    return d, train, query
+
+
+def plain_features(frame):
+    return frame.drop(columns=["person", "noise", "Class"])
+
+
+def test_knn_id_and_drop_columns(id_files, capsys, tmp_path):
+    d, train, query = id_files
+    out = tmp_path / "o.csv"
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(d / "query.csv"), "--target", "Class", "--id", "person",
+                          "--drop", "noise", "--k", "3", "--what", "neighbors",
+                          "-o", str(out)], capsys)
+    assert status == 0, err
+    got = pd.read_csv(out, dtype={"person": str}, keep_default_na=False)
+    assert list(got.columns[:2]) == ["row", "person"]
+    expect = query["person"].fillna("").tolist()
+    assert got["person"].tolist() == expect and expect[0] == "000007"
+    m = hdist.Metric("heom").fit(plain_features(train), None)
+    dist, ind = m.kneighbors(plain_features(query), 3)
+    np.testing.assert_array_equal(got[["neighbor_1", "neighbor_2", "neighbor_3"]], ind)
+    np.testing.assert_array_equal(got[["distance_1", "distance_2", "distance_3"]], dist)
+    # --columns: the same feature set named positively
+    cols = ",".join(plain_features(train).columns)
+    out2 = tmp_path / "o2.csv"
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(d / "query.csv"), "--target", "Class", "--id", "person",
+                          "--columns", cols, "--k", "3", "--what", "neighbors",
+                          "-o", str(out2)], capsys)
+    assert status == 0, err
+    assert out.read_bytes() == out2.read_bytes()
+
+
+def test_knn_predict_proba_and_parquet_output(id_files, capsys, tmp_path):
+    d, train, query = id_files
+    out = tmp_path / "p.parquet"
+    argv = ["knn", "--train", str(d / "train.csv"), "--query", str(d / "query.csv"),
+            "--target", "Class", "--id", "person", "--drop", "noise", "--k", "5",
+            "--metric", "hvdm", "--weights", "distance", "--predict", "--proba",
+            "--chunk-size", "50"]
+    status, _, err = run(argv + ["-o", str(out)], capsys)
+    assert status == 0, err
+    got = pd.read_parquet(out)
+    assert list(got.columns) == ["row", "person", "prediction", "proba_+", "proba_-"]
+    assert got["person"].tolist()[:5] == query["person"].tolist()[:5]
+    assert got["person"].isna().sum() == 1
+    from hdist.neighbors import KNeighborsClassifier
+    clf = KNeighborsClassifier(5, metric="hvdm", weights="distance").fit(
+        plain_features(train), train["Class"])
+    np.testing.assert_array_equal(got["prediction"], clf.predict(plain_features(query)))
+    np.testing.assert_allclose(got[["proba_+", "proba_-"]],
+                               clf.predict_proba(plain_features(query)), rtol=0, atol=0)
+    status, _, err = run(argv + ["-o", str(tmp_path / "p.csv")], capsys)
+    assert status == 0, err
+    as_csv = pd.read_csv(tmp_path / "p.csv", dtype={"person": str})
+    assert as_csv["prediction"].tolist() == got["prediction"].tolist()
+    assert "accuracy on the query file's 'Class' column" in err
+
+
+@pytest.mark.parametrize("extra,status,match", [
+    (["--param", "p=-1"], 2, "--param: p must be > 0"),
+    (["--param", "missing=\"often\""], 2, "missing policy must be one of"),
+    (["--predict"], 2, "--predict needs --target"),
+    (["--id", "nope"], 1, "--id column(s) 'nope' not in the query file"),
+    (["--drop", "nope"], 1, "--drop column(s) 'nope' not in the training file"),
+    (["--columns", "A1,nope"], 1, "--columns column(s) 'nope' not in the training file"),
+    (["--id", "A1", "--drop", "A1"], 2, "--id column(s) 'A1' also given"),
+])
+def test_knn_usage_and_data_errors_name_the_option(extra, status, match, credit_files,
+                                                   capsys):
+    d, _, _ = credit_files
+    argv = ["knn", "--train", str(d / "train.csv"), "--query", str(d / "query.csv")]
+    if "--predict" not in extra:
+        argv += ["--target", "Class"]
+    got, _, err = run(argv + extra, capsys)
+    assert got == status and match in err, err
+    assert not err.startswith("hdist knn: error: training file")
+
+
+def test_knn_progress_line_and_summary(credit_files, capsys, tmp_path):
+    d, _, query = credit_files
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(d / "query.csv"), "--target", "Class", "--progress",
+                          "-o", str(tmp_path / "o.csv")], capsys)
+    assert status == 0, err
+    n = len(query)
+    assert "%d / %d rows (100%%)" % (n, n) in err     # the CSV's rows counted first
+    summary = err.strip().splitlines()[-1]
+    assert summary.startswith("hdist knn: %d query rows" % n)
+    assert "rows/s" in summary and "algorithm " in summary and "reader pyarrow" in summary
+
+
+def test_knn_progress_moves_within_one_chunk(credit_files, capsys, tmp_path, monkeypatch):
+    """At the default --chunk-size the whole file is one chunk: the count still moves
+    block by block (the search reports to the progress line)."""
+    d, _, query = credit_files
+    seen = []
+    real = cli.Progress.draw
+
+    def draw(self):
+        seen.append(self.done)
+        real(self)
+    monkeypatch.setattr(cli.Progress, "draw", draw)
+    monkeypatch.setattr(hdist._progress, "block_rows", lambda n: 50)
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(d / "query.csv"), "--target", "Class", "--progress",
+                          "-o", str(tmp_path / "o.csv")], capsys)
+    assert status == 0, err
+    assert seen[-1] == len(query)
+    # the reports the search made inside the one chunk
+    calls = []
+    index = hdist.NeighborsIndex("heom").fit(query.drop(columns="Class"))
+    index.kneighbors(query.drop(columns="Class"), 2, progress=lambda a, b: calls.append(a))
+    assert calls == list(range(50, len(query), 50)) + [len(query)]
+
+
+def test_knn_help_has_an_example(capsys):
+    with pytest.raises(SystemExit) as e:
+        cli.main(["knn", "--help"])
+    assert e.value.code == 0
+    out = capsys.readouterr().out
+    assert "examples:" in out and "hdist knn --train train.csv" in out
+    assert "--id COL" in out and "exit status" in out
+
+
+def test_cv_on_a_users_file_equals_cross_validate(id_files, capsys, tmp_path):
+    d, train, _ = id_files
+    status, out, err = run(["cv", "--train", str(d / "train.csv"), "--target", "Class",
+                            "--id", "person", "--drop", "noise", "--metrics", "heom,hvdm",
+                            "--folds", "5", "--csv", str(tmp_path / "r.csv")], capsys)
+    assert status == 0, err
+    assert "train.csv" in out
+    got = pd.read_csv(tmp_path / "r.csv")
+    X = plain_features(train)
+    y = train["Class"].to_numpy()
+    _, ycodes = np.unique(y.astype(str), return_inverse=True)
+    folds = cli.stratified_folds(ycodes, 5, 0)
+    for name in ("heom", "hvdm"):
+        correct = 0
+        for f in range(5):
+            test = folds == f
+            m = hdist.Metric(name).fit(X[~test], ycodes[~test])
+            _, ind = m.kneighbors(X[test], 1)
+            correct += int((ycodes[~test][ind[:, 0]] == ycodes[test]).sum())
+        acc = got.loc[got.metric == name, "accuracy"].item()
+        assert acc == correct / len(y)
+    status, _, err = run(["cv", "--train", str(d / "train.csv")], capsys)
+    assert status == 2 and "--train needs --target" in err
+    status, _, err = run(["cv", "--target", "Class"], capsys)
+    assert status == 2 and "go with --train" in err
+    status, _, err = run(["cv", "--train", str(d / "train.csv"), "--target", "nope"], capsys)
+    assert status == 1 and "--target column 'nope'" in err
