@@ -23,6 +23,8 @@ _LAZY = {
 _LAZY_MODULES = ("neighbors", "datasets", "dask", "plot", "cli")
 _LAZY.update(KModes="cluster", KPrototypes="cluster", KMedoids="cluster")
 _LAZY_MODULES += ("cluster",)
+_LAZY.update(Embedding="embedding")
+_LAZY_MODULES += ("embedding",)
 __all__ += list(_LAZY)
 
 

@@ -6,6 +6,7 @@ from . import cluster as cluster
 from . import dask as dask
 from . import datasets as datasets
 from . import discretize as discretize
+from . import embedding as embedding
 from . import neighbors as neighbors
 from . import plot as plot
 from ._config import show_config as show_config
@@ -17,6 +18,7 @@ from .cluster import KMedoids as KMedoids
 from .cluster import KModes as KModes
 from .cluster import KPrototypes as KPrototypes
 from .datasets import list_datasets as list_datasets
+from .embedding import Embedding as Embedding
 from .datasets import load_dataset as load_dataset
 from .metrics import METRICS as METRICS
 from .metrics import Explanation as Explanation
