@@ -212,3 +212,19 @@ def test_cli_query_file_with_columns_in_another_order(tmp_path):
                          "--k", "2", "--output", str(out)]) == 0
         outs.append(out.read_text())
     assert outs[0] == outs[1]
+
+
+def test_ordered_categorical_in_kmodes_and_estimators():
+    from hdist.cluster import KModes
+    X = sizes_frame().drop(columns="w").fillna({"colour": "red"})
+    X["size"] = X["size"].fillna("M")
+    km = KModes(2, random_state=0).fit(X)          # every column nominal by default
+    km_ref = KModes(2, random_state=0).fit(unordered(X))
+    np.testing.assert_array_equal(km.labels_, km_ref.labels_)
+    np.testing.assert_array_equal(km.predict(X), km_ref.predict(unordered(X)))
+    # a classifier on an ordered column answers plain-label queries like frame ones
+    Xw = sizes_frame().fillna({"colour": "red"})
+    y = ["a", "b", "a", "b", "b", "a"]
+    clf = KNeighborsClassifier(1).fit(Xw, y)
+    plain = pd.DataFrame({"size": ["M", "XL"], "w": [2.0, 4.0], "colour": ["red", "red"]})
+    np.testing.assert_array_equal(clf.predict(plain), clf.predict(Xw.iloc[[2, 4]]))
