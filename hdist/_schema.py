@@ -149,6 +149,12 @@ def _factorize(arr):
     return codes, labels
 
 
+def missing_mask(values):
+    """Boolean mask of the missing cells (None, NaN, pandas.NA, NaT) of a 1-D array,
+    column-wise."""
+    return _factorize(values)[0] < 0
+
+
 def _missing_labels(labels):
     """Positions of missing values among distinct labels, by type first (text and
     integers are never missing; numbers are checked as one array)."""

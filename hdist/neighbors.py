@@ -31,7 +31,7 @@ from sklearn.utils.validation import (_num_samples, check_array, check_is_fitted
                                       column_or_1d)
 
 from . import _knn
-from ._schema import is_missing_scalar
+from ._schema import missing_mask
 from .metrics import Metric
 
 try:  # scikit-learn >= 1.6
@@ -350,7 +350,7 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
         self._check_fit_params(y)
         y = column_or_1d(y, warn=True)
         if y.dtype == object:
-            bad = [i for i, v in enumerate(y) if is_missing_scalar(v)]
+            bad = np.flatnonzero(missing_mask(y)).tolist()
         else:
             bad = np.flatnonzero(~np.isfinite(y)).tolist() if y.dtype.kind == "f" else []
         if bad:
