@@ -241,17 +241,20 @@ def _slim(metric):
     return slim
 
 
-def _local_topk(metric, queries, part, k, offset, n_jobs):
-    """Top-``k`` (or all, for a smaller partition) of one reference partition for one
-    block of queries, with global row indices (``offset`` + position)."""
+def _encode_part(metric, part):
+    """A reference partition encoded once for every query block that meets it."""
+    return metric.encode(part, what="reference")
+
+
+def _local_topk(metric, queries, R, k, offset, n_jobs):
+    """Top-``k`` (or all, for a smaller partition) of one encoded reference partition
+    ``R`` for one block of queries, with global row indices (``offset`` + position)."""
     from ._kernels import CRows
     from ._threads import effective_n_jobs
-    n = len(part)
-    if n == 0 or len(queries) == 0:
+    if R.n == 0 or len(queries) == 0:
         return np.zeros((len(queries), 0)), np.zeros((len(queries), 0), dtype=np.intp)
-    R = metric.encode(part, what="reference")
     Q = metric.encode(queries, what="Q")
-    d, i = metric._knn_rows(Q, min(k, n), False, effective_n_jobs(n_jobs), R=R,
+    d, i = metric._knn_rows(Q, min(k, R.n), False, effective_n_jobs(n_jobs), R=R,
                             cR=CRows(R))
     return d, i + offset
 
@@ -274,16 +277,19 @@ def _merge_tree(pieces, k, split_every):
     return pieces[0]
 
 
-def _query_blocks(queries, block):
-    """Delayed query blocks: the partitions of a Dask DataFrame, else row slices."""
+def _query_blocks(queries, block, client):
+    """Query blocks for the tasks: the partitions of a Dask DataFrame, else row slices
+    (scattered to the cluster once when there is a client)."""
     import dask
     if hasattr(queries, "to_delayed") and hasattr(queries, "npartitions"):
-        return queries.to_delayed(), None
+        return queries.to_delayed()
     n = queries.shape[0] if hasattr(queries, "shape") else len(queries)
     take = (lambda a, b: queries.iloc[a:b]) if hasattr(queries, "iloc") else \
         (lambda a, b: queries[a:b])
-    return [dask.delayed(take(a, min(n, a + block)), pure=True)
-            for a in range(0, n, block)], n
+    blocks = [take(a, min(n, a + block)) for a in range(0, n, block)]
+    if client is not None and blocks:
+        return client.scatter(blocks, hash=False)
+    return [dask.delayed(b, pure=True) for b in blocks]
 
 
 def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=None,
@@ -294,8 +300,8 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
     ranges, standard deviations, value-class counts; fit it on the same rows, in the same
     order, for results equal to ``metric.kneighbors(queries, k)``).  Only those
     statistics are sent to the workers; the reference partitions stay where they are.
-    Each (query block x reference partition) task encodes its partition and computes a
-    local top-``k`` with global row indices (the partition's offset + position); a tree
+    Each reference partition is encoded once on its worker; each (query block x
+    reference partition) task computes a local top-``k`` with global row indices (the partition's offset + position); a tree
     reduction (``split_every`` lists per merge) keeps the ``k`` smallest by
     (distance, global index), the order of a local search, so ties go to the smaller
     global index as they do locally.  No task holds more than one block of queries, one
@@ -351,12 +357,12 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
     k = _check_k(k, n_ref)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
     handle = _broadcast(_slim(metric), client)
-    parts = reference.to_delayed()
-    blocks, _ = _query_blocks(queries, query_block)
+    encoded = [dask.delayed(_encode_part)(handle, part) for part in reference.to_delayed()]
+    blocks = _query_blocks(queries, query_block, client)
     results = []
     for qb in blocks:
-        pieces = [dask.delayed(_local_topk)(handle, qb, part, k, int(off), n_jobs)
-                  for part, off in zip(parts, offsets)]
+        pieces = [dask.delayed(_local_topk)(handle, qb, enc, k, int(off), n_jobs)
+                  for enc, off in zip(encoded, offsets)]
         results.append(_merge_tree(pieces, k, split_every))
     if compute is not None:
         out = client.gather(client.compute(results))
