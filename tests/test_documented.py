@@ -248,3 +248,24 @@ def test_given_parameters_override_the_defaults_in_repr():
     m = hdist.Metric("hvdm", normalization="range")
     assert "normalization='range'" in repr(m) and "vdm='N2'" in repr(m)
     assert m.get_params() == {"name": "hvdm", "normalization": "range"}
+
+
+# -- balanced accuracy ------------------------------------------------------------------------
+
+def test_balanced_accuracy_equals_scikit_learn():
+    from sklearn.metrics import balanced_accuracy_score
+    from hdist.metrics import balanced_accuracy
+    rng = np.random.default_rng(0)
+    for trial in range(200):
+        n = int(rng.integers(1, 60))
+        C = int(rng.integers(1, 6))
+        y = rng.integers(0, C, n)
+        p = np.where(rng.random(n) < 0.6, y, rng.integers(0, C + 1, n))
+        labels = np.array(["a", "b", "c", "d", "e", "f", "g"], dtype=object)
+        for yt, yp in ((y, p), (labels[y], labels[p])):
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                want = balanced_accuracy_score(yt, yp)
+            assert balanced_accuracy(yt, yp) == pytest.approx(want, abs=1e-15)
+    with pytest.raises(ValueError, match="same length"):
+        balanced_accuracy([1, 2], [1])
