@@ -383,6 +383,17 @@ def _as_number(key):
     return None
 
 
+def _caller_level():
+    """``stacklevel`` of the first frame outside hdist, so a warning names the user's line."""
+    import os
+    import sys
+    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    f, level = sys._getframe(2), 2
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+        f, level = f.f_back, level + 1
+    return level
+
+
 class Schema:
     """Kinds and categories of the columns seen in ``fit``; frozen afterwards.
 
@@ -693,7 +704,8 @@ class Schema:
             warnings.warn("column %r: %d of the %d observed values of %s were not seen in "
                           "fit (each unseen value is at the maximal distance); check that "
                           "the column holds the same kind of labels as in training"
-                          % (name, n_unseen, observed, what), UserWarning, stacklevel=6)
+                          % (name, n_unseen, observed, what), UserWarning,
+                          stacklevel=_caller_level())
 
     # -- helpers -------------------------------------------------------------
     @property

@@ -169,8 +169,9 @@ def test_mostly_unseen_query_column_warns():
     X = pd.DataFrame({"city": ["a", "b", "c"] * 10, "x": np.arange(30.0)})
     m = Metric("heom").fit(X)
     Q = pd.DataFrame({"city": ["A", "B", "C", "a"] * 5, "x": np.arange(20.0)})
-    with pytest.warns(UserWarning, match="'city'.*15 of the 20"):
+    with pytest.warns(UserWarning, match="'city'.*15 of the 20") as rec:
         m.kneighbors(Q, 1)
+    assert rec[0].filename == __file__          # points at the caller's line
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         m.kneighbors(X, 1)                         # all seen: silent
