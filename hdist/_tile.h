@@ -66,6 +66,9 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 #define HD_INLINE __inline
 #endif
 
+/* HD_MASKED: the instruction set has per-lane masks (AVX-512), so the compiler if-converts
+ * a loop that computes and selects at once; others get the selection in a second loop */
+#define HD_MASKED 0
 #define HD_SFX(name) name##_base
 #include "_tile_body.h"
 #undef HD_SFX
@@ -80,6 +83,8 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=512")
+#undef HD_MASKED
+#define HD_MASKED 1
 #define HD_SFX(name) name##_avx512
 #include "_tile_body.h"
 #undef HD_SFX

@@ -70,6 +70,7 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
             if (!ign) {
                 if (x == x) {
                     const double xp = Q->cpen[a];
+#if HD_MASKED
                     for (j = 0; j < nb; j++) {
                         double yj = y[j];
                         double d = fabs(x - yj) * ci;
@@ -78,6 +79,19 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                         t = (yj == yj) ? t : xp;
                         s[j] = HD_ACC(s[j], t);
                     }
+#else
+                    /* two passes (terms, then selection): one loop with both is
+                     * if-converted only with AVX-512's masks */
+                    for (j = 0; j < nb; j++) {
+                        double d = fabs(x - y[j]) * ci;
+                        double t = HD_PW(d);
+                        nrm[j] = cw * t;
+                    }
+                    for (j = 0; j < nb; j++) {
+                        double t = (y[j] == y[j]) ? nrm[j] : xp;
+                        s[j] = HD_ACC(s[j], t);
+                    }
+#endif
                 } else {
                     const double cb = P->c_both[a];
                     for (j = 0; j < nb; j++) {
