@@ -17,6 +17,10 @@
 
 typedef ptrdiff_t hd_intp;
 
+#if defined(_MSC_VER) && !defined(__cplusplus) && !defined(inline)
+#define inline __inline     /* MSVC's C mode before C11 */
+#endif
+
 /* most reference rows per call */
 #define HD_TB 512
 
