@@ -81,6 +81,58 @@ def tie_weights(dist, k, weights, ties):
     return w
 
 
+def mass_weights(dist, mass, k, weights, ties):
+    """Vote weights ``[n, width]`` of neighbor lists with training weights.
+
+    ``dist`` ``[n, width]`` are sorted per row and ``mass`` ``[n, width]`` are the listed
+    neighbors' ``sample_weight``.  A row of weight ``m`` counts as ``m`` copies of itself:
+    the neighborhood is the shortest prefix whose weight reaches ``k`` (all rows if the
+    list's total is smaller), so the k-th distance ``d_k`` is that of the row carrying the
+    k-th unit of weight.  ``ties="index"`` counts the last row only with the part of its
+    weight needed to reach ``k``; ``ties="include"`` counts every row at a distance at most
+    ``d_k`` with its whole weight.  Each row's vote is its counted weight times the
+    distance weighting (``neighbor_weights``), which sees the distances of the rows with
+    counted weight only (Dudani's ``d_1`` is the nearest such row, ``d_k`` the k-th).
+    Integer weights therefore vote exactly as repeated rows do."""
+    dist = np.asarray(dist, dtype=np.float64)
+    mass = np.asarray(mass, dtype=np.float64)
+    n, width = dist.shape
+    rows = np.arange(n)
+    cum = np.cumsum(mass, axis=1)
+    reach = cum >= k
+    cols = np.arange(width)
+    last_pos = np.where(mass > 0, cols, -1).max(axis=1)
+    kpos = np.where(reach.any(axis=1), reach.argmax(axis=1), np.maximum(last_pos, 0))
+    dk = dist[rows, kpos][:, None]
+    if ties == "index":
+        counted = np.clip(k - (cum - mass), 0.0, mass)
+    else:
+        counted = np.where(dist <= dk, mass, 0.0)
+    on = counted > 0
+    # distances of rows not counted are replaced by the nearest counted one before them
+    # (after them for leading ones), so the weighting sees only the counted rows
+    src = np.maximum.accumulate(np.where(on, cols, -1), axis=1)
+    first = np.where(on.any(axis=1), on.argmax(axis=1), 0)
+    src = np.where(src < 0, first[:, None], src)
+    w = neighbor_weights(dist[rows[:, None], src], weights) * counted
+    dead = w.sum(axis=1) == 0.0
+    w[dead] = counted[dead]
+    return w
+
+
+def mass_complete(dist, mass, k, ties):
+    """Rows ``[n]`` (bool) whose weighted neighborhood (``mass_weights``) lies inside the
+    listed neighbors: the list's weight reaches ``k`` and, with ``ties="include"``, its
+    last distance is past ``d_k``."""
+    cum = np.cumsum(np.asarray(mass, dtype=np.float64), axis=1)
+    reach = cum >= k
+    done = reach[:, -1].copy()
+    if ties == "include":
+        dk = dist[np.arange(len(dist)), reach.argmax(axis=1)]
+        done &= dist[:, -1] > dk
+    return done
+
+
 def class_votes(codes, w, n_classes):
     """Weighted votes ``[n, C]`` for the neighbors' class codes ``[n, k]``."""
     n, k = codes.shape
@@ -108,34 +160,41 @@ def weighted_mean(values, w):
     return (w * values).sum(axis=1) / w.sum(axis=1)
 
 
-def loo_scores(dist, ind, y, weights, task, ties="index", K=None):
+def loo_scores(dist, ind, y, weights, task, ties="index", K=None, sample_weight=None):
     """Leave-one-out score of every k = 1..K from one query of the K nearest *other*
     training rows (``dist``, ``ind`` ``[n, K]``, each row's own index excluded; with
     ``ties="include"`` the lists may be wider, reaching every row tied with the K-th).
 
     ``task="classification"``: ``y`` are class codes, the score is the accuracy.
     ``task="regression"``: the score is minus the mean absolute error (Weka IBk's default
-    for a numeric class), so larger is better in both cases.  Returns ``[K]``."""
+    for a numeric class), so larger is better in both cases.  With ``sample_weight`` the
+    neighbors vote as in ``mass_weights`` and the score is a weighted mean over the
+    training rows.  Returns ``[K]``."""
     K = ind.shape[1] if K is None else K
     scores = np.empty(K)
     y = np.asarray(y)
+    mass = None if sample_weight is None else np.asarray(sample_weight)[ind]
     if task == "classification":
         C = int(y.max()) + 1 if y.size else 1
         for k in range(1, K + 1):
-            w, cols = _loo_weights(dist, k, weights, ties)
+            w, cols = _loo_weights(dist, k, weights, ties, mass)
             pred = vote_winner(class_votes(y[ind[:, :cols]], w, C))
-            scores[k - 1] = np.mean(pred == y)
+            scores[k - 1] = np.average(pred == y, weights=sample_weight)
         return scores
     for k in range(1, K + 1):
-        w, cols = _loo_weights(dist, k, weights, ties)
+        w, cols = _loo_weights(dist, k, weights, ties, mass)
         pred = weighted_mean(y[ind[:, :cols]], w)
-        scores[k - 1] = -np.mean(np.abs(pred - y))
+        err = np.abs(pred - y).reshape(len(y), -1).mean(axis=1)
+        scores[k - 1] = -np.average(err, weights=sample_weight)
     return scores
 
 
-def _loo_weights(dist, k, weights, ties):
+def _loo_weights(dist, k, weights, ties, mass=None):
     """``tie_weights`` of the first k columns, or (ties included) of every column that
-    some row's ties reach; and how many columns they cover."""
+    some row's ties reach; and how many columns they cover.  With the neighbors' training
+    weights ``mass``, ``mass_weights`` of every column."""
+    if mass is not None:
+        return mass_weights(dist, mass, k, weights, ties), dist.shape[1]
     if ties == "index":
         return neighbor_weights(dist[:, :k], weights), k
     cols = int((dist <= dist[:, k - 1:k]).sum(axis=1).max())

@@ -76,6 +76,39 @@ def _check_table(X, what="X"):
                          "x.reshape(1, -1) if it is a single row." % what)
 
 
+def _check_sample_weight(sample_weight, n):
+    """``sample_weight`` as a float array ``[n]`` (None stays None)."""
+    if sample_weight is None:
+        return None
+    try:
+        sw = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError("sample_weight must hold numbers") from None
+    if sw.ndim == 0:
+        sw = np.full(n, sw)
+    if sw.shape != (n,):
+        raise ValueError("sample_weight.shape == %s, expected %s: one weight per training row"
+                         % (sw.shape, (n,)))
+    bad = np.flatnonzero(~np.isfinite(sw) | (sw < 0))
+    if bad.size:
+        raise ValueError("sample_weight must be finite and non-negative, got %r at row %d"
+                         % (sw[bad[0]], bad[0]))
+    if not sw.sum() > 0:
+        raise ValueError("sample_weight is all zero; at least one row needs a positive weight")
+    return sw
+
+
+def _take_rows(X, idx):
+    """Rows ``idx`` of a table (pandas, polars, pyarrow, numpy or a list of rows)."""
+    if hasattr(X, "iloc"):
+        return X.iloc[idx]
+    if hasattr(X, "take") and hasattr(X, "schema"):          # pyarrow
+        return X.take(idx)
+    if isinstance(X, np.ndarray) or hasattr(X, "with_columns"):  # numpy, polars
+        return X[idx]
+    return [X[i] for i in idx]
+
+
 class _NeighborsBase(BaseEstimator):
     """Shared fit / query machinery: a metric, an index, and scikit-learn validation."""
 
@@ -127,8 +160,9 @@ class _NeighborsBase(BaseEstimator):
             raise ValueError("%s must be >= 1, got %d" % (name, k))
         return int(k)
 
-    def _fit_index(self, X, labels):
-        """Validate X, build the metric and fit the neighbor index on X."""
+    def _fit_index(self, X, labels, sample_weight=None):
+        """Validate X, build the metric and fit the neighbor index on X.  Rows of
+        ``sample_weight`` 0 are left out of the metric's fit, as if absent."""
         X = self._validate_X(X, reset=True)
         n = _num_samples(X)
         if n < 2:
@@ -138,7 +172,11 @@ class _NeighborsBase(BaseEstimator):
         if isinstance(self.leaf_size, bool) or not isinstance(self.leaf_size, numbers.Integral) \
                 or self.leaf_size < 1:
             raise ValueError("leaf_size must be a positive int, got %r" % (self.leaf_size,))
+        self._sample_weight = _check_sample_weight(sample_weight, n)
         metric = self._build_metric()
+        if self._sample_weight is not None and (self._sample_weight == 0).any():
+            keep = np.flatnonzero(self._sample_weight > 0)
+            metric.fit(_take_rows(X, keep), None if labels is None else labels[keep])
         index = _knn.make_index(metric, self.algorithm, int(self.leaf_size))
         index.fit(X, labels)
         self._index = index
@@ -280,10 +318,12 @@ class _SupervisedBase(_NeighborsBase):
                              "training rows; n_neighbors = %d exceeds the %d available"
                              % (K, self.n_samples_fit_ - 1))
         dist, ind = self._index.kneighbors(None, K, exclude_self=True, n_jobs=self.n_jobs)
-        if self.ties == "include":
+        if self._sample_weight is not None:
+            dist, ind = self._with_mass(None, dist, ind, K)
+        elif self.ties == "include":
             dist, ind = self._with_ties(None, dist, ind, K)
         self.loo_scores_ = _knn.loo_scores(dist, ind, targets, self.weights, task, self.ties,
-                                           K)
+                                           K, self._sample_weight)
         self.n_neighbors_ = _knn.best_k(self.loo_scores_)
 
     def _with_ties(self, X, dist, ind, k):
@@ -295,6 +335,15 @@ class _SupervisedBase(_NeighborsBase):
             dist, ind = self._query(X, width)
         return dist, ind
 
+    def _with_mass(self, X, dist, ind, k):
+        """Widen the lists until every row's weighted neighborhood is in them
+        (``_knn.mass_complete``)."""
+        avail = self.n_samples_fit_ - (1 if X is None else 0)
+        while ind.shape[1] < avail and not _knn.mass_complete(
+                dist, self._sample_weight[ind], k, self.ties).all():
+            dist, ind = self._query(X, min(avail, 2 * ind.shape[1]))
+        return dist, ind
+
     def _neighbor_weights(self, X):
         """Vote weights ``[n, width]`` and the neighbors they belong to: the k nearest
         (``ties="index"``), or every training row at a distance at most the k-th one's
@@ -302,6 +351,10 @@ class _SupervisedBase(_NeighborsBase):
         check_is_fitted(self)
         k = self.n_neighbors_
         dist, ind = self._query(X, k)
+        if self._sample_weight is not None:
+            dist, ind = self._with_mass(X, dist, ind, k)
+            return _knn.mass_weights(dist, self._sample_weight[ind], k, self.weights,
+                                     self.ties), ind
         if self.ties == "include":
             dist, ind = self._with_ties(X, dist, ind, k)
         return _knn.tie_weights(dist, k, self.weights, self.ties), ind
@@ -343,10 +396,22 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
     -----
     Majority-vote ties go to the smallest class label in sorted order; neighbors at equal
     distance are taken in training order.
+
+    ``fit(X, y, sample_weight=w)`` lets a row of weight ``m`` vote as ``m`` copies of it
+    would: the neighborhood is the nearest rows whose weights sum to ``k`` (more than k
+    rows when weights are below 1, fewer above), the k-th distance (Dudani's ``d_k``,
+    the ``ties`` rule) is that of the row carrying the k-th unit of weight, and each row's
+    vote is its distance weight times the part of its training weight inside the
+    neighborhood (all of it with ``ties="include"``).  Integer weights therefore give the
+    predictions of repeated rows.  Rows of weight 0 are left out of the metric's fit; the
+    metric learns its ranges, scales and value tables from the other rows unweighted.
     """
 
-    def fit(self, X, y):
-        """Fit the metric on ``(X, y)`` and index the training rows."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit the metric on ``(X, y)`` and index the training rows.
+
+        ``sample_weight`` ``[n]`` (non-negative): a row of weight ``m`` votes as ``m``
+        copies of itself would (see the class notes)."""
         self._check_fit_params(y)
         y = column_or_1d(y, warn=True)
         if y.dtype == object:
@@ -359,7 +424,7 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         self._y = codes.astype(np.int64).ravel()
-        self._fit_index(X, self._y)
+        self._fit_index(X, self._y, sample_weight)
         self._choose_k(self._y, "classification")
         return self
 
@@ -404,15 +469,18 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
         tags.target_tags.multi_output = True
         return tags
 
-    def fit(self, X, y):
-        """Fit the metric on ``X`` (and ``y`` if the metric needs labels) and index it."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit the metric on ``X`` (and ``y`` if the metric needs labels) and index it.
+
+        ``sample_weight`` ``[n]`` (non-negative): a row of weight ``m`` enters the
+        neighborhood and the mean as ``m`` copies of itself would."""
         self._check_fit_params(y)
         y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
         if y.ndim not in (1, 2):
             raise ValueError("y must be 1-D or 2-D, got shape %s" % (y.shape,))
         self._y = y
         labels = y if _knn.needs_labels(self._build_metric()) else None
-        self._fit_index(X, labels)
+        self._fit_index(X, labels, sample_weight)
         if len(y) != self.n_samples_fit_:
             raise ValueError("y has %d rows for %d rows of X" % (len(y), self.n_samples_fit_))
         self._choose_k(y, "regression")
