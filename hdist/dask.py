@@ -214,7 +214,7 @@ def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, clien
     check_is_fitted(estimator)
     if reference is not None:
         est = copy.copy(estimator)
-        est._query = lambda X, k: kneighbors_distributed(
+        est._query = lambda X, k, progress=None: kneighbors_distributed(
             estimator.metric_, X, k, reference, n_jobs=n_jobs, client=client,
             query_block=query_block)
         return getattr(est, method)(ddf)

@@ -185,16 +185,17 @@ class _NeighborsBase(BaseEstimator):
         return X
 
     # -- queries ------------------------------------------------------------------------
-    def _query(self, X, k):
+    def _query(self, X, k, progress=None):
         """(distances, indices) of the k nearest training rows; ``X=None`` queries the
         training rows, each without itself (as scikit-learn does)."""
         check_is_fitted(self)
         if X is None:
-            return self._index.kneighbors(None, k, exclude_self=True, n_jobs=self.n_jobs)
+            return self._index.kneighbors(None, k, exclude_self=True, n_jobs=self.n_jobs,
+                                          progress=progress)
         X = self._validate_X(X, reset=False)
-        return self._index.kneighbors(X, k, n_jobs=self.n_jobs)
+        return self._index.kneighbors(X, k, n_jobs=self.n_jobs, progress=progress)
 
-    def kneighbors(self, X=None, n_neighbors=None, return_distance=True):
+    def kneighbors(self, X=None, n_neighbors=None, return_distance=True, *, progress=None):
         """The ``n_neighbors`` nearest training rows of each row of ``X``.
 
         Parameters
@@ -204,6 +205,9 @@ class _NeighborsBase(BaseEstimator):
         n_neighbors : int, default=None
             ``k`` (default: the estimator's).
         return_distance : bool, default=True
+        progress : None, bool or callable, default=None
+            ``True`` (a tqdm bar) or a callable receiving ``(done, total)`` query rows
+            after each block, and a final ``(total, total)`` (docs/api.md, "Progress").
 
         Returns
         -------
@@ -213,7 +217,7 @@ class _NeighborsBase(BaseEstimator):
             Training row positions; ties broken by the smaller position.
         """
         k = self._check_k(self.n_neighbors if n_neighbors is None else n_neighbors)
-        dist, ind = self._query(X, k)
+        dist, ind = self._query(X, k, progress)
         return (dist, ind) if return_distance else ind
 
     def kneighbors_graph(self, X=None, n_neighbors=None, mode="connectivity"):
@@ -257,19 +261,21 @@ class NearestNeighbors(_NeighborsBase):
         self._fit_index(X, None if y is None else column_or_1d(y, warn=True))
         return self
 
-    def radius_neighbors(self, X=None, radius=None, return_distance=True, sort_results=True):
+    def radius_neighbors(self, X=None, radius=None, return_distance=True, sort_results=True,
+                         *, progress=None):
         """Training rows within ``radius`` (inclusive) of each query row, sorted by
         (distance, index).  Returns object arrays of arrays, like scikit-learn
-        (``sort_results`` is accepted for compatibility; results are always sorted)."""
+        (``sort_results`` is accepted for compatibility; results are always sorted).
+        ``progress`` as for :meth:`kneighbors`."""
         check_is_fitted(self)
         r = self.radius if radius is None else radius
         if X is None:
             return self._index.radius_neighbors(None, r, exclude_self=True,
                                                 return_distance=return_distance,
-                                                n_jobs=self.n_jobs)
+                                                n_jobs=self.n_jobs, progress=progress)
         X = self._validate_X(X, reset=False)
         return self._index.radius_neighbors(X, r, return_distance=return_distance,
-                                            n_jobs=self.n_jobs)
+                                            n_jobs=self.n_jobs, progress=progress)
 
     def radius_neighbors_graph(self, X=None, radius=None, mode="connectivity",
                                sort_results=False):
@@ -344,13 +350,13 @@ class _SupervisedBase(_NeighborsBase):
             dist, ind = self._query(X, min(avail, 2 * ind.shape[1]))
         return dist, ind
 
-    def _neighbor_weights(self, X):
+    def _neighbor_weights(self, X, progress=None):
         """Vote weights ``[n, width]`` and the neighbors they belong to: the k nearest
         (``ties="index"``), or every training row at a distance at most the k-th one's
         (``ties="include"``; rows past a query's own ties get weight 0)."""
         check_is_fitted(self)
         k = self.n_neighbors_
-        dist, ind = self._query(X, k)
+        dist, ind = self._query(X, k, progress)
         if self._sample_weight is not None:
             dist, ind = self._with_mass(X, dist, ind, k)
             return _knn.mass_weights(dist, self._sample_weight[ind], k, self.weights,
@@ -428,15 +434,16 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
         self._choose_k(self._y, "classification")
         return self
 
-    def predict_proba(self, X):
+    def predict_proba(self, X, *, progress=None):
         """Weighted vote shares ``[n_queries, n_classes]``, columns in ``classes_``
-        order."""
-        w, ind = self._neighbor_weights(X)
+        order.  ``progress`` as for :meth:`kneighbors`."""
+        w, ind = self._neighbor_weights(X, progress)
         return _knn.vote_probabilities(_knn.class_votes(self._y[ind], w, len(self.classes_)))
 
-    def predict(self, X):
-        """The class with the largest weighted vote (ties: smallest label)."""
-        w, ind = self._neighbor_weights(X)
+    def predict(self, X, *, progress=None):
+        """The class with the largest weighted vote (ties: smallest label).
+        ``progress`` as for :meth:`kneighbors`."""
+        w, ind = self._neighbor_weights(X, progress)
         votes = _knn.class_votes(self._y[ind], w, len(self.classes_))
         return self.classes_[_knn.vote_winner(votes)]
 
@@ -486,10 +493,10 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
         self._choose_k(y, "regression")
         return self
 
-    def predict(self, X):
+    def predict(self, X, *, progress=None):
         """Weighted mean of the neighbors' targets ``[n_queries]`` (``[n_queries, t]``
-        for 2-D targets)."""
-        w, ind = self._neighbor_weights(X)
+        for 2-D targets).  ``progress`` as for :meth:`kneighbors`."""
+        w, ind = self._neighbor_weights(X, progress)
         return _knn.weighted_mean(self._y[ind], w)
 
 

@@ -76,3 +76,27 @@ def test_drop_self_keeps_the_order_without_the_own_row():
     i = np.array([[0, 5, 2], [0, 2, 4]])         # query 1 (own row 1) is not listed
     dd, ii = _progress.drop_self(d, i, 0, 2)
     np.testing.assert_array_equal(ii, [[5, 2], [0, 2]])
+
+
+def test_estimators_pass_progress_through():
+    from hdist.neighbors import KNeighborsClassifier, KNeighborsRegressor, NearestNeighbors
+    X, Q = table(1200), table(700, 3)
+    y = np.where(X["c"] > 0, "p", "n")
+    clf = KNeighborsClassifier(4, metric="hvdm").fit(X, y)
+    for method in ("predict", "predict_proba", "kneighbors"):
+        calls = Calls()
+        got = getattr(clf, method)(Q, progress=calls)
+        want = getattr(clf, method)(Q)
+        for a, b in zip(got if method == "kneighbors" else [got],
+                        want if method == "kneighbors" else [want]):
+            np.testing.assert_array_equal(a, b)
+        check_calls(calls, 700)
+    reg = KNeighborsRegressor(3).fit(X, X["c"].to_numpy())
+    calls = Calls()
+    np.testing.assert_array_equal(reg.predict(Q, progress=calls), reg.predict(Q))
+    check_calls(calls, 700)
+    nn = NearestNeighbors(radius=0.3).fit(X)
+    calls = Calls()
+    got = nn.radius_neighbors(None, progress=calls)[1]
+    assert all(np.array_equal(a, b) for a, b in zip(got, nn.radius_neighbors(None)[1]))
+    check_calls(calls, 1200)
