@@ -42,6 +42,7 @@ import numbers
 
 import numpy as np
 
+from . import _progress
 from ._plan import SYMBOL
 from ._schema import CONTINUOUS
 from ._threads import effective_n_jobs
@@ -276,9 +277,9 @@ class _ClusterBase(*_BASES):
         self._check_X(X, reset=False)
         return self.metric_.encode(X, what="X")
 
-    def fit_predict(self, X, y=None):
-        """Fit and return ``labels_``."""
-        return self.fit(X, y).labels_
+    def fit_predict(self, X, y=None, *, progress=None):
+        """Fit and return ``labels_`` (``progress`` as for ``fit``)."""
+        return self.fit(X, y, progress=progress).labels_
 
     def predict(self, X):
         """The nearest center of each row of ``X`` (ties: the smaller cluster index)."""
@@ -373,9 +374,12 @@ class _CenterBase(_ClusterBase):
     def _check_data(self, data):
         """Hook: KModes refuses continuous columns."""
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, *, progress=None):
         """Cluster the rows of ``X``.  ``y`` is used only to fit a metric that needs class
-        labels (it plays no other part).  Returns self."""
+        labels (it plays no other part).  ``progress``: ``True`` (a tqdm bar) or a
+        callable receiving ``(done, total)`` iterations, ``total = n_init * max_iter``
+        (a run that converges early skips to the end of its share), and a final
+        ``(total, total)``.  Returns self."""
         k = _check_int("n_clusters", self.n_clusters, 1)
         explicit = not isinstance(self.init, str)
         if isinstance(self.n_init, str) and self.n_init == "auto":
@@ -405,10 +409,15 @@ class _CenterBase(_ClusterBase):
         eng = _CenterEngine(data, k, self.nominal_center)
         seeds = base.integers(0, 2 ** 63 - 1, size=n_init)
         best = None
-        for s in seeds:
+        report = _progress.reporter(progress, n_init * max_iter, type(self).__name__)
+        for r, s in enumerate(seeds):
             rng = np.random.default_rng(int(s))
             start = first if explicit else data.rows.take(eng.seed_rows(rng, self.init))
-            res = eng.run(start, max_iter)
+            tick = None if report is None else \
+                (lambda it, r=r: report(r * max_iter + it, n_init * max_iter))
+            res = eng.run(start, max_iter, tick)
+            if report is not None:
+                report((r + 1) * max_iter, n_init * max_iter)
             if best is None or res[0] < best[0]:
                 best = res
         inertia, labels, cont_c, nom_c, n_iter = best
@@ -501,7 +510,7 @@ class _CenterEngine:
             dmin[i] = 0.0
         return labels
 
-    def run(self, start_rows, max_iter):
+    def run(self, start_rows, max_iter, tick=None):
         labels, dmin = self.assign(start_rows)
         n_iter = 0
         for n_iter in range(1, max_iter + 1):
@@ -510,6 +519,8 @@ class _CenterEngine:
             new, dmin = self.assign(self.d.plan.encode(cont_c, nom_c))
             converged = np.array_equal(new, labels)
             labels = new
+            if tick is not None:
+                tick(n_iter)
             if converged:
                 break
         return float(dmin.sum()), labels, cont_c, nom_c, n_iter
@@ -673,8 +684,10 @@ class KMedoids(_ClusterBase):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def fit(self, X, y=None):
-        """Cluster the rows of ``X``; ``y`` only fits a metric that needs labels."""
+    def fit(self, X, y=None, *, progress=None):
+        """Cluster the rows of ``X``; ``y`` only fits a metric that needs labels.
+        ``progress``: ``True`` (a tqdm bar) or a callable receiving ``(done, n_init)``
+        after each initialization, ending with ``(n_init, n_init)``."""
         k = _check_int("n_clusters", self.n_clusters, 1)
         n_init = _check_int("n_init", self.n_init, 1)
         max_iter = _check_int("max_iter", self.max_iter, 1)
@@ -710,7 +723,8 @@ class KMedoids(_ClusterBase):
                              % (sample_size, k))
         seeds = base.integers(0, 2 ** 63 - 1, size=n_init)
         best = None
-        for s in seeds:
+        report = _progress.reporter(progress, n_init, type(self).__name__)
+        for r, s in enumerate(seeds):
             rng = np.random.default_rng(int(s))
             if sampled:
                 sub = np.sort(rng.choice(n, size=min(sample_size, n), replace=False))
@@ -727,6 +741,8 @@ class KMedoids(_ClusterBase):
             td = float(Dm[labels, np.arange(n)].sum())
             if best is None or td < best[0]:
                 best = (td, med, labels, n_iter)
+            if report is not None:
+                report(r + 1, n_init)
         td, med, labels, n_iter = best
         self.inertia_ = td
         self.medoid_indices_ = np.asarray(med, dtype=np.intp)

@@ -100,3 +100,17 @@ def test_estimators_pass_progress_through():
     got = nn.radius_neighbors(None, progress=calls)[1]
     assert all(np.array_equal(a, b) for a, b in zip(got, nn.radius_neighbors(None)[1]))
     check_calls(calls, 1200)
+
+
+def test_clustering_reports_iterations():
+    from hdist.cluster import KMedoids, KPrototypes
+    X = table(300)
+    calls = Calls()
+    a = KPrototypes(3, n_init=2, max_iter=20, random_state=0).fit(X, progress=calls)
+    b = KPrototypes(3, n_init=2, max_iter=20, random_state=0).fit(X)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+    check_calls(calls, 40)
+    assert (20, 40) in calls
+    calls = Calls()
+    KMedoids(3, n_init=3, random_state=0).fit(X, progress=calls)
+    assert calls == [(1, 3), (2, 3), (3, 3)]
