@@ -226,14 +226,16 @@ class MetricIndex:
         return self.metric.n_train_
 
     def kneighbors(self, Q=None, k=5, *, exclude_self=False, return_distance=True,
-                   n_jobs=None):
+                   n_jobs=None, progress=None):
         return self.metric.kneighbors(Q, k, exclude_self=exclude_self,
-                                      return_distance=return_distance, n_jobs=n_jobs)
+                                      return_distance=return_distance, n_jobs=n_jobs,
+                                      progress=progress)
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
-                         n_jobs=None):
+                         n_jobs=None, progress=None):
         return self.metric.radius_neighbors(Q, r, exclude_self=exclude_self,
-                                            return_distance=return_distance, n_jobs=n_jobs)
+                                            return_distance=return_distance, n_jobs=n_jobs,
+                                            progress=progress)
 
 
 ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree")
