@@ -48,15 +48,17 @@ def main():
     # one task and one merge, timed in this process
     part = R.iloc[:args.ref // args.parts]
     qb = Q.iloc[:args.block]
+    enc = hd._encode_part(metric, part)
+    hd._local_topk(metric, qb, enc, args.k, 0, 1)       # the partition's embedding, once
     t = time.perf_counter()
-    piece = hd._local_topk(metric, qb, hd._encode_part(metric, part), args.k, 0, 1)
+    piece = hd._local_topk(metric, qb, enc, args.k, 0, 1)
     task = time.perf_counter() - t
     t = time.perf_counter()
     for _ in range(10):
         hd.merge_topk([piece] * 4, args.k)
     merge = (time.perf_counter() - t) / 10
     pairs = args.block * len(part)
-    print("one task: %d queries x %d reference rows in %.3f s (%.2f ns per pair); "
+    print("one task (partition already encoded): %d queries x %d reference rows in %.3f s (%.2f ns per pair); "
           "one 4-way merge of %d rows: %.2f ms" % (args.block, len(part), task,
                                                    1e9 * task / pairs, args.block,
                                                    1e3 * merge))

@@ -241,21 +241,40 @@ def _slim(metric):
     return slim
 
 
+class _Part:
+    """A reference partition encoded once on its worker, with the kernels' view of it and
+    the matrix-product filter's cache, reused by every query block that meets it."""
+
+    def __init__(self, R):
+        self.R, self._cR, self.cache = R, None, {}
+
+    def crows(self):
+        if self._cR is None:
+            from ._kernels import CRows
+            self._cR = CRows(self.R)
+        return self._cR
+
+    def __getstate__(self):             # moved between workers: the rows only
+        return {"R": self.R}
+
+    def __setstate__(self, st):
+        self.__init__(st["R"])
+
+
 def _encode_part(metric, part):
-    """A reference partition encoded once for every query block that meets it."""
-    return metric.encode(part, what="reference")
+    return _Part(metric.encode(part, what="reference"))
 
 
-def _local_topk(metric, queries, R, k, offset, n_jobs):
+def _local_topk(metric, queries, part, k, offset, n_jobs):
     """Top-``k`` (or all, for a smaller partition) of one encoded reference partition
-    ``R`` for one block of queries, with global row indices (``offset`` + position)."""
-    from ._kernels import CRows
+    for one block of queries, with global row indices (``offset`` + position)."""
     from ._threads import effective_n_jobs
+    R = part.R
     if R.n == 0 or len(queries) == 0:
         return np.zeros((len(queries), 0)), np.zeros((len(queries), 0), dtype=np.intp)
     Q = metric.encode(queries, what="Q")
     d, i = metric._knn_rows(Q, min(k, R.n), False, effective_n_jobs(n_jobs), R=R,
-                            cR=CRows(R))
+                            cR=part.crows(), cache=part.cache)
     return d, i + offset
 
 

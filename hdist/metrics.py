@@ -522,7 +522,8 @@ class Metric:
     #: below this many pairs the direct kernel is used without the GEMM filter
     _GEMM_MIN_PAIRS = 1 << 18
 
-    def _knn_rows(self, rows, k, exclude_self, threads, method="auto", R=None, cR=None):
+    def _knn_rows(self, rows, k, exclude_self, threads, method="auto", R=None, cR=None,
+                  cache=None):
         """Brute-force k-NN of encoded query rows against the training rows (or ``R``).
 
         ``method``: "direct" (the pair kernel over tiles), "gemm" (matrix-product filter,
@@ -535,7 +536,7 @@ class Metric:
         cQ = CRows(rows)
         if method == "gemm" or (method == "auto" and
                                 rows.n * R.n >= self._GEMM_MIN_PAIRS and rows.n >= 16):
-            cache = state.gemm_cache if R is state.train else None
+            cache = state.gemm_cache if R is state.train else cache
             res = _gemm.knn(state.plan, rows, R, cQ, cR, k, threads, exclude_self, cache=cache)
             if res is not None:
                 return res
