@@ -66,6 +66,17 @@ def neighbor_weights(dist, weights):
     return w
 
 
+def widen_for_ties(query, dist, ind, k, avail):
+    """Neighbor lists wide enough to hold every row tied with the k-th one: while some
+    row's last listed distance equals its k-th, ``query(width)`` is asked for twice as many
+    (at most ``avail``).  Returns ``(dist, ind)``."""
+    width = ind.shape[1]
+    while width < avail and (dist[:, -1] == dist[:, k - 1]).any():
+        width = min(avail, 2 * width)
+        dist, ind = query(width)
+    return dist, ind
+
+
 def tie_weights(dist, k, weights, ties):
     """Weights of the neighbor lists ``dist`` ``[n, width]`` (sorted per row, width >= k).
 

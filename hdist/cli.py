@@ -526,8 +526,14 @@ def _knn_command(args):
                 raise CLIError("query file %r, rows %d..%d: %s"
                                % (args.query, row0, row0 + n - 1, e))
             if what in ("predictions", "both"):
-                w = _knn.neighbor_weights(dist, weights)
-                votes = _knn.class_votes(codes[ind], w, len(classes))
+                # the estimators' vote: with ties="include" every row tied with the k-th
+                pdist, pind = dist, ind
+                if args.ties == "include":
+                    pdist, pind = _knn.widen_for_ties(
+                        lambda width, q=chunk: index.kneighbors(q, width, n_jobs=args.n_jobs),
+                        dist, ind, k, index.n_train_)
+                w = _knn.tie_weights(pdist, k, weights, args.ties)
+                votes = _knn.class_votes(codes[pind], w, len(classes))
                 labels_out = np.asarray(classes, dtype=object)[_knn.vote_winner(votes)]
                 cols["prediction"] = labels_out.tolist()
                 if args.proba:
@@ -882,6 +888,10 @@ cannot be used.""")
                     "the file's types")
     kn.add_argument("--weights", default="uniform", help="vote weights: uniform, distance "
                     "or dudani (default uniform)")
+    kn.add_argument("--ties", default="include", choices=["include", "index"],
+                    help="which rows vote when several sit at the k-th distance: every one "
+                    "(include, default; Weka's IBk, R's class::knn, the estimators' default) "
+                    "or exactly k by training position (index)")
     kn.add_argument("--algorithm", default="auto",
                     choices=["auto", "brute", "kd_tree", "ball_tree"])
     kn.add_argument("--predict", action="store_true",

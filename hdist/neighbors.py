@@ -335,11 +335,7 @@ class _SupervisedBase(_NeighborsBase):
     def _with_ties(self, X, dist, ind, k):
         """Widen the lists until every row tied with the k-th neighbor is in them."""
         avail = self.n_samples_fit_ - (1 if X is None else 0)
-        width = ind.shape[1]
-        while width < avail and (dist[:, -1] == dist[:, k - 1]).any():
-            width = min(avail, 2 * width)
-            dist, ind = self._query(X, width)
-        return dist, ind
+        return _knn.widen_for_ties(lambda width: self._query(X, width), dist, ind, k, avail)
 
     def _with_mass(self, X, dist, ind, k):
         """Widen the lists until every row's weighted neighborhood is in them

@@ -586,3 +586,27 @@ def test_cv_on_a_users_file_equals_cross_validate(id_files, capsys, tmp_path):
     assert status == 2 and "go with --train" in err
     status, _, err = run(["cv", "--train", str(d / "train.csv"), "--target", "nope"], capsys)
     assert status == 1 and "--target column 'nope'" in err
+
+
+def test_knn_predictions_vote_like_the_estimator_with_ties(tmp_path):
+    # a grid with many exact ties at the k-th distance: the command line and
+    # KNeighborsClassifier (ties="include" by default, or "index") predict the same
+    import pandas as pd
+    from hdist.neighbors import KNeighborsClassifier
+    rng = np.random.default_rng(4)
+    train = pd.DataFrame({"a": rng.integers(0, 4, 120).astype(float),
+                          "b": rng.choice(["x", "y", "z"], 120),
+                          "cls": rng.choice(["p", "q", "r"], 120)})
+    query = pd.DataFrame({"a": rng.integers(0, 4, 40).astype(float),
+                          "b": rng.choice(["x", "y", "z"], 40)})
+    train.to_csv(tmp_path / "train.csv", index=False)
+    query.to_csv(tmp_path / "query.csv", index=False)
+    for ties in ("include", "index"):
+        out = tmp_path / ("pred_%s.csv" % ties)
+        code = cli.main(["knn", "--train", str(tmp_path / "train.csv"), "--target", "cls",
+                     "--query", str(tmp_path / "query.csv"), "--k", "3", "--predict",
+                     "--ties", ties, "-o", str(out)])
+        assert code == 0
+        got = pd.read_csv(out)["prediction"].tolist()
+        est = KNeighborsClassifier(3, ties=ties).fit(train[["a", "b"]], train["cls"])
+        assert got == list(est.predict(query))
