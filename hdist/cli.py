@@ -624,10 +624,13 @@ def registry_presets():
     return names
 
 
-def cross_validate(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weights="uniform"):
+def cross_validate(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weights="uniform",
+                   ties="index"):
     """Accuracy of k-NN under ``folds`` (fold number per row) with preset
     ``metric_name``; returns ``(accuracy, note)``.  A preset that compares nominal
-    attributes only is run on the nominal columns (note ``"nominal columns only"``)."""
+    attributes only is run on the nominal columns (note ``"nominal columns only"``).
+    ``ties`` as in the estimators: ``"include"`` lets every training row tied with the
+    k-th neighbour vote, ``"index"`` the first k by row order."""
     from .metrics import METRICS, Metric
     info = METRICS[metric_name]
     note = None
@@ -644,10 +647,15 @@ def cross_validate(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weights=
         metric = Metric(metric_name, nominal=nominal)
         index = _knn.make_index(metric)
         index.fit(X[~test], y[~test])
-        dist, ind = index.kneighbors(X[test], k, n_jobs=n_jobs)
+        Xq = X[test]
+        dist, ind = index.kneighbors(Xq, k, n_jobs=n_jobs)
+        if ties == "include":
+            dist, ind = _knn.widen_for_ties(
+                lambda width: index.kneighbors(Xq, width, n_jobs=n_jobs),
+                dist, ind, k, index.n_train_)
         ytr = y[~test]
-        pred = _knn.vote_winner(_knn.class_votes(ytr[ind], _knn.neighbor_weights(dist, weights),
-                                                 C))
+        pred = _knn.vote_winner(_knn.class_votes(ytr[ind],
+                                                 _knn.tie_weights(dist, k, weights, ties), C))
         correct += int((pred == y[test]).sum())
     return correct / len(y), note
 
@@ -750,8 +758,8 @@ def _cv_command(args):
         X, y, nominal = _cv_file_data(args)
         names = [os.path.basename(args.train)]
         data[names[0]] = (X, y, nominal, stratified_folds(y, args.folds, args.seed))
-    print("hdist %d-fold stratified cross-validated %d-NN accuracy (%%), seed %d; "
-          "time per cell in seconds" % (args.folds, args.k, args.seed), file=out)
+    print("hdist %d-fold stratified cross-validated %d-NN accuracy (%%), seed %d, ties %s; "
+          "time per cell in seconds" % (args.folds, args.k, args.seed, args.ties), file=out)
     print("datasets: " + "; ".join(
         "%s %d rows, %d nominal + %d continuous" % (n, len(d[1]), len(d[2]),
                                                    d[0].shape[1] - len(d[2]))
@@ -767,7 +775,8 @@ def _cv_command(args):
             X, y, nominal, folds = data[n]
             t0 = time.perf_counter()
             try:
-                acc, note = cross_validate(m, X, y, nominal, folds, args.k, args.n_jobs)
+                acc, note = cross_validate(m, X, y, nominal, folds, args.k, args.n_jobs,
+                                           ties=args.ties)
             except (TypeError, ValueError) as e:
                 acc, note = None, "skipped: %s" % e
             dt = time.perf_counter() - t0
@@ -939,6 +948,10 @@ def _add_cv_options(p):
     p.add_argument("--k", type=int, default=1, help="neighbors (default 1)")
     p.add_argument("--seed", type=int, default=0, help="fold shuffling seed (default 0)")
     p.add_argument("--n-jobs", type=int, default=None, help="threads")
+    p.add_argument("--ties", default="index", choices=["index", "include"],
+                   help="rows tied with the k-th neighbour: the first k by row order vote "
+                   "(index, the default: the published tables' rule) or all of them "
+                   "(include, as the estimators do by default)")
     p.add_argument("--csv", help="also write the results to this CSV file")
 
 

@@ -1,5 +1,6 @@
 """The command line: the cross-validation job, ``knn`` scoring in bounded memory,
 ``info`` and ``datasets``, exit statuses and messages."""
+import contextlib
 import csv
 import io
 import os
@@ -103,6 +104,28 @@ def test_cv_heom_accuracy_matches_plain_reference(name):
     assert len(differ) <= 2
     if name == "iris":      # Weka IBk's figure for iris under its own folds is 95.33 %
         assert 0.93 <= acc <= 0.97
+
+
+@pytest.mark.parametrize("name", ["iris", "credit-a"])
+def test_cv_ties_include_votes_every_row_tied_with_the_nearest(name):
+    """``--ties include``: every training row at the nearest distance votes (majority,
+    ties to the smallest class), as the estimators do; checked against plain numpy."""
+    X, y, nominal = cli._cv_data(name)
+    folds = cli.stratified_folds(y, 10, seed=0)
+    acc, _ = cli.cross_validate("heom", X, y, nominal, folds, k=1, ties="include")
+    pred = np.empty_like(y)
+    for f in np.unique(folds):
+        te, tr = np.flatnonzero(folds == f), np.flatnonzero(folds != f)
+        D = heom_reference(X[tr], X[te], nominal)
+        tied = D <= D.min(axis=1, keepdims=True) * (1 + 1e-12)
+        votes = np.stack([(tied & (y[tr] == c)).sum(axis=1) for c in range(y.max() + 1)], 1)
+        pred[te] = votes.argmax(axis=1)
+    assert abs(acc - np.mean(pred == y)) <= 2 / len(y)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert cli.main(["cv", "--datasets", name, "--metrics", "heom", "--ties", "include"]) == 0
+    assert "ties include" in out.getvalue()
+    assert "%.2f" % (100 * acc) in out.getvalue()
 
 
 def test_cv_table_covers_the_registry(capsys):
