@@ -276,10 +276,12 @@ class NeighborsIndex:
             self.metric, self.algorithm, self.leaf_size)
 
     # -- fit ------------------------------------------------------------------------------
-    def fit(self, X=None, y=None):
+    def fit(self, X=None, y=None, *, progress=None):
         """Fit the metric on ``X`` (and ``y``) if it is not fitted yet, encode the rows of
         ``X`` and build the search structure.  With a fitted metric, ``X=None`` indexes
-        its training rows."""
+        its training rows.  ``progress``: ``True`` (tqdm bars) or a callable receiving
+        ``(done, total)``: the metric's fit in steps (:meth:`hdist.Metric.fit`), then the
+        tree build in rows placed in leaves, each ending with ``(total, total)``."""
         m = self.metric
         if isinstance(m, str):
             metric = Metric(m, **(self.metric_params or {}))
@@ -297,7 +299,7 @@ class NeighborsIndex:
         else:
             if X is None:
                 raise ValueError("X is needed to fit the metric %r" % metric.name)
-            metric.fit(X, y)
+            metric.fit(X, y, progress=progress)
             self._unseen = [dict() for _ in metric.schema_.nominal_names]
             rows = metric.train_
         if rows.n < 1:
@@ -307,35 +309,35 @@ class NeighborsIndex:
         self._rows = rows
         self._drop_caches()
         self._tree = None
-        algo = self._choose(rows.n)
+        algo = self._choose(rows.n, progress)
         if algo != getattr(self, "algorithm_", None) or self._tree is None:
             self.algorithm_ = algo
-            self._build()
+            self._build(progress)
         self.n_distance_evaluations_ = np.zeros(0, dtype=np.intp)
         return self
 
-    def _choose(self, n):
+    def _choose(self, n, progress=None):
         plan = self.metric_.plan_
         if self.algorithm == "auto":
             self._auto_n = n
-            return auto_algorithm(plan, n, self._pilot)
+            return auto_algorithm(plan, n, lambda: self._pilot(progress))
         if self.algorithm == "ball_tree":
             reason = ball_tree_refusal(plan, self._rows, self.metric_.schema_.names_)
             if reason is not None:
                 raise ValueError("algorithm='ball_tree' is not exact here: " + reason)
         return self.algorithm
 
-    def _pilot(self):
+    def _pilot(self, progress=None):
         """Mean distance evaluations of KD-tree queries for a few indexed rows (the tree
         built here is kept if the KD-tree is chosen)."""
         self.algorithm_ = "kd_tree"
-        self._build()
+        self._build(progress)
         n = self._rows.n
         q = np.linspace(0, n - 1, AUTO_PILOT_QUERIES).astype(np.intp)
         self._knn(self._rows.take(q), min(5, n), False, 1)
         return float(np.mean(self.n_distance_evaluations_))
 
-    def _build(self):
+    def _build(self, progress=None):
         self._drop_caches()
         self._tree = None
         self.build_time_ = 0.0
@@ -343,8 +345,9 @@ class NeighborsIndex:
             return
         from . import _trees
         t0 = time.perf_counter()
+        report = _progress.reporter(progress, self._rows.n, self.algorithm_.replace("_", "-"))
         nodes, perm, rowdist = _trees.build(self.algorithm_, self.metric_.plan_.cplan,
-                                            self._crows(), self.leaf_size)
+                                            self._crows(), self.leaf_size, report)
         self.build_time_ = time.perf_counter() - t0
         depth = int(nodes["depth"].max())
         self._tree = {"nodes": nodes, "perm": perm, "rowdist": rowdist, "depth": depth,

@@ -228,8 +228,8 @@ class MetricIndex:
         self.algorithm = algorithm
         self.leaf_size = leaf_size
 
-    def fit(self, X, y=None):
-        self.metric.fit(X, y)
+    def fit(self, X, y=None, *, progress=None):
+        self.metric.fit(X, y, progress=progress)
         return self
 
     @property

@@ -18,8 +18,8 @@ import numpy as np
 class _Line:
     """A plain ``done / total rows`` line on stderr (tqdm not installed)."""
 
-    def __init__(self, total, desc):
-        self.total, self.desc = total, desc
+    def __init__(self, total, desc, unit="rows"):
+        self.total, self.desc, self.unit = total, desc, unit
         self.start = self.last = time.perf_counter()
 
     def __call__(self, done, total):
@@ -28,15 +28,16 @@ class _Line:
             return
         self.last = now
         rate = done / max(now - self.start, 1e-9)
-        sys.stderr.write("\r%s: %d / %d rows, %.0f rows/s" % (self.desc, done, total, rate))
+        sys.stderr.write("\r%s: %d / %d %s, %.0f %s/s" % (self.desc, done, total, self.unit, rate,
+                                                         self.unit))
         if done >= total:
             sys.stderr.write("\n")
         sys.stderr.flush()
 
 
 class _Tqdm:
-    def __init__(self, tqdm, total, desc):
-        self.bar = tqdm(total=total, unit="rows", desc=desc, file=sys.stderr)
+    def __init__(self, tqdm, total, desc, unit="rows"):
+        self.bar = tqdm(total=total, unit=unit, desc=desc, file=sys.stderr)
         self.done = 0
 
     def __call__(self, done, total):
@@ -46,16 +47,17 @@ class _Tqdm:
             self.bar.close()
 
 
-def reporter(progress, total, desc="hdist"):
-    """A ``(done, total)`` callable for ``progress``, or None when none is wanted."""
+def reporter(progress, total, desc="hdist", unit="rows"):
+    """A ``(done, total)`` callable for ``progress``, or None when none is wanted;
+    ``unit`` names what is counted on the bar or line."""
     if progress is None or progress is False:
         return None
     if progress is True:
         try:
             from tqdm import tqdm
         except ImportError:
-            return _Line(total, desc)
-        return _Tqdm(tqdm, total, desc)
+            return _Line(total, desc, unit)
+        return _Tqdm(tqdm, total, desc, unit)
     if callable(progress):
         return progress
     raise TypeError("progress must be None, a bool or a callable(done, total), got %s"

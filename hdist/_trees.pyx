@@ -877,10 +877,15 @@ cdef class Builder:
     cdef object perm_arr, rowdist_arr, scratch
     cdef BuildS B
     cdef int kd
+    cdef object report          # None, or a callable(rows placed in leaves, rows)
+    cdef intp placed, total
 
     def __init__(self, kind, CPlan plan, CRows rows, Nodes nodes, perm, rowdist,
-                 intp leaf_size):
+                 intp leaf_size, report=None):
         self.plan = plan
+        self.report = report
+        self.placed = 0
+        self.total = perm.shape[0]
         self.rows = rows
         self.nodes = nodes
         self.kd = kind == "kd_tree"
@@ -944,6 +949,10 @@ cdef class Builder:
                     if e - s > self.B.leaf:
                         mid = ball_split(&self.B, T, node, s, e)
             if mid < 0:
+                if self.report is not None:
+                    self.placed += e - s
+                    if done % 256 == 0 or self.placed == self.total:
+                        self.report(self.placed, self.total)
                 continue
             L = self.nodes.new_node(s, mid, d + 1)
             Rn = self.nodes.new_node(mid, e, d + 1)
@@ -954,8 +963,11 @@ cdef class Builder:
             stack.append(L)
 
 
-def build(kind, CPlan plan, CRows rows, intp leaf_size):
+def build(kind, CPlan plan, CRows rows, intp leaf_size, report=None):
     """Build a tree of ``kind`` over all rows of ``rows`` (index order).
+
+    ``report``: None, or a callable receiving ``(rows placed in leaves, rows)`` every few
+    hundred nodes and a final ``(rows, rows)``.
 
     Returns ``(nodes, perm, rowdist)``: the per-node arrays (dict), the row index at each
     tree position, and each position's distance to its leaf's pivot (ball tree; empty
@@ -971,7 +983,7 @@ def build(kind, CPlan plan, CRows rows, intp leaf_size):
     perm = np.arange(n, dtype=np.intp)
     rowdist = np.zeros(n if kind == "ball_tree" else 0)
     nodes.new_node(0, n, 0)
-    Builder(kind, plan, rows, nodes, perm, rowdist, leaf_size).grow(0)
+    Builder(kind, plan, rows, nodes, perm, rowdist, leaf_size, report).grow(0)
     return nodes.export(), perm, rowdist
 
 

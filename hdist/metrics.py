@@ -260,8 +260,13 @@ class Metric:
             raise ValueError("weights must be None, 'mi', an array or a dict, got %r" % w)
         return p, pol_c, pol_n, agg, norm, trim
 
-    def fit(self, X, y=None):
-        """Learn the schema and every per-attribute statistic from training rows."""
+    def fit(self, X, y=None, *, progress=None):
+        """Learn the schema and every per-attribute statistic from training rows.
+
+        ``progress``: ``True`` (a tqdm bar) or a callable receiving ``(done, total)``
+        steps: reading and encoding the table counts ``m`` steps (``m`` attributes), then
+        each attribute's statistics one, so ``total = 2 m`` and the last call is
+        ``(total, total)``."""
         info = self.info
         p, pol_c, pol_n, agg, norm, trim = self.check_params()
         # what the previous fit learned goes first: a fit that fails leaves the metric
@@ -269,6 +274,10 @@ class Metric:
         self._forget_fit()
         schema = Schema(self._param("nominal"))
         cont, nom = schema.fit_encode(X, allow_empty=True)
+        m_attr = len(schema.names_)
+        report = _progress.reporter(progress, 2 * m_attr, "fit", unit="steps")
+        if report is not None:
+            report(m_attr, 2 * m_attr)
         n = cont.shape[0]
         if n < 2:
             raise ValueError("X has %d row(s); at least 2 training rows are needed" % n)
@@ -304,6 +313,8 @@ class Metric:
                 V = len(schema.categories_[j]) + (1 if pol_n == SYMBOL else 0)
                 components.append(self._nominal_component(j, name, codes, V, pol_n, ycodes, C,
                                                           nom, schema, cont))
+            if report is not None and j + 1 < m_attr:
+                report(m_attr + j + 1, 2 * m_attr)
         weights = self._weights(schema, cont, nom, ycodes, C)
         plan = Plan(components, weights, p, agg == "mean", cont_pos, nom_pos,
                     names=schema.names_)
@@ -317,6 +328,8 @@ class Metric:
                 isinstance(c, str) for c in classes) else np.array(classes)
         self.n_train_ = n
         self._fit = FitState(plan, plan.encode(cont, nom), ycodes)
+        if report is not None:
+            report(2 * m_attr, 2 * m_attr)
         return self
 
     # the fitted state, read through one object that each fit replaces whole

@@ -114,3 +114,50 @@ def test_clustering_reports_iterations():
     calls = Calls()
     KMedoids(3, n_init=3, random_state=0).fit(X, progress=calls)
     assert calls == [(1, 3), (2, 3), (3, 3)]
+
+
+@pytest.mark.parametrize("name", ["heom", "hvdm", "ivdm"])
+def test_metric_fit_reports_steps_and_equals_without(name):
+    X = table(3000)
+    y = (X["c"] > 0).to_numpy()
+    calls = Calls()
+    a = hdist.Metric(name).fit(X, y, progress=calls)
+    b = hdist.Metric(name).fit(X, y)
+    check_calls(calls, 2 * X.shape[1])
+    assert calls[0] == (X.shape[1], 2 * X.shape[1])
+    Q = table(200, 3)
+    np.testing.assert_array_equal(a.pairwise(Q), b.pairwise(Q))
+
+
+@pytest.mark.parametrize("algorithm", ["kd_tree", "ball_tree", "auto"])
+def test_tree_build_reports_rows_placed_in_leaves(algorithm):
+    rng = np.random.default_rng(5)
+    X = pd.DataFrame({"u": rng.normal(size=20000), "v": rng.normal(size=20000),
+                      "w": rng.choice(list("abc"), 20000)})
+    calls = Calls()
+    idx = hdist.NeighborsIndex("heom", algorithm=algorithm, leaf_size=8).fit(X, progress=calls)
+    ref = hdist.NeighborsIndex("heom", algorithm=algorithm, leaf_size=8).fit(X)
+    # the metric's fit (2 m steps), then the tree build in rows (when a tree is built)
+    fit_calls = [c for c in calls if c[1] == 2 * X.shape[1]]
+    check_calls(fit_calls, 2 * X.shape[1])
+    build = [c for c in calls if c[1] == len(X)]
+    if idx.algorithm_ != "brute" or algorithm == "auto":
+        check_calls(build, len(X))
+        assert len(build) >= 3            # reported during the build, not only at its end
+    Q = X.iloc[:300]
+    for a, b in zip(idx.kneighbors(Q, 4), ref.kneighbors(Q, 4)):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_fit_progress_true_draws_a_line_without_tqdm(monkeypatch, capsys):
+    import builtins
+    real_import = builtins.__import__
+
+    def no_tqdm(name, *args, **kw):
+        if name == "tqdm":
+            raise ImportError(name)
+        return real_import(name, *args, **kw)
+    monkeypatch.setattr(builtins, "__import__", no_tqdm)
+    hdist.NeighborsIndex("heom", algorithm="kd_tree").fit(table(5000), progress=True)
+    err = capsys.readouterr().err
+    assert "fit: 6 / 6 steps" in err and "kd-tree: 5000 / 5000 rows" in err
