@@ -25,6 +25,8 @@ _LAZY.update(KModes="cluster", KPrototypes="cluster", KMedoids="cluster")
 _LAZY_MODULES += ("cluster",)
 _LAZY.update(Embedding="embedding")
 _LAZY_MODULES += ("embedding",)
+_LAZY.update(PrototypeClassifier="prototypes")
+_LAZY_MODULES += ("prototypes",)
 __all__ += list(_LAZY)
 
 

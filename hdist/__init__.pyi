@@ -9,6 +9,7 @@ from . import discretize as discretize
 from . import embedding as embedding
 from . import neighbors as neighbors
 from . import plot as plot
+from . import prototypes as prototypes
 from ._config import show_config as show_config
 from ._index import NeighborsIndex as NeighborsIndex
 from ._info import entropy as entropy
@@ -28,6 +29,7 @@ from .neighbors import KNeighborsClassifier as KNeighborsClassifier
 from .neighbors import KNeighborsRegressor as KNeighborsRegressor
 from .neighbors import KNeighborsTransformer as KNeighborsTransformer
 from .neighbors import NearestNeighbors as NearestNeighbors
+from .prototypes import PrototypeClassifier as PrototypeClassifier
 
 __all__: list[str]
 

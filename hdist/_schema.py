@@ -716,6 +716,23 @@ class Schema:
     def nominal_names(self):
         return [n for n, k in zip(self.names_, self.kinds_) if k == NOMINAL]
 
+    def decode(self, cont, nom):
+        """Encoded values back to the original ones: ``cont`` ``[n, m_continuous]`` floats
+        and ``nom`` ``[n, m_nominal]`` codes -> an object array ``[n, m]`` of floats and
+        category labels (``None`` where NaN or a negative code)."""
+        n = cont.shape[0] if cont.ndim == 2 else nom.shape[0]
+        out = np.empty((n, self.n_features_in_), dtype=object)
+        ic = inom = 0
+        for j, kind in enumerate(self.kinds_):
+            if kind == CONTINUOUS:
+                out[:, j] = [float(v) if v == v else None for v in cont[:, ic]]
+                ic += 1
+            else:
+                cats = self.categories_[j]
+                out[:, j] = [cats[c] if c >= 0 else None for c in nom[:, inom]]
+                inom += 1
+        return out
+
     @property
     def nominal_categories(self):
         return [c for c, k in zip(self.categories_, self.kinds_) if k == NOMINAL]

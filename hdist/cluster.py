@@ -255,17 +255,7 @@ class _ClusterBase(*_BASES):
     def _decode(self, cont_c, nom_c):
         """Encoded centers -> a table of original values (DataFrame for pandas input)."""
         schema = self.metric_.schema_
-        k = cont_c.shape[0] if cont_c.ndim == 2 else nom_c.shape[0]
-        out = np.empty((k, schema.n_features_in_), dtype=object)
-        ic = inom = 0
-        for j, kind in enumerate(schema.kinds_):
-            if kind == CONTINUOUS:
-                out[:, j] = [float(v) if v == v else None for v in cont_c[:, ic]]
-                ic += 1
-            else:
-                cats = schema.categories_[j]
-                out[:, j] = [cats[c] if c >= 0 else None for c in nom_c[:, inom]]
-                inom += 1
+        out = schema.decode(cont_c, nom_c)
         if self._pandas_out:
             import pandas as pd
             return pd.DataFrame(out, columns=list(schema.names_))

@@ -20,7 +20,7 @@ LAYERS = [
     {"metrics"},
     {"_index"},
     {"_knn"},
-    {"neighbors", "datasets", "embedding"},
+    {"neighbors", "datasets", "embedding", "prototypes"},
     {"cluster", "dask", "cli", "plot"},
     {"__init__", "__main__"},
 ]
