@@ -3,7 +3,9 @@
 - :func:`explain`: the per-attribute terms of one distance (:meth:`hdist.Metric.explain`);
 - :func:`neighbor_distances`: how far the nearest neighbors are (distribution per rank);
 - :func:`value_distances`: a nominal attribute's learned value-by-value distance table
-  (:meth:`hdist.Metric.value_distances`), annotated.
+  (:meth:`hdist.Metric.value_distances`), annotated;
+- :func:`prototypes`: a prototype classifier's prototypes over two chosen attributes, on
+  top of the rows they classify.
 
 Each function draws on ``ax`` (a new figure when omitted) and returns the Axes.
 """
@@ -11,7 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["explain", "neighbor_distances", "value_distances"]
+__all__ = ["explain", "neighbor_distances", "value_distances", "prototypes"]
 
 
 def _pyplot():
@@ -160,5 +162,100 @@ def value_distances(metric, attribute, *, ax=None, annotate=True, fmt=".2f",
                         color="black" if T[i, j] > mid else "white")
     ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     ax.set_title("%s: value distances of %s" % (metric.name, name))
+    ax.figure.tight_layout()
+    return ax
+
+
+def _attribute_values(schema, attribute, cont, nom):
+    """(column name, values as numbers, tick labels or None) of one attribute: a
+    continuous column's values, or a nominal column's codes (NaN where missing) and its
+    category labels."""
+    names = list(schema.names_)
+    if isinstance(attribute, (int, np.integer)) and not isinstance(attribute, bool):
+        if not -len(names) <= attribute < len(names):
+            raise ValueError("attribute position %d is out of range" % attribute)
+        j = int(attribute) % len(names)
+    elif attribute in names:
+        j = names.index(attribute)
+    else:
+        raise ValueError("no column named %r (columns: %r)" % (attribute, names))
+    kinds = schema.kinds_
+    pos = sum(1 for k in kinds[:j] if k == kinds[j])
+    if kinds[j] == "continuous":
+        return names[j], cont[:, pos], None
+    codes = nom[:, pos].astype(np.float64)
+    codes[codes < 0] = np.nan
+    return names[j], codes, [str(c) for c in schema.categories_[j]]
+
+
+def prototypes(classifier, X=None, y=None, attributes=(0, 1), *, ax=None, size=160,
+               jitter=0.15, alpha=0.35):
+    """The prototypes of a fitted :class:`hdist.PrototypeClassifier` over two attributes.
+
+    Parameters
+    ----------
+    classifier : fitted hdist.PrototypeClassifier
+    X, y : table and labels, optional
+        Rows drawn beneath the prototypes, coloured by ``y`` (by the predicted class when
+        ``y`` is omitted).
+    attributes : pair of column names or positions, default=(0, 1)
+        The horizontal and vertical attributes.  A nominal attribute is drawn on its
+        category positions (labelled), rows spread by up to ``jitter`` around them (a
+        fixed pattern, so the figure is reproducible).
+    ax : matplotlib Axes, optional
+    size : float, default=160
+        Marker area of the prototypes (rows get a sixth of it).
+    alpha : float, default=0.35
+        Opacity of the rows.
+
+    Returns
+    -------
+    matplotlib Axes
+        One scatter collection per class for the rows (when given), then one collection of
+        the prototypes (``ax.collections[-1]``, offsets = their coordinates), each
+        annotated with its index in ``prototypes_``.
+
+    Raises
+    ------
+    ValueError
+        Not two attributes, an unknown column, or an unfitted classifier.
+    """
+    if not hasattr(classifier, "prototypes_"):
+        raise ValueError("the classifier is not fitted; call fit(X, y) first")
+    if len(attributes) != 2:
+        raise ValueError("attributes must name two columns, got %r" % (attributes,))
+    schema = classifier.metric_.schema_
+    pc, pn = classifier._proto_cont, classifier._proto_nom
+    axes_info = [_attribute_values(schema, a, pc, pn) for a in attributes]
+    classes = list(classifier.classes_)
+    colors = ["C%d" % (i % 10) for i in range(len(classes))]
+    ax = _axes(ax, (6.5, 5.0))
+    if X is not None:
+        cont, nom = schema.encode(X)
+        vals = [_attribute_values(schema, a, cont, nom)[1] for a in attributes]
+        lab = np.asarray(classifier.predict(X) if y is None else y)
+        rng = np.random.default_rng(0)
+        for k, info in enumerate(axes_info):
+            if info[2] is not None:
+                vals[k] = vals[k] + rng.uniform(-jitter, jitter, len(vals[k]))
+        for c, col in zip(classes, colors):
+            m = lab == c
+            ax.scatter(vals[0][m], vals[1][m], s=size / 6.0, color=col, alpha=alpha,
+                       linewidths=0, label=str(c))
+    px, py = axes_info[0][1], axes_info[1][1]
+    pcol = [colors[classes.index(c)] for c in classifier.prototype_labels_]
+    ax.scatter(px, py, s=size, c=pcol, marker="D", edgecolors="black", linewidths=1.2,
+               zorder=3)
+    for j, (a, b) in enumerate(zip(px, py)):
+        ax.annotate(str(j), (a, b), textcoords="offset points", xytext=(6, 6), fontsize=8)
+    for k, (name, _, ticks) in enumerate(axes_info):
+        set_label = ax.set_xlabel if k == 0 else ax.set_ylabel
+        set_label(str(name))
+        if ticks is not None:
+            (ax.set_xticks if k == 0 else ax.set_yticks)(range(len(ticks)))
+            (ax.set_xticklabels if k == 0 else ax.set_yticklabels)(ticks)
+    if X is not None:
+        ax.legend(title="class", fontsize=8)
+    ax.set_title("%d prototypes (%s)" % (len(px), classifier.metric_.name))
     ax.figure.tight_layout()
     return ax

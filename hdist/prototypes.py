@@ -691,6 +691,8 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
         if bad:
             raise ValueError("y has a missing or infinite label at row %d; every training "
                              "row needs a class" % bad[0])
+        if len(y) == 0:
+            raise ValueError("y is empty: 0 sample(s) to fit")
         check_classification_targets(y)
         if len(y) != n:
             raise ValueError("y has %d labels for %d rows of X" % (len(y), n))

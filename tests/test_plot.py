@@ -111,3 +111,25 @@ def test_matplotlib_is_not_imported_by_hdist():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                        cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
     assert r.stdout.strip() == "False", r.stderr
+
+
+def test_prototypes_are_drawn_at_their_values(tmp_path):
+    X, y = load_credit_a()
+    clf = hdist.PrototypeClassifier("hvdm", random_state=0).fit(X, y)
+    cont_name = next(n for n, k in zip(clf.metric_.schema_.names_, clf.metric_.kinds_)
+                     if k == "continuous")
+    nom_name = next(n for n, k in zip(clf.metric_.schema_.names_, clf.metric_.kinds_)
+                    if k == "nominal")
+    ax = plot.prototypes(clf, X, y, (cont_name, nom_name))
+    pts = ax.collections[-1].get_offsets()
+    assert len(pts) == len(clf.prototypes_)
+    np.testing.assert_allclose(pts[:, 0], clf.prototypes_[cont_name].to_numpy(float))
+    cats = list(clf.metric_.schema_.categories_[list(X.columns).index(nom_name)])
+    assert [cats[int(v)] for v in pts[:, 1]] == list(clf.prototypes_[nom_name])
+    assert [t.get_text() for t in ax.get_yticklabels()] == [str(c) for c in cats]
+    assert len(ax.collections) == len(clf.classes_) + 1
+    rendered(ax, tmp_path / "prototypes.png")
+    with pytest.raises(ValueError, match="no column named 'nope'"):
+        plot.prototypes(clf, attributes=("nope", 0))
+    with pytest.raises(ValueError, match="not fitted"):
+        plot.prototypes(hdist.PrototypeClassifier())
