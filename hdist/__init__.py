@@ -27,6 +27,8 @@ _LAZY.update(Embedding="embedding")
 _LAZY_MODULES += ("embedding",)
 _LAZY.update(PrototypeClassifier="prototypes")
 _LAZY_MODULES += ("prototypes",)
+_LAZY.update(KNNImputer="impute")
+_LAZY_MODULES += ("impute",)
 __all__ += list(_LAZY)
 
 

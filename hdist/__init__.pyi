@@ -7,6 +7,7 @@ from . import dask as dask
 from . import datasets as datasets
 from . import discretize as discretize
 from . import embedding as embedding
+from . import impute as impute
 from . import neighbors as neighbors
 from . import plot as plot
 from . import prototypes as prototypes
@@ -20,6 +21,7 @@ from .cluster import KModes as KModes
 from .cluster import KPrototypes as KPrototypes
 from .datasets import list_datasets as list_datasets
 from .embedding import Embedding as Embedding
+from .impute import KNNImputer as KNNImputer
 from .datasets import load_dataset as load_dataset
 from .metrics import METRICS as METRICS
 from .metrics import Explanation as Explanation

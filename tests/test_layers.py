@@ -20,7 +20,7 @@ LAYERS = [
     {"metrics"},
     {"_index"},
     {"_knn"},
-    {"neighbors", "datasets", "embedding", "prototypes"},
+    {"neighbors", "datasets", "embedding", "prototypes", "impute"},
     {"cluster", "dask", "cli", "plot"},
     {"__init__", "__main__"},
 ]

@@ -1,0 +1,439 @@
+"""k-nearest-neighbor imputation of mixed tables (continuous and nominal columns).
+
+:class:`KNNImputer` fills each missing cell from the ``k`` nearest training rows that
+have a value in that column (the *donors*), as scikit-learn's ``KNNImputer`` does for
+numbers and R's ``VIM::kNN`` (Kowarik & Templ, "Imputation with the R package VIM",
+J. Stat. Softw. 74(7), 2016) does for mixed data:
+
+- distances come from any hdist metric, by default with the ``"ignore"`` missing-value
+  policy: each pair of rows is compared on the attributes both have, rescaled to all
+  attributes (docs/metrics.md, section 6; Wilson & Martinez, "Improved heterogeneous
+  distance functions", JAIR 6, 1997, use the same idea for HVDM).  With HEOM and
+  ``normalization="none"`` this is scikit-learn's ``nan_euclidean`` distance;
+- the donors of a cell are found with hdist's exact neighbor index
+  (:class:`hdist.NeighborsIndex`: brute force or a KD-tree where it prunes), ordered by
+  ``(distance, training row position)``: among training rows at equal distance the one
+  earlier in the training table is taken first, so the result never depends on the
+  algorithm, thread count or block size;
+- a continuous cell gets the (weighted) mean of its donors, or their (weighted) median
+  (``continuous="median"``, VIM's ``numFun = median``); a nominal cell the (weighted) mode,
+  ties going to the value that sorts first among the column's training labels;
+- weights are ``"uniform"`` or ``"distance"`` (``1/d``; donors at distance 0 take the
+  whole weight), as in :mod:`hdist.neighbors`.
+
+A row with no observed value at all has no distance to anything: each of its cells gets
+the column's training mean (median with ``continuous="median"``) or mode, as
+scikit-learn does for rows without a usable distance.
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+from sklearn.base import BaseEstimator, TransformerMixin
+from sklearn.utils.validation import _check_feature_names_in, _num_samples, check_is_fitted
+
+from . import _knn
+from ._schema import CONTINUOUS
+from .metrics import Metric
+
+try:  # scikit-learn >= 1.6
+    from sklearn.utils.validation import validate_data as _validate_data
+except ImportError:  # pragma: no cover - older scikit-learn
+    def _validate_data(est, X, reset, skip_check_array):
+        return est._validate_data(X, reset=reset, skip_check_array=skip_check_array)
+
+__all__ = ["KNNImputer"]
+
+CONTINUOUS_STATISTICS = ("mean", "median")
+
+
+def weighted_median(values, w):
+    """Row-wise weighted median of ``values`` ``[n, k]`` with weights ``w`` ``[n, k]``
+    (each row's weights positive in total): the value where the cumulative weight of the
+    sorted values reaches half the total; where it lands exactly on half, the mean of that
+    value and the next one of positive weight.  With equal weights this is the ordinary
+    median (``numpy.median``)."""
+    values = np.asarray(values, dtype=np.float64)
+    order = np.argsort(values, axis=1, kind="stable")
+    v = np.take_along_axis(values, order, axis=1)
+    cum = np.cumsum(np.take_along_axis(np.asarray(w, dtype=np.float64), order, axis=1),
+                    axis=1)
+    half = cum[:, -1:] / 2.0
+    rows = np.arange(v.shape[0])
+    lo = v[rows, np.argmax(cum >= half, axis=1)]
+    hi = v[rows, np.argmax(cum > half, axis=1)]
+    return (lo + hi) / 2.0
+
+
+def _column_mode(codes, V):
+    """The most frequent code of ``codes`` (``-1`` missing); ties: the smallest code."""
+    counts = np.bincount(codes[codes >= 0], minlength=V)
+    return int(np.argmax(counts))
+
+
+class KNNImputer(TransformerMixin, BaseEstimator):
+    """Impute missing values of mixed tables from the k nearest training rows.
+
+    Parameters
+    ----------
+    n_neighbors : int, default=5
+        Number of donors ``k`` per missing cell (all the column's donors when it has fewer).
+    weights : {"uniform", "distance", "dudani"} or callable, default="uniform"
+        Donor weights, as in :class:`hdist.neighbors.KNeighborsRegressor`: equal, ``1/d``
+        (donors at distance 0 take the whole weight), Dudani's linear weights, or a callable
+        from the donor distances ``[n, k]`` to weights.
+    metric : str or hdist.Metric, default="heom"
+        A preset name or an unfitted :class:`hdist.Metric`.  Unless the metric's
+        parameters (or ``metric_params``) set ``missing``, the ``"ignore"`` policy is used:
+        rows are compared on the attributes both have.  ``nominal=`` (which columns of a
+        numpy array are nominal) is a metric parameter: ``metric_params={"nominal": [2, 3]}``
+        or ``Metric("heom", nominal=[2, 3])``.  Metrics that learn from classes (``hvdm``)
+        need ``y`` in :meth:`fit`.
+    metric_params : dict, default=None
+        Parameters for the metric, applied over those of a given :class:`hdist.Metric`.
+    continuous : {"mean", "median"}, default="mean"
+        How the donors' values of a continuous column are combined (weighted by
+        ``weights``; see :func:`weighted_median`).  Nominal columns always take the
+        weighted mode.
+    add_indicator : bool, default=False
+        Append one boolean column per feature that had missing values in ``fit``, true
+        where the value was missing (scikit-learn's ``MissingIndicator``; names
+        ``missingindicator_<feature>``).
+    algorithm : {"auto", "brute", "kd_tree", "ball_tree"}, default="auto"
+        Search structure of the donor index; every choice gives the same imputations.
+    leaf_size : int, default=30
+    n_jobs : int, default=None
+        Threads for the neighbor search (``None``: every core the process may use).
+
+    Attributes
+    ----------
+    metric_ : hdist.Metric
+        The fitted metric.
+    n_samples_fit_ : int
+    statistics_ : ndarray of object [n_features_in_]
+        The column's training mean (median) or mode: the value a row with no observed
+        attribute gets.
+    indicator_features_ : ndarray of int
+        Positions of the features that get an indicator column (``add_indicator``).
+    n_features_in_, feature_names_in_ (named columns only)
+
+    Notes
+    -----
+    Output: a pandas DataFrame comes back as a DataFrame with the same columns, index and
+    dtypes (a ``category`` column keeps its categories; a value learned in ``fit`` that
+    the column's categories lack is added to them).  Integer columns (``Int64``, numpy
+    integers) and ordered categoricals (continuous on their codes) get the imputed value
+    rounded to the nearest integer (half to even) -- a mean of ages stays an age.  A numpy
+    array comes back as float64 when it is numeric, as an object array otherwise; other
+    tables (polars, pyarrow) are read through ``to_pandas()`` and come back as DataFrames.
+
+    Each cell's donors are the nearest training rows that have its column, so a row
+    missing two columns may take them from different donors (scikit-learn's rule;
+    ``VIM::kNN`` likewise searches per variable).  Every training row is a possible donor
+    of a query row, itself included when the query row is a training row: it never has
+    the value being imputed, so it never donates it.
+    """
+
+    def __init__(self, *, n_neighbors=5, weights="uniform", metric="heom", metric_params=None,
+                 continuous="mean", add_indicator=False, algorithm="auto", leaf_size=30,
+                 n_jobs=None):
+        self.n_neighbors = n_neighbors
+        self.weights = weights
+        self.metric = metric
+        self.metric_params = metric_params
+        self.continuous = continuous
+        self.add_indicator = add_indicator
+        self.algorithm = algorithm
+        self.leaf_size = leaf_size
+        self.n_jobs = n_jobs
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.string = True
+        tags.input_tags.sparse = False
+        return tags
+
+    # -- validation ----------------------------------------------------------------------
+    def _check_params(self):
+        k = self.n_neighbors
+        if isinstance(k, bool) or not isinstance(k, numbers.Integral):
+            raise TypeError("n_neighbors must be an int, got %r" % (k,))
+        if k < 1:
+            raise ValueError("n_neighbors must be >= 1, got %d" % k)
+        _knn.check_weights(self.weights)
+        if not isinstance(self.continuous, str) or \
+                self.continuous not in CONTINUOUS_STATISTICS:
+            raise ValueError("continuous must be one of %s, got %r"
+                             % (CONTINUOUS_STATISTICS, self.continuous))
+        if not isinstance(self.add_indicator, (bool, np.bool_)):
+            raise TypeError("add_indicator must be a bool, got %r" % (self.add_indicator,))
+        ls = self.leaf_size
+        if isinstance(ls, bool) or not isinstance(ls, numbers.Integral) or ls < 1:
+            raise ValueError("leaf_size must be a positive int, got %r" % (ls,))
+
+    def _build_metric(self):
+        params = {} if self.metric_params is None else self.metric_params
+        if not isinstance(params, dict):
+            raise TypeError("metric_params must be a dict or None, got %r" % (params,))
+        if isinstance(self.metric, str):
+            name, merged = self.metric, {}
+        elif isinstance(self.metric, Metric):
+            name, merged = self.metric.name, dict(self.metric.params)
+        else:
+            raise TypeError("metric must be a metric name or an hdist.Metric, got %r"
+                            % (self.metric,))
+        merged.update(params)
+        merged.setdefault("missing", "ignore")
+        return Metric(name, **merged)
+
+    @staticmethod
+    def _as_table(X):
+        """``X`` as a pandas DataFrame or a 2-D numpy array (rows can be taken by
+        position, values written back)."""
+        if isinstance(X, np.ndarray):
+            if X.dtype.kind == "c":
+                raise ValueError("Complex data not supported: X has dtype %s" % X.dtype)
+            if X.ndim == 1 and X.dtype.names is None:
+                raise ValueError("Expected a 2-D table for X, got a 1-D array. Reshape your "
+                                 "data either using x.reshape(-1, 1) if it has a single "
+                                 "feature or x.reshape(1, -1) if it is a single row.")
+            if X.dtype.names is not None:
+                import pandas as pd
+                return pd.DataFrame.from_records(X)
+            return X
+        if hasattr(X, "iloc"):
+            return X
+        if hasattr(X, "to_pandas") and hasattr(X, "schema"):     # polars, pyarrow
+            return X.to_pandas()
+        from scipy import sparse
+        if sparse.issparse(X):
+            raise TypeError("KNNImputer takes dense tables; got a sparse matrix (A sparse "
+                            "matrix was passed, but dense data is required)")
+        if hasattr(X, "__array__"):
+            return KNNImputer._as_table(np.asarray(X))
+        if isinstance(X, (list, tuple)):
+            arr = np.asarray(X, dtype=object)
+            if arr.ndim != 2:
+                raise ValueError("Expected a 2-D table for X, got %d-D rows" % arr.ndim)
+            try:
+                return arr.astype(np.float64)
+            except (TypeError, ValueError):
+                return arr
+        raise TypeError("X must be a table (pandas, polars, pyarrow, numpy or a list of "
+                        "rows), got %s" % type(X).__name__)
+
+    def _validate(self, X, reset):
+        X = self._as_table(X)
+        _validate_data(self, X, reset=reset, skip_check_array=True)
+        return X
+
+    # -- fit -----------------------------------------------------------------------------
+    def fit(self, X, y=None):
+        """Fit the metric on ``X`` (with ``y`` when the metric learns from classes) and
+        index its rows as donors."""
+        self._check_params()
+        X = self._validate(X, reset=True)
+        n = _num_samples(X)
+        if n < 2:
+            raise ValueError("KNNImputer needs at least 2 training rows, got %d sample(s)"
+                             % n)
+        if self.n_features_in_ == 0:
+            raise ValueError("Found array with 0 feature(s) (shape=(%d, 0)) while a minimum "
+                             "of 1 is required." % n)
+        metric = self._build_metric()
+        labels = None
+        if _knn.needs_labels(metric):
+            if y is None:
+                raise ValueError("metric %r learns from classes: call fit(X, y)"
+                                 % metric.name)
+            labels = y
+        index = _knn.make_index(metric, self.algorithm, int(self.leaf_size))
+        index.fit(X, labels)
+        self._index = index
+        self.metric_ = index.metric_
+        schema = self.metric_.schema_
+        values, present = self._encode(X)
+        m = len(values)
+        for j in range(m):
+            if not present[:, j].any():
+                raise ValueError("column %r has no observed value in the training data; "
+                                 "there is nothing to impute it from" % schema.names_[j])
+        self._values = values
+        self._present = present
+        self._n_donors = present.sum(axis=0)
+        stats = np.empty(m, dtype=object)
+        for j in range(m):
+            v = values[j]
+            if schema.kinds_[j] == CONTINUOUS:
+                obs = v[present[:, j]]
+                stats[j] = float(np.mean(obs) if self.continuous == "mean"
+                                 else np.median(obs))
+            else:
+                stats[j] = _column_mode(v, len(schema.categories_[j]))
+        self._stat_codes = stats
+        self.statistics_ = np.array([self._label(j, s) for j, s in enumerate(stats)],
+                                    dtype=object)
+        self.indicator_features_ = np.flatnonzero(~present.all(axis=0)) \
+            if self.add_indicator else np.zeros(0, dtype=np.intp)
+        self.n_samples_fit_ = n
+        return self
+
+    def _encode(self, X):
+        """Per column (in table order) its values -- floats (NaN missing) or nominal codes
+        (-1 missing) -- and the ``[n, m]`` mask of observed cells."""
+        schema = self.metric_.schema_
+        cont, nom = schema.encode(X, None, "X")
+        values, ic, inom = [], 0, 0
+        for kind in schema.kinds_:
+            if kind == CONTINUOUS:
+                values.append(cont[:, ic])
+                ic += 1
+            else:
+                values.append(nom[:, inom])
+                inom += 1
+        present = np.empty((cont.shape[0], len(values)), dtype=bool)
+        for j, v in enumerate(values):
+            present[:, j] = ~np.isnan(v) if v.dtype.kind == "f" else v >= 0
+        return values, present
+
+    def _label(self, j, value):
+        """A column's value as the label it has in the table (nominal: the training label
+        of the code; continuous: the float)."""
+        schema = self.metric_.schema_
+        if schema.kinds_[j] == CONTINUOUS:
+            return value
+        return schema.categories_[j][int(value)]
+
+    # -- transform -------------------------------------------------------------------------
+    def transform(self, X):
+        """``X`` with every missing cell imputed (see the class notes for the output
+        type), followed by the indicator columns with ``add_indicator``."""
+        check_is_fitted(self, "metric_")
+        X = self._validate(X, reset=False)
+        values, present = self._encode(X)
+        missing = ~present
+        filled = self._impute(X, missing)
+        return self._write(X, filled, missing)
+
+    def _impute(self, X, missing):
+        """``{column: (rows, values)}`` for the missing cells of ``X``: values are floats
+        (continuous) or training codes (nominal)."""
+        m = missing.shape[1]
+        out = {j: [[], []] for j in range(m)}
+        none = ~missing.any(axis=0)
+        blank = missing.all(axis=1)
+        for j in range(m):
+            rows = np.flatnonzero(blank & missing[:, j])
+            if rows.size:
+                out[j][0].append(rows)
+                out[j][1].append(np.full(rows.size, self._stat_codes[j]))
+        rows = np.flatnonzero(missing.any(axis=1) & ~blank)
+        todo = missing[rows]
+        n = self.n_samples_fit_
+        k = int(self.n_neighbors)
+        need = np.minimum(k, self._n_donors)
+        # a first width that usually holds k donors of every column, doubled while not
+        frac = np.where(none, 1.0, self._n_donors / n)
+        width = min(n, int(np.ceil(2 * k / frac.min())) if rows.size else k)
+        while rows.size:
+            part = X.iloc[rows] if hasattr(X, "iloc") else X[rows]
+            dist, ind = self._index.kneighbors(part, width, n_jobs=self.n_jobs)
+            again = np.zeros(rows.size, dtype=bool)
+            for j in np.flatnonzero(todo.any(axis=0)):
+                sel = np.flatnonzero(todo[:, j])
+                has = self._present[ind[sel], j]
+                done = (has.sum(axis=1) >= need[j]) | (width >= n)
+                ok = sel[done]
+                if ok.size:
+                    out[j][0].append(rows[ok])
+                    out[j][1].append(self._combine(j, dist[ok], ind[ok], has[done], need[j]))
+                    todo[ok, j] = False
+                again[sel[~done]] = True
+            rows, todo = rows[again], todo[again]
+            width = min(n, 2 * width)
+        return {j: (np.concatenate(r), np.concatenate(v)) for j, (r, v) in out.items() if r}
+
+    def _combine(self, j, dist, ind, has, kk):
+        """The imputed value of column ``j`` for query rows whose neighbor lists
+        ``(dist, ind)`` ``[r, width]`` (sorted by distance, then position) hold at least
+        ``kk`` donors (``has``): their first ``kk`` donors' weighted mean, median or mode."""
+        pos = np.argsort(~has, axis=1, kind="stable")[:, :kk]
+        d = np.take_along_axis(dist, pos, axis=1)
+        donors = np.take_along_axis(ind, pos, axis=1)
+        w = _knn.neighbor_weights(d, self.weights)
+        vals = self._values[j][donors]
+        if self.metric_.schema_.kinds_[j] != CONTINUOUS:
+            V = len(self.metric_.schema_.categories_[j])
+            return _knn.vote_winner(_knn.class_votes(vals, w, V))
+        if self.continuous == "median":
+            return weighted_median(vals, w)
+        return _knn.weighted_mean(vals, w)
+
+    # -- output --------------------------------------------------------------------------
+    def _write(self, X, filled, missing):
+        schema = self.metric_.schema_
+        names = self.get_feature_names_out()
+        ind_cols = missing[:, self.indicator_features_]
+        if hasattr(X, "iloc"):
+            import pandas as pd
+            out = X.copy()
+            for j, (rows, vals) in filled.items():
+                out.isetitem(j, _fill_series(out.iloc[:, j], rows, vals, schema, j))
+            if self.indicator_features_.size:
+                extra = pd.DataFrame(ind_cols, index=out.index,
+                                     columns=list(names[self.n_features_in_:]))
+                out = pd.concat([out, extra], axis=1)
+            return out
+        numeric = X.dtype.kind in "biuf"
+        out = np.array(X, dtype=np.float64 if numeric else object, copy=True)
+        for j, (rows, vals) in filled.items():
+            if schema.kinds_[j] == CONTINUOUS:
+                out[rows, j] = vals
+            else:
+                labels = schema.categories_[j]
+                out[rows, j] = [labels[int(c)] for c in vals]
+        if self.indicator_features_.size:
+            out = np.hstack([out, ind_cols.astype(out.dtype)])
+        return out
+
+    def get_feature_names_out(self, input_features=None):
+        """The input feature names, then ``missingindicator_<name>`` for each indicator
+        column."""
+        check_is_fitted(self, "metric_")
+        names = _check_feature_names_in(self, input_features)
+        extra = ["missingindicator_%s" % names[j] for j in self.indicator_features_]
+        return np.asarray(list(names) + extra, dtype=object)
+
+
+def _fill_series(s, rows, vals, schema, j):
+    """Column ``s`` of a DataFrame with ``vals`` written at positions ``rows``, in the
+    column's own dtype (module notes)."""
+    import pandas as pd
+    s = s.copy()
+    dtype = s.dtype
+    if schema.kinds_[j] != CONTINUOUS:
+        labels = schema.categories_[j]
+        new = [labels[int(c)] for c in vals]
+        if isinstance(dtype, pd.CategoricalDtype):
+            lack = [v for v in dict.fromkeys(new) if v not in dtype.categories]
+            if lack:
+                s = s.cat.add_categories(lack)
+        s.iloc[rows] = pd.array(new, dtype=s.dtype) if not isinstance(
+            dtype, pd.CategoricalDtype) and dtype != object else new
+        return s
+    if isinstance(dtype, pd.CategoricalDtype):      # ordered: continuous on its codes
+        cats = list(schema.categories_[j])
+        codes = np.clip(np.rint(vals), 0, len(cats) - 1).astype(np.intp)
+        new = [cats[c] for c in codes]
+        lack = [v for v in dict.fromkeys(new) if v not in dtype.categories]
+        if lack:
+            s = s.cat.add_categories(lack)
+        s.iloc[rows] = new
+        return s
+    if pd.api.types.is_integer_dtype(dtype):
+        s.iloc[rows] = np.rint(vals).astype(np.int64)
+        return s
+    s.iloc[rows] = vals
+    return s

@@ -1,0 +1,424 @@
+"""hdist.impute.KNNImputer against a plain reference imputer written below (distances from
+tests/reference.py, donors chosen per column by (distance, row position), mean / median /
+mode written out), against scikit-learn's KNNImputer where the definitions coincide, and
+against scikit-learn's estimator checks."""
+import math
+import pickle
+import statistics
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.base import clone
+from sklearn.impute import KNNImputer as SkKNNImputer
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+import hdist
+import strategies as S
+from hdist.impute import KNNImputer, weighted_median
+from reference import CONTINUOUS, NOMINAL, is_missing, plain, reference_metric
+
+TIE = 1e-9      # reference distances closer than this (relative) are the same distance
+RTOL = 1e-9
+
+
+# ----------------------------------------------------------------------------------------
+# the plain reference imputer
+
+
+def snap(values):
+    """Distances within ``TIE`` of the smallest one of their group made equal, so that
+    rounding differences between the reference and the kernels cannot reorder ties."""
+    out = list(values)
+    base = None
+    for s in sorted(range(len(values)), key=lambda s: values[s]):
+        if base is None or values[s] - base > TIE * max(1.0, abs(base)):
+            base = values[s]
+        out[s] = base
+    return out
+
+
+def ref_weights(dists, weights):
+    if weights == "uniform":
+        return [1.0] * len(dists)
+    if any(d == 0 for d in dists):
+        return [1.0 if d == 0 else 0.0 for d in dists]
+    return [1.0 / d for d in dists]
+
+
+def ref_median(vals, w):
+    """Weighted median, literally: walk the sorted values until half the weight."""
+    pairs = sorted(zip(vals, w))
+    total = sum(w)
+    cum = 0.0
+    for t, (v, wt) in enumerate(pairs):
+        cum += wt
+        if cum == total / 2:
+            nxt = next(u for u, wu in pairs[t + 1:] if wu > 0)
+            return (v + nxt) / 2
+        if cum > total / 2:
+            return v
+    raise AssertionError
+
+
+def ref_mode(vals, w):
+    """The set of acceptable modes: the smallest label among exact ties, or every label
+    within rounding of the best (distance weights)."""
+    votes = {}
+    for v, wt in zip(vals, w):
+        votes[v] = votes.get(v, 0.0) + wt
+    best = max(votes.values())
+    tied = sorted(v for v, s in votes.items() if s >= best * (1 - TIE))
+    if all(float(wt).is_integer() for wt in w):
+        return {tied[0]}
+    return set(tied)
+
+
+def reference_impute(ref, train, queries, k, weights="uniform", continuous="mean"):
+    """``{(row, column): value}`` for every missing cell of ``queries``; a value is a
+    float (continuous) or a set of acceptable labels (nominal)."""
+    trows, qrows = train.rows(), queries.rows()
+    R = ref.pairwise(qrows, trows)
+    out = {}
+    for i, row in enumerate(qrows):
+        blank = all(is_missing(v) for v in row)
+        for j, v in enumerate(row):
+            if not is_missing(v):
+                continue
+            col = train.columns[j]
+            donors = [t for t in range(train.n) if not is_missing(col[t])]
+            if blank:
+                vals, w = [plain(col[t]) for t in donors], [1.0] * len(donors)
+            else:
+                ds = snap([R[i, t] for t in donors])
+                order = sorted(range(len(donors)), key=lambda s: (ds[s], donors[s]))[:k]
+                vals = [plain(col[donors[s]]) for s in order]
+                w = ref_weights([R[i, donors[s]] for s in order], weights)
+            if train.kinds[j] == NOMINAL:
+                out[i, j] = ref_mode(vals, w)
+            elif continuous == "median":
+                out[i, j] = statistics.median(vals) if weights == "uniform" or blank \
+                    else ref_median([float(x) for x in vals], w)
+            else:
+                out[i, j] = sum(wt * x for wt, x in zip(w, vals)) / sum(w)
+    return out
+
+
+def output_value(out, i, j, style, levels):
+    """Cell (i, j) of the imputer's output in the reference's terms."""
+    v = out.iloc[i, j] if hasattr(out, "iloc") else out[i, j]
+    if style == "ordered":
+        return levels.index(v)
+    return plain(v)
+
+
+def check_against_reference(out, want, table):
+    for (i, j), w in want.items():
+        got = output_value(out, i, j, table.styles[j], table.levels[j])
+        assert not is_missing(got), (i, j)
+        if isinstance(w, set):
+            assert got in w, (i, j, got, w)
+        elif table.styles[j] in ("Int64", "ordered"):
+            # integer columns: the value rounded half to even (either side at a .5 that
+            # rounding of the reference may have moved)
+            frac = w - math.floor(w)
+            ok = {math.floor(w), math.ceil(w)} if abs(frac - 0.5) < 1e-9 else {int(np.rint(w))}
+            assert got in ok, (i, j, got, w)
+        else:
+            assert math.isclose(got, w, rel_tol=RTOL, abs_tol=1e-12 * max(1.0, abs(w))), \
+                (i, j, got, w)
+
+
+MIXED = ["float", "object", "Int64", "category", "ordered", "code", "float", "boolean",
+         "offset", "string"]
+
+
+def _observed_cells_equal(out, table):
+    for j, col in enumerate(table.columns):
+        for i, v in enumerate(col):
+            if not is_missing(v):
+                got = output_value(out, i, j, table.styles[j], table.levels[j])
+                assert got == plain(v), (i, j, got, v)
+
+
+@pytest.mark.parametrize("preset,params,k,weights,continuous", [
+    ("heom", {}, 5, "uniform", "mean"),
+    ("heom", {}, 3, "distance", "median"),
+    ("gower", {}, 4, "distance", "mean"),
+    ("hvdm", {}, 5, "uniform", "median"),
+    ("manhattan", {"missing": "one"}, 1, "uniform", "mean"),
+    ("heom", {"p": 0.5, "weights": [1, 2, 0.5, 1, 1, 3, 1, 1, 2, 1]}, 6, "distance", "mean"),
+])
+def test_matches_reference_on_mixed_frames(preset, params, k, weights, continuous):
+    train, queries = S.random_table(3, 90, MIXED, p_missing=0.2, n_queries=40)
+    y = S.random_labels(3, train.n)
+    imp = KNNImputer(n_neighbors=k, weights=weights, metric=preset, continuous=continuous,
+                     metric_params=dict(params, nominal=train.override()))
+    imp.fit(train.frame(), y)
+    ref_params = {"missing": "ignore", **{p: v for p, v in params.items()}}
+    ref = reference_metric(preset, train.kinds, **ref_params).fit(train.columns, y)
+    for table in (queries, train):
+        out = imp.transform(table.frame())
+        check_against_reference(out, reference_impute(ref, train, table, k, weights,
+                                                      continuous), table)
+        _observed_cells_equal(out, table)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_object_array_with_nominal_positions(seed):
+    """A numpy object array with ``nominal=`` positions, every row kind of missingness
+    (an all-missing row among the queries), on the defaults (HEOM, "ignore")."""
+    train, queries = S.random_table(10 + seed, 60, ["float", "object", "code", "float",
+                                                     "object"], p_missing=0.3, n_queries=25)
+    nominal = train.nominal_positions()
+    for a in range(queries.m):
+        queries.columns[a][0] = None
+    imp = KNNImputer(n_neighbors=3, metric_params={"nominal": nominal})
+    imp.fit(train.object_array())
+    out = imp.transform(queries.object_array())
+    assert out.dtype == object and out.shape == (queries.n, queries.m)
+    ref = reference_metric("heom", train.kinds, missing="ignore").fit(train.columns)
+    want = reference_impute(ref, train, queries, 3)
+    check_against_reference(out, want, queries)
+    # the all-missing row: the column's training mean / mode
+    for j in range(queries.m):
+        assert (0, j) in want
+        stat = imp.statistics_[j]
+        got = plain(out[0, j])
+        assert got == stat or math.isclose(got, stat, rel_tol=1e-12)
+
+
+def test_hypothesis_tables():
+    """Random tables of every style from the shared strategies."""
+    from hypothesis import given, settings, HealthCheck
+
+    @settings(max_examples=25, deadline=None,
+              suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    @given(S.tables(min_rows=3, max_rows=14, n_queries=(1, 6)))
+    def run(case):
+        train, queries, _ = case
+        k = 1 + train.n % 4
+        imp = KNNImputer(n_neighbors=k, metric_params={"nominal": train.override()})
+        imp.fit(train.frame())
+        ref = reference_metric("heom", train.kinds, missing="ignore").fit(train.columns)
+        for table in (train, queries):
+            check_against_reference(imp.transform(table.frame()),
+                                    reference_impute(ref, train, table, k), table)
+    run()
+
+
+# ----------------------------------------------------------------------------------------
+# donors found through the index: every algorithm, thread count and widening
+
+
+def test_algorithms_threads_and_widening_agree():
+    """Brute force and the KD-tree, 1 or 2 threads, give the same output; a column that is
+    mostly missing makes the first neighbor lists too short, so they are widened."""
+    whole = S.random_table(21, 2600, ["float", "object", "float", "category", "Int64"],
+                           p_missing=0.1)[0]
+    rng = np.random.default_rng(0)
+    col = whole.columns[2]
+    for i in range(whole.n):
+        if rng.random() < 0.97:
+            col[i] = None
+    train, queries = whole.take(range(2400)), whole.take(range(2400, 2600))
+    outs = []
+    for algo, jobs in (("brute", 1), ("kd_tree", 2), ("auto", None)):
+        imp = KNNImputer(n_neighbors=7, weights="distance", algorithm=algo, n_jobs=jobs)
+        outs.append(imp.fit(train.frame()).transform(queries.frame()))
+    for o in outs[1:]:
+        pd.testing.assert_frame_equal(o, outs[0])
+    ref = reference_metric("heom", train.kinds, missing="ignore").fit(train.columns)
+    sub = queries.take(range(40))
+    check_against_reference(outs[0].iloc[:40], reference_impute(ref, train, sub, 7,
+                                                               "distance"), sub)
+
+
+# ----------------------------------------------------------------------------------------
+# scikit-learn's KNNImputer on numbers
+
+
+def numeric_data(seed, n=120, m=5, nq=40):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n + nq, m)) * rng.uniform(0.5, 20, size=m)
+    mask = rng.random(X.shape) < 0.2
+    mask[:, 0] = False          # every pair shares a coordinate (see the test's docstring)
+    X[mask] = np.nan
+    return X[:n], X[n:]
+
+
+@pytest.mark.parametrize("weights", ["uniform", "distance"])
+@pytest.mark.parametrize("k", [1, 4, 10])
+def test_equals_scikit_learn_on_numbers(weights, k):
+    """scikit-learn's ``nan_euclidean`` distance is ``sqrt(m / m_present · Σ_present
+    (x - y)²)``: exactly hdist's "ignore" policy (``Σ_known d² / Σ_known w · Σ w``) on
+    unscaled differences (``euclidean`` with ``normalization="none"``).  The two differ
+    only for a pair with no coordinate in common: scikit-learn gives it no distance (the
+    donor weighs 0, or the column mean is used when no donor has a distance), hdist the
+    distance of all-1 components; so the first column is never missing here, except in an
+    all-missing query row, which both fill with the column mean."""
+    X, Q = numeric_data(k)
+    Q[3] = np.nan
+    sk = SkKNNImputer(n_neighbors=k, weights=weights).fit(X)
+    imp = KNNImputer(n_neighbors=k, weights=weights, metric="euclidean",
+                     metric_params={"normalization": "none"}).fit(X)
+    # scikit-learn's distances come from the expansion ‖x‖² + ‖y‖² - 2 x·y, ours from the
+    # differences, so 1/d weights agree to about 1e-11
+    for data in (Q, X):
+        np.testing.assert_allclose(imp.transform(data), sk.transform(data), rtol=1e-9)
+    np.testing.assert_allclose(imp.fit_transform(X), sk.fit_transform(X), rtol=1e-9)
+    skI = SkKNNImputer(n_neighbors=k, weights=weights, add_indicator=True).fit(X)
+    impI = clone(imp).set_params(add_indicator=True).fit(X)
+    np.testing.assert_allclose(impI.transform(Q), skI.transform(Q), rtol=1e-9)
+    assert list(impI.get_feature_names_out()) == list(skI.get_feature_names_out())
+
+
+# ----------------------------------------------------------------------------------------
+# dtypes, categories, output shape
+
+
+def test_dtypes_and_categories_kept():
+    df = pd.DataFrame({
+        "x": [1.0, 2.0, np.nan, 4.0, 5.0, 6.5],
+        "n": pd.array([1, 2, None, 4, 5, 7], dtype="Int64"),
+        "f": pd.array([0.5, None, 1.5, 2.5, 3.0, 3.5], dtype="Float64"),
+        "c": pd.Categorical(["a", None, "b", "a", "b", "b"], categories=["b", "a", "zz"]),
+        "o": pd.Categorical.from_codes([0, 1, -1, 2, 1, 0], categories=["lo", "mid", "hi"],
+                                       ordered=True),
+        "s": pd.array(["u", "v", None, "u", "v", "v"], dtype="string"),
+        "b": pd.array([True, None, False, True, True, False], dtype="boolean"),
+        "obj": np.array(["p", "q", None, "q", "p", "p"], dtype=object),
+    }, index=[10, 11, 12, 13, 14, 15])
+    out = KNNImputer(n_neighbors=2).fit_transform(df)
+    assert list(out.dtypes) == list(df.dtypes)
+    assert list(out.index) == list(df.index)
+    assert list(out["c"].cat.categories) == ["b", "a", "zz"]
+    assert list(out["o"].cat.categories) == ["lo", "mid", "hi"] and out["o"].cat.ordered
+    assert not out.isna().any().any()
+    assert (out["n"] == out["n"].round()).all()
+    observed = df.notna()
+    for c in df.columns:
+        assert (out[c][observed[c]] == df[c][observed[c]]).all()
+    # a learned value the query column's categories lack is added to them
+    q = df.iloc[:2].copy()
+    q["c"] = pd.Categorical([None, None], categories=["zz"])
+    got = KNNImputer(n_neighbors=2).fit(df).transform(q)
+    assert set(got["c"].cat.categories) >= {"zz"} and got["c"].notna().all()
+    # the input is not changed
+    assert df["x"].isna().sum() == 1
+
+
+def test_numeric_array_comes_back_float_and_indicator():
+    X = np.array([[1, 0, np.nan], [2, 1, 3], [np.nan, 1, 4], [4, 0, 5], [5, 1, 6]])
+    imp = KNNImputer(n_neighbors=2, add_indicator=True, metric_params={"nominal": [1]})
+    out = imp.fit_transform(X)
+    assert out.dtype == np.float64 and out.shape == (5, 5)
+    assert list(imp.indicator_features_) == [0, 2]
+    np.testing.assert_array_equal(out[:, 3:], np.isnan(X[:, [0, 2]]))
+    assert list(imp.get_feature_names_out()) == ["x0", "x1", "x2", "missingindicator_x0",
+                                                 "missingindicator_x2"]
+    assert list(imp.get_feature_names_out(["a", "b", "c"]))[-1] == "missingindicator_c"
+
+
+def test_ties_go_to_the_earlier_training_row_and_smallest_label():
+    """Donors at equal distance: the earlier training row first; equal votes: the label
+    that sorts first."""
+    X = pd.DataFrame({"a": [0.0, 1.0, 1.0, 1.0, 5.0], "c": ["z", "y", "x", "w", "v"],
+                      "v": [0.0, 10.0, 20.0, 30.0, 40.0]})
+    Q = pd.DataFrame({"a": [0.5, 0.5], "c": [None, "q"], "v": [0.0, np.nan]})
+    out = KNNImputer(n_neighbors=2).fit(X).transform(Q)
+    # row 0: a = 0.5 is 0.5 from rows 0, 1, 2, 3 (after rescaling; v present only in
+    # row 0 of Q and equal to row 0's value): donors rows 0 and 1 -> "y" vs "z" tie -> "y"
+    assert out.loc[0, "c"] == "y"
+    # row 1: distance on a and c only (c differs from every row): rows 0..3 tie, the
+    # earlier two are taken
+    assert out.loc[1, "v"] == 5.0
+
+
+def test_weighted_median():
+    v = np.array([[3.0, 1.0, 2.0, 4.0], [1.0, 2.0, 3.0, 4.0]])
+    np.testing.assert_array_equal(weighted_median(v, np.ones_like(v)), np.median(v, axis=1))
+    w = np.array([[1.0, 1.0, 1.0, 5.0], [0.0, 1.0, 1.0, 0.0]])
+    np.testing.assert_array_equal(weighted_median(v, w), [4.0, 2.5])
+
+
+def test_pipeline_pickle_and_clone():
+    train, queries = S.random_table(5, 50, MIXED[:6], p_missing=0.2, n_queries=10)
+    imp = KNNImputer(n_neighbors=3, metric="gower")
+    out = imp.fit(train.frame()).transform(queries.frame())
+    back = pickle.loads(pickle.dumps(imp))
+    pd.testing.assert_frame_equal(back.transform(queries.frame()), out)
+    pd.testing.assert_frame_equal(clone(imp).fit(train.frame()).transform(queries.frame()),
+                                  out)
+    assert hdist.KNNImputer is KNNImputer
+    assert imp.get_params()["metric"] == "gower"
+    pipe = make_pipeline(KNNImputer(n_neighbors=3), hdist.KNeighborsClassifier(3))
+    y = S.random_labels(5, train.n)
+    pipe.fit(train.frame(), y)
+    assert len(pipe.predict(queries.frame())) == queries.n
+
+
+def test_missing_policy_given_is_kept():
+    imp = KNNImputer(metric=hdist.Metric("heom", missing="max")).fit(
+        pd.DataFrame({"a": [1.0, np.nan, 3.0], "b": ["x", "y", None]}))
+    assert imp.metric_.params["missing"] == "max"
+    assert KNNImputer().fit(pd.DataFrame({"a": [1.0, 2.0]})).metric_.params["missing"] == \
+        "ignore"
+
+
+# ----------------------------------------------------------------------------------------
+# bad input
+
+
+@pytest.mark.parametrize("params,err,match", [
+    (dict(n_neighbors=0), ValueError, "n_neighbors"),
+    (dict(n_neighbors=2.5), TypeError, "n_neighbors"),
+    (dict(weights="nearest"), ValueError, "weights"),
+    (dict(continuous="mode"), ValueError, "continuous"),
+    (dict(metric="nope"), ValueError, "unknown metric"),
+    (dict(metric=3), TypeError, "metric"),
+    (dict(metric_params=[1]), TypeError, "metric_params"),
+    (dict(metric_params={"q": 2}), TypeError, "'q'"),
+    (dict(leaf_size=0), ValueError, "leaf_size"),
+    (dict(metric="hvdm"), ValueError, "fit\\(X, y\\)"),
+    (dict(algorithm="ball_tree"), ValueError, "ball_tree"),
+])
+def test_bad_parameters(params, err, match):
+    X = pd.DataFrame({"a": [1.0, 2.0, np.nan, 4.0], "b": ["x", None, "y", "x"]})
+    with pytest.raises(err, match=match):
+        KNNImputer(**params).fit(X)
+
+
+def test_bad_tables():
+    X = pd.DataFrame({"a": [1.0, 2.0, np.nan, 4.0], "b": ["x", None, "y", "x"]})
+    imp = KNNImputer(n_neighbors=2).fit(X)
+    with pytest.raises(ValueError, match="zz"):
+        imp.transform(X.assign(zz=1.0))
+    with pytest.raises(ValueError, match="b"):
+        imp.transform(X[["a"]])
+    with pytest.raises(ValueError, match="2 features"):
+        KNNImputer().fit(X.to_numpy()).transform(np.zeros((2, 3), dtype=object))
+    with pytest.raises(ValueError, match="'e'.*no observed value"):
+        KNNImputer().fit(X.assign(e=np.nan))
+    with pytest.raises(ValueError, match="infinite"):
+        imp.transform(X.assign(a=np.inf))
+    with pytest.raises(ValueError, match="1 sample"):
+        KNNImputer().fit(X.iloc[:1])
+    with pytest.raises(ValueError, match="2-D"):
+        imp.transform(np.array([1.0, 2.0]))
+    from sklearn.exceptions import NotFittedError
+    with pytest.raises(NotFittedError):
+        KNNImputer().transform(X)
+
+
+# ----------------------------------------------------------------------------------------
+# scikit-learn's checks
+
+
+@parametrize_with_checks([KNNImputer(), KNNImputer(n_neighbors=2, weights="distance",
+                                                   metric="gower", continuous="median",
+                                                   add_indicator=True)])
+def test_sklearn_compatible(estimator, check, monkeypatch):
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+    check(estimator)
