@@ -422,3 +422,14 @@ def test_bad_tables():
 def test_sklearn_compatible(estimator, check, monkeypatch):
     monkeypatch.setenv("SCIPY_ARRAY_API", "1")
     check(estimator)
+
+
+def test_api_example():
+    """The example of docs/api.md, worked by hand: row 1's donors for ``job`` are rows 0
+    (Gower distance 0.468) and 3 (0.731); "tech" and "admin" tie, "admin" sorts first."""
+    df = pd.DataFrame({"age": [25, 32, None, 51], "job": ["tech", None, "tech", "admin"],
+                       "hours": [40.0, 38.0, 41.0, None]})
+    out = KNNImputer(n_neighbors=2, metric="gower").fit_transform(df)
+    assert out["job"].tolist() == ["tech", "admin", "tech", "admin"]
+    assert out["age"].tolist() == [25.0, 32.0, 28.5, 51.0]
+    assert out["hours"].tolist() == [40.0, 38.0, 41.0, 39.0]
