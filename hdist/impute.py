@@ -34,6 +34,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, _num_samples, check_is_fitted
 
 from . import _knn
+from ._index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
 from ._schema import CONTINUOUS
 from .metrics import Metric
 
@@ -337,9 +338,9 @@ class KNNImputer(TransformerMixin, BaseEstimator):
         # a first width that usually holds k donors of every column, doubled while not
         frac = np.where(none, 1.0, self._n_donors / n)
         width = min(n, int(np.ceil(2 * k / frac.min())) if rows.size else k)
+        index = self._search_index(X, rows)
         while rows.size:
-            part = X.iloc[rows] if hasattr(X, "iloc") else X[rows]
-            dist, ind = self._index.kneighbors(part, width, n_jobs=self.n_jobs)
+            dist, ind = index.kneighbors(_take(X, rows), width, n_jobs=self.n_jobs)
             again = np.zeros(rows.size, dtype=bool)
             for j in np.flatnonzero(todo.any(axis=0)):
                 sel = np.flatnonzero(todo[:, j])
@@ -354,6 +355,25 @@ class KNNImputer(TransformerMixin, BaseEstimator):
             rows, todo = rows[again], todo[again]
             width = min(n, 2 * width)
         return {j: (np.concatenate(r), np.concatenate(v)) for j, (r, v) in out.items() if r}
+
+    def _search_index(self, X, rows):
+        """The index that finds the donors of query rows ``rows``.  With
+        ``algorithm="auto"`` the index's own rule is applied once more, its pilot queries
+        now being rows to impute: a KD-tree chosen on complete training rows prunes much
+        less for rows with missing values (a skipped attribute bounds nothing), and brute
+        force is used when the pilot shows it (the donors are the same either way)."""
+        ix = self._index
+        if self.algorithm != "auto" or ix.algorithm_ == "brute" or not rows.size:
+            return ix
+        n = self.n_samples_fit_
+
+        def pilot():
+            q = np.unique(np.linspace(0, rows.size - 1, AUTO_PILOT_QUERIES).astype(np.intp))
+            ix.kneighbors(_take(X, rows[q]), min(5, n), n_jobs=1)
+            return float(np.mean(ix.n_distance_evaluations_))
+        if auto_algorithm(self.metric_.plan_, n, pilot) != "brute":
+            return ix
+        return NeighborsIndex(self.metric_, algorithm="brute").fit()
 
     def _combine(self, j, dist, ind, has, kk):
         """The imputed value of column ``j`` for query rows whose neighbor lists
@@ -405,6 +425,11 @@ class KNNImputer(TransformerMixin, BaseEstimator):
         names = _check_feature_names_in(self, input_features)
         extra = ["missingindicator_%s" % names[j] for j in self.indicator_features_]
         return np.asarray(list(names) + extra, dtype=object)
+
+
+def _take(X, rows):
+    """Rows of a DataFrame or numpy array by position."""
+    return X.iloc[rows] if hasattr(X, "iloc") else X[rows]
 
 
 def _fill_series(s, rows, vals, schema, j):
