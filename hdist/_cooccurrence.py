@@ -78,28 +78,29 @@ CHECKS = {"hds": _check_metric, "add": _check_metric}
 _BINNED = threading.local()
 
 
-def binned_continuous(cont, n_bins):
+def binned_continuous(cont, n_bins, w=None):
     """``(codes, n_levels)`` of every continuous column, binned by
-    :class:`hdist.discretize.EqualFrequency`; computed once per ``cont`` array."""
+    :class:`hdist.discretize.EqualFrequency` (on the weighted quantiles with row weights
+    ``w``); computed once per ``cont`` array."""
     hit = getattr(_BINNED, "entry", None)
-    if hit is not None and hit[0] is cont and hit[1] == n_bins:
+    if hit is not None and hit[0] is cont and hit[1] == n_bins and hit[3] is w:
         return hit[2]
     out = []
     for c in range(cont.shape[1]):
         if np.isnan(cont[:, c]).all():     # no observed value: every row missing, no level
             out.append((np.full(cont.shape[0], -1, dtype=np.int64), 0))
             continue
-        disc = EqualFrequency(n_bins).fit(cont[:, c])
+        disc = EqualFrequency(n_bins).fit(cont[:, c], sample_weight=w)
         out.append((disc.codes(cont[:, c]), disc.n_bins_))
-    _BINNED.entry = (cont, n_bins, out)
+    _BINNED.entry = (cont, n_bins, out, w)
     return out
 
 
-def coattributes(schema, cont, nom, n_bins, skip=None):
+def coattributes(schema, cont, nom, n_bins, skip=None, w=None):
     """Every column but ``skip`` as ``(codes, n_levels)`` (``-1`` = missing), in schema
-    order; continuous columns binned by :func:`binned_continuous`."""
+    order; continuous columns binned by :func:`binned_continuous` (row weights ``w``)."""
     out = []
-    binned = binned_continuous(cont, n_bins)
+    binned = binned_continuous(cont, n_bins, w)
     ic = inom = 0
     for k, kind in enumerate(schema.kinds_):
         if kind == CONTINUOUS:
@@ -132,7 +133,7 @@ def _pair_terms(F, kind):
     return out
 
 
-def cooccurrence_table(codes, V, coattrs, kind, average):
+def cooccurrence_table(codes, V, coattrs, kind, average, w=None):
     """The ``(V + 1) x (V + 1)`` table of ``hds`` or ``add`` for one nominal attribute.
 
     Parameters
@@ -146,6 +147,8 @@ def cooccurrence_table(codes, V, coattrs, kind, average):
     kind : {"hds", "add"}
     average : bool
         Divide by the number of co-attributes.
+    w : float array [n], optional
+        Row weights: the distributions ``Q`` count a row of weight ``m`` as ``m`` rows.
 
     Row and column ``V`` stand for unseen values: every term 1.
     """
@@ -155,7 +158,8 @@ def cooccurrence_table(codes, V, coattrs, kind, average):
     has_a = codes >= 0
     for cj, L in coattrs:
         ok = has_a & (cj >= 0)
-        N = np.bincount(codes[ok] * L + cj[ok], minlength=V * L).reshape(V, L)
+        N = np.bincount(codes[ok] * L + cj[ok], weights=None if w is None else w[ok],
+                        minlength=V * L).reshape(V, L)
         N = N.astype(np.float64)
         tot = N.sum(axis=1)
         empty = tot == 0
@@ -173,15 +177,15 @@ def cooccurrence_table(codes, V, coattrs, kind, average):
 
 
 def _factory(kind):
-    def factory(metric, j, name, codes, V, policy, nom, schema, cont):
+    def factory(metric, j, name, codes, V, policy, nom, schema, cont, sample_weight=None):
         average, n_bins = check_params(metric._param("average"), metric._param("n_bins"))
         if schema.n_features_in_ < 2:
             raise ValueError("metric %r describes a value of column %r by the other "
                              "columns, but X has no other column" % (metric.name, name))
-        coattrs = coattributes(schema, cont, nom, n_bins, skip=j)
+        coattrs = coattributes(schema, cont, nom, n_bins, skip=j, w=sample_weight)
         if j == max(k for k, kd in enumerate(schema.kinds_) if kd != CONTINUOUS):
             _BINNED.entry = None    # the last nominal column of this fit
-        T = cooccurrence_table(codes, V, coattrs, kind, average)
+        T = cooccurrence_table(codes, V, coattrs, kind, average, sample_weight)
         metric.value_tables_[name] = T
         return TableComponent(j, T, policy, V)
     factory.__name__ = "%s_component" % kind

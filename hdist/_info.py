@@ -81,14 +81,16 @@ def _entropy_counts(counts):
     return float(-(p * np.log(p)).sum())
 
 
-def _mi_codes(xc, yc):
-    """``I(x; y)`` in nats from int codes (both ``>= 0``, same length)."""
-    n = xc.shape[0]
-    if n == 0:
+def _mi_codes(xc, yc, w=None):
+    """``I(x; y)`` in nats from int codes (both ``>= 0``, same length); with row weights
+    ``w`` the joint counts are sums of weights."""
+    if xc.shape[0] == 0:
         return 0.0
+    n = xc.shape[0] if w is None else float(np.sum(w))
     kx = int(xc.max()) + 1
     ky = int(yc.max()) + 1
-    joint = np.bincount(xc * ky + yc, minlength=kx * ky).reshape(kx, ky).astype(np.float64)
+    joint = np.bincount(xc * ky + yc, weights=w,
+                        minlength=kx * ky).reshape(kx, ky).astype(np.float64)
     px = joint.sum(axis=1, keepdims=True)
     py = joint.sum(axis=0, keepdims=True)
     nz = joint > 0
@@ -127,13 +129,15 @@ def _as_discretizer(d, what):
     return type(d)(**d.get_params())
 
 
-def _discretized(x, ycodes, disc, what):
-    """Bin codes of a continuous column (-1 missing) with a fresh copy of ``disc``."""
+def _discretized(x, ycodes, disc, what, w=None):
+    """Bin codes of a continuous column (-1 missing) with a fresh copy of ``disc``
+    (fitted with the row weights ``w``)."""
     disc = _as_discretizer(disc, what)
     keep = ~np.isnan(x)
     if not keep.any():
         raise ValueError("x has no observed value")
-    disc.fit(x[keep], ycodes[keep] if disc.supervised else None)
+    disc.fit(x[keep], ycodes[keep] if disc.supervised else None,
+             sample_weight=None if w is None else w[keep])
     return disc.codes(x)
 
 
@@ -177,11 +181,14 @@ def mutual_information(x, y, *, nominal=None, discretizer=None, base=None):
     return _mi_codes(xc[keep], ycodes[keep]) / lb
 
 
-def mi_weights(metric, schema, cont, nom, y, C):
+def mi_weights(metric, schema, cont, nom, y, C, sample_weight=None):
     """Attribute weights ``w_j = m I(x_j; y) / Σ_k I(x_k; y)`` for ``weights="mi"``.
 
     Called by :meth:`hdist.Metric.fit` with the schema-encoded training columns and class
-    codes; stores the informations (nats) as ``metric.mutual_information_``."""
+    codes; stores the informations (nats) as ``metric.mutual_information_``.  With
+    ``sample_weight`` every probability is a share of the total weight (a row of integer
+    weight ``m`` counts as ``m`` rows), the discretizer included."""
+    sw = sample_weight
     if y is None:
         raise ValueError("weights='mi' needs class labels: call fit(X, y)")
     disc = metric._param("mi_discretizer")
@@ -192,13 +199,14 @@ def mi_weights(metric, schema, cont, nom, y, C):
     ic = inom = 0
     for j, kind in enumerate(schema.kinds_):
         if kind == "continuous":
-            codes = _discretized(cont[:, ic], y, disc, "mi_discretizer")
+            codes = _discretized(cont[:, ic], y, disc, "mi_discretizer", sw)
             ic += 1
         else:
             codes = np.asarray(nom[:, inom], dtype=np.int64)
             inom += 1
         keep = codes >= 0
-        info[j] = _mi_codes(codes[keep], y[keep]) if keep.any() else 0.0
+        info[j] = _mi_codes(codes[keep], y[keep], None if sw is None else sw[keep]) \
+            if keep.any() else 0.0
     metric.mutual_information_ = info
     total = info.sum()
     if not total > 0.0:

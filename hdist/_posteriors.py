@@ -57,7 +57,9 @@ import numbers
 
 import numpy as np
 
+from ._estimators import class_priors
 from ._plan import EmbedComponent
+from ._schema import check_sample_weight
 from .discretize import Discretizer, EqualWidth, _as_values
 
 __all__ = ["DiscretizedPosterior", "InterpolatedPosterior", "GaussianPosterior",
@@ -69,11 +71,11 @@ _BLOCK = 1 << 16
 MAX_WINDOWS = 10_000_000
 
 
-def _cumulative_counts(ys, C):
-    """``cum[k, c]`` = number of the first ``k`` (sorted) training values of class ``c``
-    (float64: exact for any count below 2^53)."""
+def _cumulative_counts(ys, C, ws=None):
+    """``cum[k, c]`` = number (total weight with ``ws``) of the first ``k`` (sorted)
+    training values of class ``c`` (float64: exact for any count below 2^53)."""
     cum = np.zeros((ys.shape[0] + 1, C))
-    cum[np.arange(1, ys.shape[0] + 1), ys] = 1.0
+    cum[np.arange(1, ys.shape[0] + 1), ys] = 1.0 if ws is None else ws
     return np.cumsum(cum, axis=0)
 
 
@@ -118,8 +120,12 @@ class _Posterior:
     n_observed_.
     """
 
-    def fit(self, x, y, n_classes):
-        """Fit on ``x`` (float, NaN missing) and class codes ``y`` (``0 .. C-1``)."""
+    def fit(self, x, y, n_classes, sample_weight=None):
+        """Fit on ``x`` (float, NaN missing) and class codes ``y`` (``0 .. C-1``).
+
+        ``sample_weight``: frequency weights of the rows; every class count (bins,
+        windows, kernel sums, priors) is then a sum of weights, so a row of integer
+        weight ``m`` counts as ``m`` copies of it.  Rows of weight 0 are left out."""
         x = _as_values(x)
         y = np.asarray(y)
         if y.ndim != 1 or y.shape[0] != x.shape[0]:
@@ -130,21 +136,25 @@ class _Posterior:
         C = int(n_classes)
         if C < 1 or (y.size and (y.min() < 0 or y.max() >= C)):
             raise ValueError("class codes must lie in 0 .. n_classes - 1 (%d)" % (C - 1))
+        sw = check_sample_weight(sample_weight, x.shape[0])
         keep = ~np.isnan(x)
+        if sw is not None:
+            keep &= sw > 0
         if not keep.any():
             raise ValueError("x has no observed value to fit on")
         order = np.argsort(x[keep], kind="stable")
         xs = x[keep][order]
         ys = y[keep][order].astype(np.int64)
+        ws = None if sw is None else sw[keep][order]
         self.n_classes_ = C
-        self.priors_ = np.bincount(y.astype(np.int64), minlength=C) / float(y.shape[0])
-        self.observed_frequencies_ = np.bincount(ys, minlength=C) / float(ys.shape[0])
+        self.priors_ = class_priors(y, C, sw)
+        self.observed_frequencies_ = class_priors(ys, C, ws)
         self.n_observed_ = int(xs.shape[0])
         self.min_, self.max_ = float(xs[0]), float(xs[-1])
         self.range_ = self.max_ - self.min_
         self.constant_ = not self.range_ > 0.0
         if not self.constant_:
-            self._fit(xs, ys)
+            self._fit(xs, ys, ws)
         return self
 
     def transform(self, x):
@@ -209,17 +219,17 @@ class DiscretizedPosterior(_Posterior):
             raise ValueError("give either n_bins or discretizer, not both")
         self.discretizer = discretizer
 
-    def _fit(self, xs, ys):
+    def _fit(self, xs, ys, ws=None):
         C = self.n_classes_
         if self.discretizer is None:
             disc = EqualWidth(self.n_bins or max(5, C))
         else:
             disc = type(self.discretizer)(**self.discretizer.get_params())
-        disc.fit(xs, ys if disc.supervised else None)
+        disc.fit(xs, ys if disc.supervised else None, sample_weight=ws)
         self.discretizer_ = disc
         bins = disc.codes(xs)
         counts = np.zeros((disc.n_bins_, C))
-        np.add.at(counts, (bins, ys), 1.0)
+        np.add.at(counts, (bins, ys), 1.0 if ws is None else ws)
         self.bin_counts_ = counts
         self.bin_probabilities_ = _frequencies(counts, None)
 
@@ -241,13 +251,13 @@ class InterpolatedPosterior(_Posterior):
     def __init__(self, n_bins=None):
         self.n_bins = _n_bins(n_bins)
 
-    def _fit(self, xs, ys):
+    def _fit(self, xs, ys, ws=None):
         C = self.n_classes_
         s = self.n_bins or max(5, C)
         disc = EqualWidth(s).fit(xs)
         self.discretizer_ = disc
         counts = np.zeros((disc.n_bins_, C))
-        np.add.at(counts, (disc.codes(xs), ys), 1.0)
+        np.add.at(counts, (disc.codes(xs), ys), 1.0 if ws is None else ws)
         self.bin_probabilities_ = _frequencies(counts, None)
         if disc.n_bins_ == s:
             u = np.arange(s, dtype=np.float64)
@@ -284,9 +294,9 @@ class LocalPosterior(_Posterior):
     def __init__(self, width=0.2):
         self.width = _positive("width", width)
 
-    def _fit(self, xs, ys):
+    def _fit(self, xs, ys, ws=None):
         self._xs = xs
-        self._cum = _cumulative_counts(ys, self.n_classes_)
+        self._cum = _cumulative_counts(ys, self.n_classes_, ws)
         self.window_ = self.width * self.range_
 
     def _p(self, x):
@@ -315,7 +325,7 @@ class ParzenPosterior(_Posterior):
             raise ValueError("step=%r gives more than %d windows per attribute; use a larger "
                              "step" % (step, MAX_WINDOWS))
 
-    def _fit(self, xs, ys):
+    def _fit(self, xs, ys, ws=None):
         C = self.n_classes_
         W = self.width * self.range_
         S = self.step * self.range_
@@ -324,7 +334,7 @@ class ParzenPosterior(_Posterior):
         starts = (self.min_ - W) + z * S
         starts = starts[starts <= self.max_]
         ends = starts + W
-        cum = _cumulative_counts(ys, C)
+        cum = _cumulative_counts(ys, C, ws)
         i0 = np.searchsorted(xs, starts, side="left")
         i1 = np.searchsorted(xs, ends, side="left")
         counts = cum[i1] - cum[i0]
@@ -396,23 +406,27 @@ class GaussianPosterior(_Posterior):
         self._method = None   # "direct" or "cells" forces one way of exact evaluation
 
     # -- fitting -------------------------------------------------------------------
-    def _fit(self, xs, ys):
+    def _fit(self, xs, ys, ws=None):
         C = self.n_classes_
         self.bandwidth_ = h = self.sigma * self.range_
         self._xs = xs
         u = (xs - self.min_) / h
         self._u = u
         self._u_class = [u[ys == c] for c in range(C)]      # each sorted
+        # sample weights per class (None: every weight 1)
+        self._w_class = None if ws is None else [ws[ys == c] for c in range(C)]
         n = u.shape[0]
-        self._L = math.log(n) + 32.3
-        self._build_cells(ys)
+        # dropped kernel terms are below e^-L times the nearest one's: their total,
+        # relative to the kept sum, is below (Σ w / min w) e^-L ~ 1e-14
+        self._L = math.log(n if ws is None else float(ws.sum()) / float(ws.min())) + 32.3
+        self._build_cells(ys, ws)
         gaps = np.flatnonzero(np.diff(u) > 2 * _GRID_T)
         seg_lo = u[np.concatenate([[0], gaps + 1])] - _GRID_T
         seg_hi = u[np.concatenate([gaps, [n - 1]])] + _GRID_T
         self._check_all = bool((np.diff(u) > 2 * _SAFE_T).any())
         self._build_grid(seg_lo, seg_hi)
 
-    def _build_cells(self, ys):
+    def _build_cells(self, ys, ws=None):
         C = self.n_classes_
         u = self._u
         r = _CELL / 2
@@ -432,7 +446,7 @@ class GaussianPosterior(_Posterior):
         K = uniq.shape[0]
         mu = np.empty((P, K, C))
         key = inv * C + ys
-        pw = np.ones_like(u)
+        pw = np.ones_like(u) if ws is None else ws.astype(np.float64)
         for m in range(P):
             mu[m] = np.bincount(key, weights=pw, minlength=K * C).reshape(K, C)
             pw = pw * alpha
@@ -534,7 +548,9 @@ class GaussianPosterior(_Posterior):
             bc = np.searchsorted(uc, s + rho, side="right")
             if not (bc > ac).any():
                 continue
-            _, d, w = _window(s, t0, ac, bc, uc)
+            idx, d, w = _window(s, t0, ac, bc, uc)
+            if self._w_class is not None:
+                w = w * self._w_class[c][idx]
             num[:, c] = w.sum(axis=1)
             dnum[:, c] = -2.0 * (d * w).sum(axis=1)
         return num, dnum
@@ -661,13 +677,13 @@ class _Factory:
     def __init__(self, kind):
         self.kind = kind
 
-    def __call__(self, metric, j, name, x, policy, y, C):
+    def __call__(self, metric, j, name, x, policy, y, C, sample_weight=None):
         q = _q(metric)
         try:
             est = ESTIMATORS[self.kind](metric)
         except (TypeError, ValueError) as exc:
             raise type(exc)("metric %r: %s" % (metric.name, exc)) from None
-        est.fit(x, y, C)
+        est.fit(x, y, C, sample_weight)
         _store(metric, name, est)
         return EmbedComponent(j, C, q, est, policy, nominal=False)
 

@@ -768,3 +768,55 @@ def encode_labels(y, n):
         return lut[codes], classes
     classes, codes = np.unique(y, return_inverse=True)
     return codes.astype(np.int64), classes.tolist()
+
+
+def check_sample_weight(sample_weight, n):
+    """``sample_weight`` as a float array ``[n]`` (None stays None; a scalar is repeated).
+
+    Shared by every ``fit(..., sample_weight=)``: numbers, one per training row, finite,
+    non-negative, not all zero; a ValueError / TypeError naming ``sample_weight`` else."""
+    if sample_weight is None:
+        return None
+    try:
+        sw = np.asarray(sample_weight, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise TypeError("sample_weight must hold numbers") from None
+    if sw.ndim == 0:
+        sw = np.full(n, sw)
+    if sw.shape != (n,):
+        raise ValueError("sample_weight.shape == %s, expected %s: one weight per training row"
+                         % (sw.shape, (n,)))
+    bad = np.flatnonzero(~np.isfinite(sw) | (sw < 0))
+    if bad.size:
+        raise ValueError("sample_weight must be finite and non-negative, got %r at row %d"
+                         % (sw[bad[0]], bad[0]))
+    if not (sw > 0).any():
+        raise ValueError("sample_weight is all zero; at least one row needs a positive weight")
+    with np.errstate(over="ignore"):
+        total = sw.sum()
+    if not np.isfinite(total):
+        raise ValueError("sample_weight sums to infinity; scale the weights down")
+    return sw
+
+
+def take_rows(X, idx):
+    """Rows ``idx`` of a table (pandas, polars, pyarrow, numpy or a list of rows)."""
+    if hasattr(X, "iloc"):
+        return X.iloc[idx]
+    if hasattr(X, "take") and hasattr(X, "schema"):          # pyarrow
+        return X.take(idx)
+    if isinstance(X, np.ndarray) or hasattr(X, "with_columns"):  # numpy, polars
+        return X[idx]
+    if isinstance(X, (list, tuple)):
+        return [X[i] for i in idx]
+    return np.asarray(X)[idx]               # anything else numpy reads
+
+
+def n_rows(X):
+    """Number of rows of a table (any form :func:`to_columns` reads)."""
+    shape = getattr(X, "shape", None)
+    if shape is not None and len(shape) >= 1:
+        return int(shape[0])
+    if hasattr(X, "__len__"):
+        return len(X)
+    return int(np.asarray(X).shape[0])

@@ -44,7 +44,7 @@ import numpy as np
 
 from . import _progress
 from ._plan import SYMBOL
-from ._schema import CONTINUOUS
+from ._schema import CONTINUOUS, check_sample_weight
 from ._threads import effective_n_jobs
 from .metrics import METRICS, Metric
 
@@ -224,12 +224,15 @@ class _ClusterBase(*_BASES):
         full.update(params or {})
         return Metric(metric, **full), False
 
-    def _prepare(self, X, y):
-        """Fit (or reuse) the metric; encode X.  Sets ``metric_`` and returns the data."""
+    def _prepare(self, X, y, sample_weight=None):
+        """Fit (or reuse) the metric; encode X.  Sets ``metric_`` and returns the data
+        (with ``sample_weight``, validated, as ``data.w``; the metric's statistics are
+        fitted with it)."""
         n = self._check_X(X, reset=True)
         if n < 2:
             raise ValueError("%s needs at least 2 rows, got n_samples = %d"
                              % (type(self).__name__, n))
+        sw = check_sample_weight(sample_weight, n)
         metric, prefit = self._new_metric()
         if prefit:
             if y is not None:
@@ -238,14 +241,16 @@ class _ClusterBase(*_BASES):
             cont, nom = metric.schema_.encode(X)
             rows = metric.plan_.encode(cont, nom)
         else:
-            metric.fit(X, y)
+            metric.fit(X, y, sample_weight=sw)
             rows = metric.train_
             cont, nom = metric.schema_.encode(X)
         self.metric_ = metric
         self._fit_state = metric._fitted()
         self._pandas_out = _is_pandas_frame(X)
         self.n_features_in_ = metric.n_features_in_
-        return _Data(metric, rows, cont, nom, effective_n_jobs(self.n_jobs))
+        data = _Data(metric, rows, cont, nom, effective_n_jobs(self.n_jobs))
+        data.w = sw
+        return data
 
     def _check_fitted(self):
         if not hasattr(self, "labels_"):
@@ -364,9 +369,18 @@ class _CenterBase(_ClusterBase):
     def _check_data(self, data):
         """Hook: KModes refuses continuous columns."""
 
-    def fit(self, X, y=None, *, progress=None):
+    def fit_predict(self, X, y=None, sample_weight=None, *, progress=None):
+        """Fit and return ``labels_`` (arguments as for ``fit``)."""
+        return self.fit(X, y, sample_weight, progress=progress).labels_
+
+    def fit(self, X, y=None, sample_weight=None, *, progress=None):
         """Cluster the rows of ``X``.  ``y`` is used only to fit a metric that needs class
-        labels (it plays no other part).  ``progress``: ``True`` (a tqdm bar) or a
+        labels (it plays no other part).  ``sample_weight`` ``[n]`` (non-negative): a row
+        of weight ``m`` counts as ``m`` copies of it in the metric's statistics, the
+        centers (weighted means and weighted nominal centers), the cost ``inertia_`` and
+        the seeding (drawn with probability proportional to the weight, times the
+        distance for k-means++); rows of weight 0 are assigned a cluster but move no
+        center.  ``progress``: ``True`` (a tqdm bar) or a
         callable receiving ``(done, total)`` iterations, ``total = n_init * max_iter``
         (a run that converges early skips to the end of its share), and a final
         ``(total, total)``.  Returns self."""
@@ -387,10 +401,13 @@ class _CenterBase(_ClusterBase):
             raise ValueError("init given as a table of centers needs n_init=1, got %d"
                              % n_init)
         base = _base_rng(self.random_state)
-        data = self._prepare(X, y)
+        data = self._prepare(X, y, sample_weight)
         self._check_data(data)
         if k > data.n:
             raise ValueError("n_clusters=%d is larger than the %d rows of X" % (k, data.n))
+        if data.w is not None and k > np.count_nonzero(data.w):
+            raise ValueError("n_clusters=%d is larger than the %d rows of X with a positive "
+                             "sample_weight" % (k, np.count_nonzero(data.w)))
         first = None
         if explicit:
             first = self.metric_.encode(self.init, what="init")
@@ -427,6 +444,7 @@ class _CenterEngine:
 
     def __init__(self, data, k, nominal_center):
         self.d, self.k, self.how = data, k, nominal_center
+        self.w = getattr(data, "w", None)       # row weights (None: every weight 1)
         self.nominal = _NominalCenters(data.plan, data.metric.schema_)
         everyone = np.zeros(data.n, dtype=np.intp)
         # fallback for a cluster where an attribute is missing on every row
@@ -435,10 +453,38 @@ class _CenterEngine:
     def seed_rows(self, rng, how):
         """Indices of the k initial rows: uniform without replacement, or k-means++
         (probability proportional to the reduced distance to the nearest row drawn)."""
+        if self.w is not None:
+            return self._seed_weighted(rng, how)
         if how == "random":
             return np.sort(rng.choice(self.d.n, size=self.k, replace=False))
         return _weighted_seeds(self.d.n, self.k, rng,
                                lambda i: self.d.to(self.d.rows.take([i]))[0])
+
+    def _seed_weighted(self, rng, how):
+        """Seeding under row weights: draws in proportion to the weight ("random",
+        without replacement, and k-means++'s first row), then to weight x reduced
+        distance to the nearest row drawn (k-means++); rows of weight 0 are never drawn."""
+        w = self.w
+        chosen = []
+        dmin = None
+        for _ in range(self.k):
+            p = w.copy() if (how == "random" or dmin is None) else w * dmin
+            p[chosen] = 0.0
+            total = p.sum()
+            if not (total > 0 and np.isfinite(total)):    # every distance 0: by weight
+                p = w.copy()
+                p[chosen] = 0.0
+                total = p.sum()
+            cum = np.cumsum(p)
+            nxt = min(int(np.searchsorted(cum, rng.random() * total, side="right")),
+                      self.d.n - 1)
+            while p[nxt] == 0.0:     # rounding at the end of the cumulative sum
+                nxt -= 1
+            chosen.append(nxt)
+            if how != "random":
+                d = self.d.to(self.d.rows.take([nxt]))[0]
+                dmin = d if dmin is None else np.minimum(dmin, d)
+        return np.sort(chosen) if how == "random" else np.array(chosen, dtype=np.intp)
 
     def assign(self, center_rows):
         D = self.d.to(center_rows)
@@ -448,13 +494,17 @@ class _CenterEngine:
     def _update(self, labels, k, fallback):
         d = self.d
         plan = d.plan
+        w = self.w
         mc = d.cont.shape[1]
         cont_c = np.empty((k, mc))
         for c in range(mc):
             x = d.cont[:, c]
             ok = ~np.isnan(x)
-            s = np.bincount(labels[ok], weights=x[ok], minlength=k)
-            cnt = np.bincount(labels[ok], minlength=k)
+            if w is not None:
+                ok &= w > 0
+            s = np.bincount(labels[ok], weights=x[ok] if w is None else x[ok] * w[ok],
+                            minlength=k)
+            cnt = np.bincount(labels[ok], weights=None if w is None else w[ok], minlength=k)
             with np.errstate(invalid="ignore", divide="ignore"):
                 cont_c[:, c] = s / cnt
             if fallback is not None:
@@ -464,8 +514,11 @@ class _CenterEngine:
             V = comp.n_values
             codes = plan.nominal_codes(comp, d.nom[:, pos])
             ok = codes >= 0
+            if w is not None:
+                ok &= w > 0
             bucket = np.minimum(codes[ok], V)
-            N = np.bincount(labels[ok] * (V + 1) + bucket, minlength=k * (V + 1))
+            N = np.bincount(labels[ok] * (V + 1) + bucket,
+                            weights=None if w is None else w[ok], minlength=k * (V + 1))
             N = N.reshape(k, V + 1).astype(np.float64)
             if self.how == "mode":
                 best = np.argmax(N[:, :V], axis=1)
@@ -486,10 +539,14 @@ class _CenterEngine:
 
     def _fill_empty(self, labels, dmin):
         """Give every empty cluster the row farthest from its center (ties: the smaller
-        row index) taken from a cluster that keeps at least one row."""
-        sizes = np.bincount(labels, minlength=self.k)
+        row index) taken from a cluster that keeps at least one row.  Under row weights
+        only rows of positive weight count (a cluster of weight-0 rows is empty)."""
+        pos = None if self.w is None else self.w > 0
+        sizes = np.bincount(labels if pos is None else labels[pos], minlength=self.k)
         for c in np.flatnonzero(sizes == 0):
             movable = sizes[labels] >= 2
+            if pos is not None:
+                movable &= pos
             if not movable.any():
                 break
             cand = np.where(movable, dmin, -np.inf)
@@ -513,7 +570,8 @@ class _CenterEngine:
                 tick(n_iter)
             if converged:
                 break
-        return float(dmin.sum()), labels, cont_c, nom_c, n_iter
+        cost = dmin.sum() if self.w is None else np.dot(self.w, dmin)
+        return float(cost), labels, cont_c, nom_c, n_iter
 
 
 _CENTER_DOC = """
@@ -542,6 +600,7 @@ _CENTER_DOC = """
         ties to the first value in sorted order) or the most frequent value ("mode", as
         in Huang's k-modes with another dissimilarity plugged in).  Missing values do not
         count (under the "symbol" policy the missing symbol is a value like any other).
+        With ``sample_weight`` both sum row weights instead of rows.
     random_state : None, int, numpy Generator or RandomState
     n_jobs : None or int
         Threads of the distance kernels; results do not depend on it.
@@ -554,7 +613,8 @@ _CENTER_DOC = """
         Centers in original values: means for continuous columns, values for nominal ones.
     inertia_ : float
         ``Σ_i`` reduced distance of row ``i`` to its center (``Σ_a w_a d_a^p``, the
-        quantity the updates decrease).
+        quantity the updates decrease), each row's term times its ``sample_weight``
+        when ``fit`` was given one.
     n_iter_ : int
     metric_ : Metric
         The fitted metric.

@@ -18,6 +18,11 @@ Conventions shared by all three:
 - Missing values (NaN, None, pandas.NA) are left out of fitting and stay missing:
   ``transform`` returns float64 bin numbers with NaN where the value is missing.
 - A column with a single observed value (or a zero-width range) has no cut point: one bin.
+- ``fit(x, y, sample_weight=w)``: frequency weights, a value of weight ``m`` counts as
+  ``m`` copies of it (integer weights give exactly the cuts of the repeated values).  Rows
+  of weight 0 are left out; quantiles are weighted quantiles
+  (:func:`hdist._estimators.weighted_quantile`, docs/metrics.md) and MDLP's class counts
+  and ``N`` are sums of weights.
 
 References
 ----------
@@ -34,7 +39,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._schema import NotFittedError
+from ._estimators import weighted_quantile
+from ._schema import NotFittedError, check_sample_weight
 
 __all__ = ["Discretizer", "EqualWidth", "EqualFrequency", "MDLP", "equal_width",
            "equal_frequency", "mdlp"]
@@ -164,19 +170,26 @@ class Discretizer:
         return "%s(%s)" % (type(self).__name__,
                            ", ".join("%s=%r" % kv for kv in self.get_params().items()))
 
-    def _fit_values(self, x, y):
-        """Observed values of ``x`` (and their class codes when ``y`` is given)."""
+    def _fit_values(self, x, y, sample_weight=None):
+        """Observed values of ``x`` of positive weight, their class codes (when ``y`` is
+        given) and their weights (None without ``sample_weight``)."""
         x = _as_values(x)
         ycodes = _as_labels(y, x.shape[0]) if y is not None else None
+        sw = check_sample_weight(sample_weight, x.shape[0])
         keep = ~np.isnan(x)
+        if sw is not None:
+            keep &= sw > 0
         if not keep.any():
-            raise ValueError("x has no observed value to fit on")
-        return x[keep], (ycodes[keep] if ycodes is not None else None)
+            raise ValueError("x has no observed value to fit on"
+                             + (" (of positive sample_weight)" if sw is not None else ""))
+        return (x[keep], (ycodes[keep] if ycodes is not None else None),
+                (sw[keep] if sw is not None else None))
 
-    def fit(self, x, y=None):
-        """Learn the cut points from the observed values of ``x`` (NaN left out)."""
-        values, codes = self._fit_values(x, y)
-        cuts = np.asarray(self._cuts(values, codes), dtype=np.float64)
+    def fit(self, x, y=None, sample_weight=None):
+        """Learn the cut points from the observed values of ``x`` (NaN left out);
+        ``sample_weight``: frequency weights of the values (see the module's notes)."""
+        values, codes, w = self._fit_values(x, y, sample_weight)
+        cuts = np.asarray(self._cuts(values, codes, w), dtype=np.float64)
         self.bin_edges_ = cuts
         self.n_bins_ = int(cuts.shape[0]) + 1
         return self
@@ -197,8 +210,8 @@ class Discretizer:
         c[c < 0] = np.nan
         return c
 
-    def fit_transform(self, x, y=None):
-        return self.fit(x, y).transform(x)
+    def fit_transform(self, x, y=None, sample_weight=None):
+        return self.fit(x, y, sample_weight).transform(x)
 
 
 class EqualWidth(Discretizer):
@@ -233,9 +246,9 @@ class EqualWidth(Discretizer):
             raise ValueError("trim must be a number in [0, 0.5), got %r" % (trim,))
         self.trim = float(trim)
 
-    def _cuts(self, x, y):
+    def _cuts(self, x, y, w=None):
         if self.trim > 0.0:
-            lo, hi = (float(v) for v in np.quantile(x, [self.trim, 1.0 - self.trim]))
+            lo, hi = (float(v) for v in weighted_quantile(x, [self.trim, 1.0 - self.trim], w))
         else:
             lo, hi = float(x.min()), float(x.max())
         if not hi > lo:
@@ -285,10 +298,10 @@ class EqualFrequency(Discretizer):
     def __init__(self, n_bins=10):
         self.n_bins = _check_int("n_bins", n_bins, 1, MAX_BINS)
 
-    def _cuts(self, x, y):
+    def _cuts(self, x, y, w=None):
         if self.n_bins == 1:
             return np.zeros(0)
-        q = np.unique(np.quantile(x, np.arange(1, self.n_bins) / self.n_bins))
+        q = np.unique(weighted_quantile(x, np.arange(1, self.n_bins) / self.n_bins, w))
         return q[q > x.min()]
 
 
@@ -312,26 +325,28 @@ class MDLP(Discretizer):
     _params = ()
     supervised = True
 
-    def fit(self, x, y=None):
-        """Learn the cut points from ``x`` and the class labels ``y``."""
+    def fit(self, x, y=None, sample_weight=None):
+        """Learn the cut points from ``x`` and the class labels ``y`` (``sample_weight``:
+        the class counts are sums of weights)."""
         if y is None:
             raise ValueError("MDLP is supervised: call fit(x, y) with class labels")
-        return super().fit(x, y)
+        return super().fit(x, y, sample_weight)
 
-    def _cuts(self, x, y):
+    def _cuts(self, x, y, w=None):
         order = np.argsort(x, kind="stable")
         v = x[order]
         c = y[order]
         _, c = np.unique(c, return_inverse=True)
         k_all = int(c.max()) + 1
         onehot = np.zeros((v.shape[0], k_all))
-        onehot[np.arange(v.shape[0]), c] = 1.0
+        onehot[np.arange(v.shape[0]), c] = 1.0 if w is None else w[order]
         cum = np.vstack([np.zeros((1, k_all)), np.cumsum(onehot, axis=0)])
+        cw = cum.sum(axis=1) if w is not None else np.arange(v.shape[0] + 1, dtype=np.float64)
         cuts = []
         stack = [(0, v.shape[0])]
         while stack:
             a, b = stack.pop()
-            split = _mdlp_split(v, cum, a, b)
+            split = _mdlp_split(v, cum, a, b, cw)
             if split is None:
                 continue
             i, cut = split
@@ -351,11 +366,12 @@ def _ent_bits(counts):
     return t1 - t2.sum(axis=-1)
 
 
-def _mdlp_split(v, cum, a, b):
+def _mdlp_split(v, cum, a, b, cw):
     """Best accepted split of sorted rows ``a .. b-1``: ``(first row of the right part,
-    cut point)`` or None."""
-    n = b - a
-    if n < 2:
+    cut point)`` or None.  ``cw[i]``: the weight of the first ``i`` rows (their number
+    without weights)."""
+    n = float(cw[b] - cw[a])
+    if b - a < 2 or not n > 1.0:
         return None
     # candidate boundaries: after row i (a <= i < b-1) where v[i] < v[i+1]
     idx = np.flatnonzero(v[a:b - 1] < v[a + 1:b]) + a
@@ -364,7 +380,7 @@ def _mdlp_split(v, cum, a, b):
     total = cum[b] - cum[a]
     left = cum[idx + 1] - cum[a]
     right = total[None, :] - left
-    nl = (idx + 1 - a).astype(np.float64)
+    nl = cw[idx + 1] - cw[a]
     nr = n - nl
     cond = (_ent_bits(left) + _ent_bits(right)) / n        # E(S1, S2)
     best_val = cond.min()

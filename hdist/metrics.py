@@ -29,7 +29,8 @@ from . import _estimators as est
 from ._plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan, TableComponent,
                     IGNORE, MAX, ONE, SYMBOL)
 from ._presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
-from ._schema import CONTINUOUS, NotFittedError, Schema, encode_labels, to_columns
+from ._schema import (CONTINUOUS, NotFittedError, Schema, check_sample_weight, encode_labels,
+                      n_rows, take_rows, to_columns)
 from ._threads import effective_n_jobs
 
 POLICIES = (ONE, MAX, IGNORE, SYMBOL)
@@ -260,8 +261,15 @@ class Metric:
             raise ValueError("weights must be None, 'mi', an array or a dict, got %r" % w)
         return p, pol_c, pol_n, agg, norm, trim
 
-    def fit(self, X, y=None, *, progress=None):
+    def fit(self, X, y=None, sample_weight=None, *, progress=None):
         """Learn the schema and every per-attribute statistic from training rows.
+
+        ``sample_weight`` ``[n]`` (non-negative; docs/metrics.md, "Sample weights"):
+        frequency weights, so that a row of integer weight ``m`` counts as ``m`` copies
+        of it in every statistic (standard deviations, quantiles, mean differences, class
+        and co-occurrence counts, mutual information).  Rows of weight 0 are left out of
+        the statistics and the schema (their values are unseen there) but stay training
+        rows (``train_``, ``kneighbors``).
 
         ``progress``: ``True`` (a tqdm bar) or a callable receiving ``(done, total)``
         steps: reading and encoding the table counts ``m`` steps (``m`` attributes), then
@@ -272,21 +280,33 @@ class Metric:
         # what the previous fit learned goes first: a fit that fails leaves the metric
         # unfitted, never a mixture of two fits
         self._forget_fit()
+        sw = keep = None
+        if sample_weight is not None:
+            sw = check_sample_weight(sample_weight, n_rows(X))
+            if not sw.all():
+                keep = np.flatnonzero(sw > 0)
+                sw = sw[keep]
         schema = Schema(self._param("nominal"))
-        cont, nom = schema.fit_encode(X, allow_empty=True)
+        cont, nom = schema.fit_encode(X if keep is None else take_rows(X, keep),
+                                      allow_empty=True)
         m_attr = len(schema.names_)
         report = _progress.reporter(progress, 2 * m_attr, "fit", unit="steps")
         if report is not None:
             report(m_attr, 2 * m_attr)
         n = cont.shape[0]
-        if n < 2:
-            raise ValueError("X has %d row(s); at least 2 training rows are needed" % n)
+        if n < 2 and (sw is None or not sw.sum() >= 2):
+            raise ValueError("X has %d row(s)%s; at least 2 training rows are needed"
+                             % (n, "" if sw is None else " of positive sample_weight"))
         _check_empty_columns(schema, cont, nom, pol_c, pol_n)
         needs_y = info.needs_y or _is_mi(self._param("weights")) or \
             _CONT_EXTRA.get(info.continuous, (None, False))[1]
-        ycodes = classes = None
+        ycodes = classes = y_all = None
         if y is not None:
-            ycodes, classes = encode_labels(y, n)
+            if keep is None:
+                ycodes, classes = encode_labels(y, n)
+                y_all = ycodes
+            else:
+                ycodes, classes, y_all = _kept_labels(y, n_rows(X), keep)
         elif needs_y:
             raise ValueError("metric %r needs class labels: call fit(X, y)" % self.name)
         C = len(classes) if classes is not None else 0
@@ -304,7 +324,7 @@ class Metric:
                 x = cont[:, ic]
                 ic += 1
                 components.append(self._continuous_component(j, name, x, pol_c, norm, trim,
-                                                             ycodes, C))
+                                                             ycodes, C, sw))
             else:
                 cont_pos.append(-1)
                 nom_pos.append(inom)
@@ -312,10 +332,10 @@ class Metric:
                 inom += 1
                 V = len(schema.categories_[j]) + (1 if pol_n == SYMBOL else 0)
                 components.append(self._nominal_component(j, name, codes, V, pol_n, ycodes, C,
-                                                          nom, schema, cont))
+                                                          nom, schema, cont, sw))
             if report is not None and j + 1 < m_attr:
                 report(m_attr + j + 1, 2 * m_attr)
-        weights = self._weights(schema, cont, nom, ycodes, C)
+        weights = self._weights(schema, cont, nom, ycodes, C, sw)
         plan = Plan(components, weights, p, agg == "mean", cont_pos, nom_pos,
                     names=schema.names_)
         self.schema_ = schema
@@ -326,8 +346,16 @@ class Metric:
         if classes is not None:
             self.classes_ = np.array(classes, dtype=object) if any(
                 isinstance(c, str) for c in classes) else np.array(classes)
-        self.n_train_ = n
-        self._fit = FitState(plan, plan.encode(cont, nom), ycodes)
+        unseen = None
+        if keep is not None:
+            # every row is a training row; the rows of weight 0 are encoded as data the
+            # statistics never saw (values of theirs not seen are unseen values, with
+            # codes that queries share)
+            unseen = [dict() for _ in schema.nominal_names]
+            cont, nom = schema.encode(X, unseen, "X")
+        train = plan.encode(cont, nom)
+        self.n_train_ = train.n
+        self._fit = FitState(plan, train, y_all, unseen)
         if report is not None:
             report(2 * m_attr, 2 * m_attr)
         return self
@@ -357,7 +385,7 @@ class Metric:
                              "statistics no longer belong together; call fit again"
                              % (owner, owner))
 
-    def _continuous_component(self, j, name, x, policy, norm, trim, y, C):
+    def _continuous_component(self, j, name, x, policy, norm, trim, y, C, sw=None):
         kind = self.info.continuous
         if kind is None:
             raise ValueError("metric %r compares nominal attributes only, but column %r is "
@@ -374,7 +402,7 @@ class Metric:
             return DiffComponent(j, math.inf, 0.0, 0.0, policy)
         lo, hi = float(present.min()), float(present.max())
         if kind == "diff":
-            delta = est.normalization_delta(x, norm, trim)
+            delta = est.normalization_delta(x, norm, trim, sw)
             if hi == lo and norm != "none":
                 # a column constant in training has no spread to normalize by: observed
                 # values compare as equal (Weka's normalization maps them all to 0), so
@@ -386,16 +414,17 @@ class Metric:
             self.delta_[name] = delta
             return DiffComponent(j, delta, lo, hi, policy)
         factory = _CONT_EXTRA[kind][0]
-        return factory(self, j, name, x, policy, y, C)
+        return factory(self, j, name, x, policy, y, C, sample_weight=sw)
 
-    def _nominal_component(self, j, name, codes, V, policy, y, C, nom, schema, cont=None):
+    def _nominal_component(self, j, name, codes, V, policy, y, C, nom, schema, cont=None,
+                           sw=None):
         kind = self.info.nominal
         sym_codes = np.where(codes < 0, V - 1, codes) if policy == SYMBOL else codes
         if kind == "overlap":
             return OverlapComponent(j, V, policy)
         if kind == "vdm":
             unseen = self._param("unseen")
-            P = est.class_probabilities(sym_codes, y, V, C, empty=unseen)
+            P = est.class_probabilities(sym_codes, y, V, C, empty=unseen, w=sw)
             self.vdm_probabilities_[name] = P
             q, f = est.vdm_scale(self._param("vdm"), C)
             if (V + 1) ** 2 <= est.TABLE_BUDGET:
@@ -406,9 +435,10 @@ class Metric:
             comp.n_values = V   # learned values (symbol included), as tables have
             return comp
         factory = _NOM_EXTRA[kind]
-        return factory(self, j, name, sym_codes, V, policy, nom, schema, cont)
+        return factory(self, j, name, sym_codes, V, policy, nom, schema, cont,
+                       sample_weight=sw)
 
-    def _weights(self, schema, cont, nom, y, C):
+    def _weights(self, schema, cont, nom, y, C, sw=None):
         m = schema.n_features_in_
         w = self._param("weights")
         if w is None:
@@ -416,7 +446,7 @@ class Metric:
         if isinstance(w, str):
             if w == "mi":
                 from ._info import mi_weights
-                return mi_weights(self, schema, cont, nom, y, C)
+                return mi_weights(self, schema, cont, nom, y, C, sw)
             raise ValueError("weights must be None, 'mi', an array or a dict, got %r" % w)
         if isinstance(w, dict):
             bad = set(w) - set(schema.names_)
@@ -501,7 +531,8 @@ class Metric:
     def _queries(self, Q):
         if Q is None:
             return self.train_
-        return self.encode(Q, what="Q")
+        unseen = self._fitted().unseen
+        return self.encode(Q, None if unseen is None else [dict(d) for d in unseen], "Q")
 
     def kneighbors(self, Q=None, k=5, *, exclude_self=False, return_distance=True,
                    n_jobs=None, progress=None):
@@ -693,8 +724,11 @@ class FitState:
     estimator holding a reference can tell whether the metric was re-fitted under it
     (:meth:`Metric._check_same_fit`)."""
 
-    def __init__(self, plan, train, y):
+    def __init__(self, plan, train, y, unseen=None):
         self.plan, self.train, self.y = plan, train, y
+        # codes of the values of the training rows the statistics did not see (rows of
+        # sample_weight 0), per nominal column; None when there are none
+        self.unseen = unseen
         self._crows = None
         self.gemm_cache = {}
 
@@ -706,10 +740,10 @@ class FitState:
         return self._crows
 
     def __getstate__(self):
-        return {"plan": self.plan, "train": self.train, "y": self.y}
+        return {"plan": self.plan, "train": self.train, "y": self.y, "unseen": self.unseen}
 
     def __setstate__(self, st):
-        self.__init__(st["plan"], st["train"], st["y"])
+        self.__init__(st["plan"], st["train"], st["y"], st.get("unseen"))
 
 
 def _check_empty_columns(schema, cont, nom, pol_c, pol_n):
@@ -734,6 +768,17 @@ def _check_empty_columns(schema, cont, nom, pol_c, pol_n):
         warnings.warn("column %r has no observed value in the training data: every "
                       "training row is missing there (missing=%r)" % (name, policy),
                       UserWarning, stacklevel=3)
+
+
+def _kept_labels(y, n, keep):
+    """Class labels of all ``n`` rows -> (codes of the rows ``keep``, their classes, codes
+    of all rows), the classes being those of the kept rows only; a row whose class no
+    kept row has gets code -1.  Labels of every row are validated."""
+    codes, classes = encode_labels(y, n)
+    present = np.unique(codes[keep])
+    remap = np.full(len(classes), -1, dtype=np.int64)
+    remap[present] = np.arange(present.size)
+    return remap[codes[keep]], [classes[i] for i in present], remap[codes]
 
 
 def _check_k(k, n):

@@ -31,7 +31,7 @@ from sklearn.utils.validation import (_num_samples, check_array, check_is_fitted
                                       column_or_1d)
 
 from . import _knn
-from ._schema import missing_mask
+from ._schema import check_sample_weight, missing_mask
 from .metrics import Metric
 
 try:  # scikit-learn >= 1.6
@@ -74,39 +74,6 @@ def _check_table(X, what="X"):
         raise ValueError("Expected a 2-D table for %s, got a 1-D array. Reshape your data "
                          "either using x.reshape(-1, 1) if it has a single feature or "
                          "x.reshape(1, -1) if it is a single row." % what)
-
-
-def _check_sample_weight(sample_weight, n):
-    """``sample_weight`` as a float array ``[n]`` (None stays None)."""
-    if sample_weight is None:
-        return None
-    try:
-        sw = np.asarray(sample_weight, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise TypeError("sample_weight must hold numbers") from None
-    if sw.ndim == 0:
-        sw = np.full(n, sw)
-    if sw.shape != (n,):
-        raise ValueError("sample_weight.shape == %s, expected %s: one weight per training row"
-                         % (sw.shape, (n,)))
-    bad = np.flatnonzero(~np.isfinite(sw) | (sw < 0))
-    if bad.size:
-        raise ValueError("sample_weight must be finite and non-negative, got %r at row %d"
-                         % (sw[bad[0]], bad[0]))
-    if not sw.sum() > 0:
-        raise ValueError("sample_weight is all zero; at least one row needs a positive weight")
-    return sw
-
-
-def _take_rows(X, idx):
-    """Rows ``idx`` of a table (pandas, polars, pyarrow, numpy or a list of rows)."""
-    if hasattr(X, "iloc"):
-        return X.iloc[idx]
-    if hasattr(X, "take") and hasattr(X, "schema"):          # pyarrow
-        return X.take(idx)
-    if isinstance(X, np.ndarray) or hasattr(X, "with_columns"):  # numpy, polars
-        return X[idx]
-    return [X[i] for i in idx]
 
 
 class _NeighborsBase(BaseEstimator):
@@ -161,8 +128,9 @@ class _NeighborsBase(BaseEstimator):
         return int(k)
 
     def _fit_index(self, X, labels, sample_weight=None):
-        """Validate X, build the metric and fit the neighbor index on X.  Rows of
-        ``sample_weight`` 0 are left out of the metric's fit, as if absent."""
+        """Validate X, build the metric and fit the neighbor index on X.  The metric's
+        statistics are fitted with ``sample_weight`` (rows of weight 0 left out of them,
+        as if absent; :meth:`hdist.Metric.fit`)."""
         X = self._validate_X(X, reset=True)
         n = _num_samples(X)
         if n < 2:
@@ -172,11 +140,10 @@ class _NeighborsBase(BaseEstimator):
         if isinstance(self.leaf_size, bool) or not isinstance(self.leaf_size, numbers.Integral) \
                 or self.leaf_size < 1:
             raise ValueError("leaf_size must be a positive int, got %r" % (self.leaf_size,))
-        self._sample_weight = _check_sample_weight(sample_weight, n)
+        self._sample_weight = check_sample_weight(sample_weight, n)
         metric = self._build_metric()
-        if self._sample_weight is not None and (self._sample_weight == 0).any():
-            keep = np.flatnonzero(self._sample_weight > 0)
-            metric.fit(_take_rows(X, keep), None if labels is None else labels[keep])
+        if self._sample_weight is not None:
+            metric.fit(X, labels, sample_weight=self._sample_weight)
         index = _knn.make_index(metric, self.algorithm, int(self.leaf_size))
         index.fit(X, labels)
         self._index = index

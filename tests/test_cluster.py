@@ -382,10 +382,17 @@ def test_scikit_learn_estimator_checks():
     pytest.importorskip("sklearn", minversion="1.6")
     from sklearn.utils import estimator_checks as checks
     from sklearn.base import clone
-    for est, expected in ((KPrototypes(3, random_state=0), {}),
+    # the seeding draws rows in proportion to their weight, so weighted rows (shuffled
+    # by the check) and repeated rows start from different centers, as with
+    # scikit-learn's KMeans, which lists this check as an expected failure too; from
+    # the same initial centers they agree (tests/test_sample_weight.py)
+    seeded = {"check_sample_weight_equivalence_on_dense_data":
+              "random seeding differs between weighted and repeated rows"}
+    for est, expected in ((KPrototypes(3, random_state=0), seeded),
                           (KMedoids(3, random_state=0), {}),
                           (KModes(3, random_state=0, metric_params={"nominal": "all"}),
-                           {"check_clustering": "nominal reading of continuous blobs"})):
+                           {"check_clustering": "nominal reading of continuous blobs",
+                            **seeded})):
         res = checks.check_estimator(est, on_fail=None, expected_failed_checks=expected)
         failed = [(r["check_name"], str(r["exception"])[:200]) for r in res
                   if r["status"] == "failed"]

@@ -1,10 +1,19 @@
-"""sample_weight in the k-NN estimators: a row of integer weight m votes exactly as m
-copies of it do, checked against the unweighted estimators fitted on repeated rows."""
+"""sample_weight everywhere: a row of integer weight m counts exactly as m copies of it
+in the k-NN estimators' votes, in every statistic Metric.fit learns, in the discretizers
+and in k-modes / k-prototypes, checked against the same objects fitted on repeated rows;
+non-integer weights against plain-numpy weighted references."""
+import math
+from fractions import Fraction
+
 import numpy as np
 import pandas as pd
 import pytest
 
-from hdist import _knn
+import hdist
+from hdist import Metric, _knn
+from hdist._estimators import mean_abs_difference, weighted_quantile, weighted_std
+from hdist.cluster import KModes, KPrototypes
+from hdist.discretize import MDLP, EqualFrequency, EqualWidth
 from hdist.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
 
@@ -112,12 +121,22 @@ def test_mass_weights_by_hand():
     (np.ones(59), "one weight per training row"),
     (np.zeros(60), "all zero"),
     (np.array(["a"] * 60, dtype=object), "numbers"),
+    (np.full(60, 1e308), "infinity"),
 ])
 def test_bad_sample_weight(sw, message):
+    """Every fit that takes sample_weight refuses bad weights naming the argument."""
     X, y, t, _, _ = tied_data(5)
-    for cls, target in ((KNeighborsClassifier, y), (KNeighborsRegressor, t)):
-        with pytest.raises((ValueError, TypeError), match=message):
-            cls().fit(X, target, sample_weight=sw)
+    fits = [lambda: KNeighborsClassifier().fit(X, y, sample_weight=sw),
+            lambda: KNeighborsRegressor().fit(X, t, sample_weight=sw),
+            lambda: Metric("hvdm").fit(X, y, sample_weight=sw),
+            lambda: KPrototypes(2).fit(X, sample_weight=sw),
+            lambda: KModes(2).fit(X[["c"]], sample_weight=sw),
+            lambda: EqualFrequency(3).fit(X["a"], sample_weight=sw),
+            lambda: MDLP().fit(X["a"], y, sample_weight=sw)]
+    for fit in fits:
+        with pytest.raises((ValueError, TypeError), match=message) as err:
+            fit()
+        assert "sample_weight" in str(err.value)
 
 
 def as_table(X, kind):
@@ -147,3 +166,392 @@ def test_zero_weight_rows_are_absent(kind, metric):
         a = cls(**est).fit(as_table(X, kind), target, sample_weight=sw)
         b = cls(**est).fit(as_table(Xk, kind), np.asarray(target)[keep])
         np.testing.assert_allclose(outputs(a, Qt), outputs(b, Qt), rtol=1e-12, atol=1e-12)
+
+
+# -- sample_weight in Metric.fit: every statistic of every preset --------------------------
+
+
+def mixed_data(seed, n=40, n_query=12, nominal_only=False):
+    """Mixed rows with missing values, a few repeated continuous values, a nominal value
+    and a class that only rows of weight 0 hold, and queries with unseen values."""
+    rng = np.random.default_rng(seed)
+    N = n + n_query
+    a = np.round(rng.normal(size=N), 1)
+    b = rng.gamma(2.0, size=N)
+    c = rng.choice(["u", "v", "w", "x"], size=N).astype(object)
+    e = rng.choice(["p", "q"], size=N).astype(object)
+    a[rng.random(N) < 0.1] = np.nan
+    b[rng.random(N) < 0.1] = np.nan
+    c[rng.random(N) < 0.1] = None
+    y = rng.choice(["k", "l", "m"], size=N).astype(object)
+    sw = rng.integers(1, 4, size=n)
+    zero = rng.choice(n, size=5, replace=False)
+    sw[zero] = 0
+    c[zero[0]] = "only-in-weight-0"
+    y[zero[1]] = "class-of-weight-0"
+    c[n] = "unseen"
+    cols = {"c": c, "e": e} if nominal_only else {"a": a, "b": b, "c": c, "e": e}
+    X = pd.DataFrame(cols)
+    return X.iloc[:n].reset_index(drop=True), y[:n], sw, X.iloc[n:].reset_index(drop=True)
+
+
+#: (preset, parameters, nominal columns only): every preset, every normalization, the
+#: class-posterior estimators with their discretizers, co-occurrence tables, MI weights
+CONFIGS = [
+    ("heom", {}, False),
+    ("heom", {"normalization": "trimmed_range", "trim": 0.1}, False),
+    ("heom", {"normalization": "4std", "missing": "max"}, False),
+    ("heom", {"normalization": "mean_diff", "weights": "mi"}, False),
+    ("heom", {"weights": "mi", "mi_discretizer": MDLP()}, False),
+    ("hvdm", {}, False),
+    ("hvdm", {"unseen": "prior", "missing": "symbol", "vdm": "N3"}, False),
+    ("vdm", {}, True),
+    ("vdm", {"unseen": "prior"}, True),
+    ("dvdm", {}, False),
+    ("dvdm", {"discretizer": MDLP()}, False),
+    ("dvdm", {"discretizer": EqualFrequency(4)}, False),
+    ("dvdm", {"discretizer": EqualWidth(4, trim=0.1)}, False),
+    ("ivdm", {}, False),
+    ("gvdm", {}, False),
+    ("gvdm", {"sigma": 0.05}, False),
+    ("lvdm", {}, False),
+    ("pvdm", {}, False),
+    ("hds", {}, False),
+    ("hds", {"missing": "symbol"}, False),
+    ("add", {"n_bins": 4, "normalization": "4std"}, False),
+    ("smd", {}, True),
+    ("minkowski", {"p": 3}, False),
+    ("euclidean", {"normalization": "mean_diff"}, False),
+    ("manhattan", {"normalization": "trimmed_range"}, False),
+    ("chebyshev", {}, False),
+    ("fractional", {"p": 0.5}, False),
+    ("gower", {}, False),
+]
+
+
+def test_configs_cover_every_preset():
+    assert {name for name, _, _ in CONFIGS} == {i.name for i in hdist.METRICS.values()}
+
+
+def close(a, b):
+    np.testing.assert_allclose(a, b, rtol=1e-10, atol=1e-12)
+
+
+def assert_same_statistics(mw, mr):
+    """Every statistic a fit learns, and the Plan's per-attribute numbers."""
+    assert list(mw.classes_) == list(mr.classes_) if hasattr(mr, "classes_") else True
+    assert mw.schema_.categories_ == mr.schema_.categories_
+    assert mw.delta_.keys() == mr.delta_.keys()
+    for k in mr.delta_:
+        close(mw.delta_[k], mr.delta_[k])
+    for attr in ("vdm_probabilities_", "value_tables_"):
+        a, b = getattr(mw, attr), getattr(mr, attr)
+        assert a.keys() == b.keys()
+        for k in b:
+            close(a[k], b[k])
+    close(mw.weights_, mr.weights_)
+    if hasattr(mr, "mutual_information_"):
+        close(mw.mutual_information_, mr.mutual_information_)
+    for k, est in getattr(mr, "estimators_", {}).items():
+        grid = np.linspace(est.min_ - 1, est.max_ + 1, 301)
+        np.testing.assert_allclose(mw.estimators_[k].transform(grid), est.transform(grid),
+                                   rtol=1e-9, atol=1e-9)
+        close(mw.estimators_[k].priors_, est.priors_)
+    for cw, cr in zip(mw.plan_.components, mr.plan_.components):
+        for attr in ("delta", "lo", "hi"):
+            if hasattr(cr, attr):
+                close(getattr(cw, attr), getattr(cr, attr))
+
+
+@pytest.mark.parametrize("name, params, nominal_only", CONFIGS)
+def test_metric_integer_weights_equal_repeated_rows(name, params, nominal_only):
+    X, y, sw, Q = mixed_data(7, nominal_only=nominal_only)
+    mw = Metric(name, **params).fit(X, y, sample_weight=sw)
+    Xr, yr = repeated(X, y, sw)
+    mr = Metric(name, **params).fit(Xr, yr)
+    assert_same_statistics(mw, mr)
+    close(mw.pairwise(Q), mr.pairwise(Q))
+    close(mw.pairwise(Q, X), mr.pairwise(Q, X))
+    # the training rows are every row of X, weight 0 included, as the statistics see them
+    assert mw.n_train_ == len(X)
+    d, i = mw.kneighbors(Q, 6)
+    D = mr.pairwise(Q, X)
+    close(d, np.sort(D, axis=1)[:, :6])
+    close(np.take_along_axis(D, i, axis=1), d)
+
+
+def test_metric_unit_weights_change_nothing():
+    X, y, sw, Q = mixed_data(8)
+    for name in ("hvdm", "ivdm", "hds", "gower"):
+        a = Metric(name, weights="mi").fit(X, y)
+        b = Metric(name, weights="mi").fit(X, y, sample_weight=np.ones(len(X)))
+        np.testing.assert_array_equal(a.pairwise(Q, X), b.pairwise(Q, X))
+
+
+def test_metric_unseen_values_of_weight_zero_rows_match_queries():
+    """A nominal value held only by rows of weight 0 is unseen by the statistics, yet
+    equal to itself: a query holding it is at 0 on that column from those rows."""
+    X = pd.DataFrame({"c": ["a", "b", "a", "z"], "t": [0.0, 1.0, 2.0, 3.0]})
+    m = Metric("heom").fit(X, sample_weight=[1, 1, 1, 0])
+    assert m.schema_.categories_[0] == ["a", "b"]
+    d, i = m.kneighbors(pd.DataFrame({"c": ["z"], "t": [3.0]}), 1)
+    assert i[0, 0] == 3 and d[0, 0] == 0.0
+
+
+def test_metric_needs_two_rows_of_weight():
+    X = pd.DataFrame({"t": [0.0, 1.0, 2.0]})
+    with pytest.raises(ValueError, match="positive sample_weight"):
+        Metric("heom").fit(X, sample_weight=[0, 1, 0])
+    Metric("heom").fit(X, sample_weight=[0, 2, 0])   # two rows' worth of weight
+
+
+# -- non-integer weights against plain-numpy references ----------------------------------
+def ref_weighted_quantile(x, q, w):
+    """The documented rule, step by step in exact rationals: position h = (W - 1) q on
+    the cumulative weight; the value at position t is the first sorted row whose
+    cumulative weight exceeds t."""
+    pairs = sorted(zip(x, w))
+    xs = [Fraction(v) for v, _ in pairs]
+    cum, S = [], Fraction(0)
+    for _, wt in pairs:
+        S += Fraction(wt)
+        cum.append(S)
+    h = (S - 1) * Fraction(q)
+    if h >= S - 1:
+        return float(xs[-1])
+    if h < 0:
+        return float(xs[0])
+
+    def at(t):
+        return next((v for v, c in zip(xs, cum) if c > t), xs[-1])
+    lo = math.floor(h)
+    return float(at(lo) + (h - lo) * (at(lo + 1) - at(lo)))
+
+
+def ref_weighted_std(x, w):
+    mu = np.average(x, weights=w)
+    return math.sqrt(np.sum(w * (x - mu) ** 2) / (np.sum(w) - 1))
+
+
+def ref_weighted_mean_diff(x, w):
+    """Σ_{i<j} w_i w_j |x_i - x_j| / (W (W - 1) / 2), pair by pair."""
+    W = float(np.sum(w))
+    tot = sum(w[i] * w[j] * abs(x[i] - x[j]) for i in range(len(x))
+              for j in range(i + 1, len(x)))
+    return tot / (W * (W - 1) / 2)
+
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_weighted_statistics_against_references(seed):
+    rng = np.random.default_rng(seed)
+    x = np.round(rng.normal(size=25), 1)
+    w = rng.integers(1, 13, size=25) / 4.0          # quarters: exact in binary
+    for q in (0.0, 0.05, 0.1, 0.37, 0.5, 0.9, 1.0):
+        assert weighted_quantile(x, q, w) == pytest.approx(ref_weighted_quantile(x, q, w),
+                                                           rel=1e-13, abs=1e-13)
+    assert weighted_std(x, w) == pytest.approx(ref_weighted_std(x, w), rel=1e-12)
+    assert mean_abs_difference(x, w) == pytest.approx(ref_weighted_mean_diff(x, w), rel=1e-12)
+
+
+def test_integer_weighted_quantiles_are_numpys_on_repeated_values():
+    rng = np.random.default_rng(11)
+    for _ in range(300):
+        n = int(rng.integers(1, 15))
+        x = rng.integers(0, 6, size=n) * 0.3 + rng.random()
+        w = rng.integers(1, 5, size=n)
+        q = rng.random(5)
+        np.testing.assert_array_equal(weighted_quantile(x, q, w),
+                                      np.quantile(np.repeat(x, w), q))
+
+
+def test_metric_fractional_weights_against_references():
+    """hvdm and heom's normalizations with weights in quarters, against the references:
+    δ, the VDM class probabilities, and the distances built from them."""
+    X, y, _, Q = mixed_data(10)
+    rng = np.random.default_rng(10)
+    sw = rng.integers(1, 13, size=len(X)) / 4.0
+    m = Metric("hvdm").fit(X, y, sample_weight=sw)
+    for col in ("a", "b"):
+        ok = X[col].notna().to_numpy()
+        close(m.delta_[col], 4 * ref_weighted_std(X[col].to_numpy()[ok], sw[ok]))
+    for norm, ref in (("mean_diff", ref_weighted_mean_diff),
+                      ("trimmed_range", lambda x, w: ref_weighted_quantile(x, 0.95, w)
+                       - ref_weighted_quantile(x, 0.05, w))):
+        mh = Metric("heom", normalization=norm).fit(X, sample_weight=sw)
+        ok = X["b"].notna().to_numpy()
+        close(mh.delta_["b"], ref(X["b"].to_numpy()[ok], sw[ok]))
+    classes = sorted(set(y))
+    for col in ("c", "e"):
+        cats = m.schema_.categories_[list(X.columns).index(col)]
+        P = np.zeros((len(cats), len(classes)))
+        for v, c, wt in zip(X[col], y, sw):
+            if v is not None and v == v:
+                P[cats.index(v), classes.index(c)] += wt
+        P /= P.sum(axis=1, keepdims=True)
+        close(m.vdm_probabilities_[col][:len(cats)], P)
+    # the distance from those statistics, term by term (hvdm: N2 VDM, |Δ| / 4σ, "one")
+    q, r = Q.iloc[3], X.iloc[5]
+    terms = []
+    for col in ("a", "b"):
+        terms.append(1.0 if pd.isna(q[col]) or pd.isna(r[col]) else
+                     abs(q[col] - r[col]) / m.delta_[col])
+    for col in ("c", "e"):
+        cats = m.schema_.categories_[list(X.columns).index(col)]
+        if pd.isna(q[col]) or pd.isna(r[col]):
+            terms.append(1.0)
+            continue
+        P = m.vdm_probabilities_[col]
+        pq = P[cats.index(q[col])] if q[col] in cats else np.zeros(P.shape[1])
+        terms.append(np.sqrt(np.sum((pq - P[cats.index(r[col])]) ** 2)))
+    close(m.pairwise(Q.iloc[[3]], X.iloc[[5]])[0, 0], math.sqrt(sum(t * t for t in terms)))
+
+
+def test_weighted_cooccurrence_and_mi_against_references():
+    """hds tables and MI weights with fractional weights, from weighted counts done by
+    hand (all-nominal data, so no binning is involved)."""
+    X, y, _, _ = mixed_data(12, nominal_only=True)
+    rng = np.random.default_rng(12)
+    sw = rng.integers(1, 9, size=len(X)) / 8.0
+    m = Metric("hds").fit(X, sample_weight=sw)
+    cats = m.schema_.categories_
+    # the table of c: Hellinger distance between the weighted distributions of e
+    Q = {}
+    for v, e, wt in zip(X["c"], X["e"], sw):
+        if v is not None and v == v:
+            d = Q.setdefault(v, dict.fromkeys(cats[1], 0.0))
+            d[e] += wt
+    T = m.value_tables_["c"]
+    for i, v in enumerate(cats[0]):
+        for j, u in enumerate(cats[0]):
+            pv = np.array(list(Q[v].values())) / sum(Q[v].values())
+            pu = np.array(list(Q[u].values())) / sum(Q[u].values())
+            want = 0.0 if i == j else np.sqrt(0.5 * np.sum((np.sqrt(pv) - np.sqrt(pu)) ** 2))
+            close(T[i, j], want)
+    mi = Metric("smd", weights="mi").fit(X, y, sample_weight=sw)
+    info = []
+    for col in ("c", "e"):
+        ok = X[col].notna().to_numpy()
+        xs, ys, ws = X[col].to_numpy()[ok], y[ok], sw[ok]
+        W = ws.sum()
+        total = 0.0
+        for a in set(xs):
+            for b in set(ys):
+                pab = ws[(xs == a) & (ys == b)].sum() / W
+                if pab > 0:
+                    total += pab * math.log(pab / (ws[xs == a].sum() / W * ws[ys == b].sum() / W))
+        info.append(total)
+    close(mi.mutual_information_, info)
+    close(mi.weights_, 2 * np.array(info) / sum(info))
+
+
+@pytest.mark.parametrize("disc", [EqualFrequency(4), EqualWidth(3, trim=0.1), MDLP()])
+def test_discretizers_integer_weights_equal_repeated_values(disc):
+    rng = np.random.default_rng(13)
+    x = np.round(rng.normal(size=60), 1)
+    x[rng.random(60) < 0.1] = np.nan
+    y = rng.choice(3, size=60) + (x > 0)
+    sw = rng.integers(0, 4, size=60)
+    a = type(disc)(**disc.get_params()).fit(x, y, sample_weight=sw)
+    b = type(disc)(**disc.get_params()).fit(np.repeat(x, sw), np.repeat(y, sw))
+    np.testing.assert_array_equal(a.bin_edges_, b.bin_edges_)
+
+
+# -- estimators: the metric's statistics are weighted too ----------------------------------
+@pytest.mark.parametrize("cls, metric, params", [
+    (KNeighborsClassifier, "hvdm", None),
+    (KNeighborsClassifier, "ivdm", None),
+    (KNeighborsClassifier, "gvdm", None),
+    (KNeighborsClassifier, "hds", None),
+    (KNeighborsClassifier, "heom", {"weights": "mi", "normalization": "mean_diff"}),
+    (KNeighborsRegressor, "heom", {"normalization": "4std"}),
+    (KNeighborsRegressor, "hds", {"normalization": "trimmed_range"}),
+    (KNeighborsRegressor, "gower", {"normalization": "mean_diff"}),
+])
+def test_estimators_weighted_statistics_equal_repeated_rows(cls, metric, params):
+    """Every k-NN estimator with a metric whose statistics depend on the weights:
+    predictions, probabilities and neighbor distances as with repeated rows."""
+    X, y, sw, Q = mixed_data(14)
+    y = np.where(y == "class-of-weight-0", "k", y)     # the classifier's classes are y's
+    t = np.random.default_rng(14).normal(size=len(X))
+    target = y if cls is KNeighborsClassifier else t
+    est = dict(n_neighbors=5, metric=metric, metric_params=params, weights="distance")
+    a = cls(**est).fit(X, target, sample_weight=sw)
+    Xr, tr = repeated(X, target, sw)
+    b = cls(**est).fit(Xr, tr)
+    close(outputs(a, Q), outputs(b, Q))
+    if cls is KNeighborsClassifier:
+        np.testing.assert_array_equal(a.predict(Q), b.predict(Q))
+    da, ia = a.kneighbors(Q, 4)
+    D = b.metric_.pairwise(Q, X)
+    close(da, np.sort(D, axis=1)[:, :4])
+    close(np.take_along_axis(D, ia, axis=1), da)
+
+
+# -- k-modes and k-prototypes --------------------------------------------------------------
+def cluster_data(seed, n=50):
+    rng = np.random.default_rng(seed)
+    g = rng.integers(0, 3, size=n)
+    X = pd.DataFrame({
+        "a": g * 3.0 + rng.normal(size=n),
+        "b": np.where(rng.random(n) < 0.1, np.nan, g - rng.gamma(1.0, size=n)),
+        "c": np.array(["u", "v", "w"], dtype=object)[(g + (rng.random(n) < 0.2)) % 3],
+        "e": rng.choice(["p", "q", "r"], size=n).astype(object),
+    })
+    X.loc[rng.random(n) < 0.1, "c"] = None
+    sw = rng.integers(1, 4, size=n)
+    sw[rng.choice(n, size=4, replace=False)] = 0
+    return X, sw
+
+
+@pytest.mark.parametrize("cls, metric, params", [
+    (KPrototypes, "heom", {}),
+    (KPrototypes, "hds", {}),
+    (KPrototypes, "heom", {"metric_params": {"normalization": "4std"}}),
+    (KModes, "smd", {}),
+    (KModes, "hds", {}),
+    (KModes, "add", {"nominal_center": "mode"}),
+])
+def test_clustering_integer_weights_equal_repeated_rows(cls, metric, params):
+    """From the same initial centers, weighted rows and repeated rows reach the same
+    centers, labels and cost (weighted means, weighted nominal centers, weighted
+    statistics of the metric)."""
+    X, sw = cluster_data(15)
+    if cls is KModes:
+        X = X[["c", "e"]]
+    Xr, _ = repeated(X, np.zeros(len(X)), sw)
+    init = X.iloc[[1, 20, 40]]
+    a = cls(3, metric=metric, init=init, **params).fit(X, sample_weight=sw)
+    b = cls(3, metric=metric, init=init, **params).fit(Xr)
+    rows = np.repeat(np.arange(len(X)), sw)
+    np.testing.assert_array_equal(a.labels_[rows], b.labels_)
+    assert a.inertia_ == pytest.approx(b.inertia_, rel=1e-10)
+    assert a.n_iter_ == b.n_iter_
+    pd.testing.assert_frame_equal(a.cluster_centers_, b.cluster_centers_, rtol=1e-10)
+    close(a.transform(X), b.transform(X))
+
+
+def test_clustering_weighted_means_and_modes_by_hand():
+    """One cluster: the center is the weighted mean and the weighted mode, the cost the
+    weighted sum of squared range-normalized differences."""
+    X = pd.DataFrame({"t": [0.0, 1.0, 4.0], "c": ["a", "b", "b"]})
+    sw = np.array([3.0, 0.5, 0.5])
+    km = KPrototypes(1, metric="heom", metric_params={"normalization": "none"},
+                     init=X.iloc[[0]]).fit(X, sample_weight=sw)
+    mean = (3 * 0.0 + 0.5 * 1.0 + 0.5 * 4.0) / 4.0
+    assert km.cluster_centers_.loc[0, "t"] == pytest.approx(mean)
+    assert km.cluster_centers_.loc[0, "c"] == "a"       # weight 3 against 1
+    cost = np.sum(sw * ((X["t"] - mean) ** 2 + (X["c"] != "a")))
+    assert km.inertia_ == pytest.approx(cost)
+
+
+def test_clustering_seeds_never_draw_weight_zero_rows():
+    X, sw = cluster_data(16)
+    sw[:] = 0
+    full = np.flatnonzero(X.notna().all(axis=1).to_numpy())
+    sw[full[[0, 5, 10, 15]]] = 1       # rows without a missing value: d(x, x) = 0
+    for init in ("random", "k-means++"):
+        km = KPrototypes(4, init=init, n_init=3, random_state=0).fit(X, sample_weight=sw)
+        assert km.inertia_ == pytest.approx(0.0, abs=1e-12)    # each center a weighted row
+    with pytest.raises(ValueError, match="positive sample_weight"):
+        KPrototypes(5).fit(X, sample_weight=sw)
