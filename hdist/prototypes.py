@@ -49,7 +49,7 @@ from dataclasses import dataclass
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, column_or_1d
+from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 
 from ._plan import SYMBOL
 from ._schema import CONTINUOUS, missing_mask
@@ -577,6 +577,9 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
     history_ : list of float
         Balanced accuracy of the kept prototypes at the start and after each constructive
         iteration (never decreasing).
+    n_iter_ : int
+        Constructive iterations run (at most ``max_iter``; fewer when every class is
+        learned perfectly or no addition helps any class).
     rules_ : DataFrame (or structured array without pandas)
         The prototypes with their class, the number of training rows each wins
         (``n_won``) and the share of those of its class (``accuracy``).
@@ -671,7 +674,7 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
         _validate_data(self, X, reset=reset, skip_check_array=True)
         if reset and getattr(self, "n_features_in_", None) == 0:
             raise ValueError("Found array with 0 feature(s) (shape=(%d, 0)) while a minimum "
-                             "of 1 is required." % len(X))
+                             "of 1 is required." % _num_samples(X))
         return X
 
     def _check_y(self, y, n):
@@ -711,7 +714,7 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
         """Fit the metric on ``(X, y)`` and find the prototypes."""
         self._check_params()
         X = self._validate_X(X, reset=True)
-        n = len(X) if not hasattr(X, "shape") else X.shape[0]
+        n = _num_samples(X)
         classes, codes = self._check_y(y, n)
         C = classes.size
         counts = np.bincount(codes, minlength=C)
@@ -791,6 +794,7 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
                     passed.add(c)
                 history.append(score)
         self.history_ = history
+        self.n_iter_ = len(history) - 1
         return st.sorted()
 
     def _new_prototype(self, space, idx, c, rng):

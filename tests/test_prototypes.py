@@ -312,3 +312,21 @@ def test_pipeline_on_a_dataframe_with_missing_values():
     assert pipe.score(X, y) > 0.9
     scores = cross_val_score(pipe, X, y, cv=3)
     assert scores.mean() > 0.85
+
+
+@pytest.fixture
+def array_api_env(monkeypatch):
+    # scikit-learn runs its array-API dispatch check (numpy inputs) only when this is set
+    monkeypatch.setenv("SCIPY_ARRAY_API", "1")
+
+
+from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+
+
+@parametrize_with_checks([PrototypeClassifier(random_state=0),
+                          PrototypeClassifier("heom", init="kmedoids", optimizer="lvq21",
+                                              n_prototypes=2, random_state=0),
+                          PrototypeClassifier("ivdm", init="random", optimizer=None,
+                                              validation_fraction=0.25, random_state=0)])
+def test_sklearn_compatible(estimator, check, array_api_env):
+    check(estimator)
