@@ -298,14 +298,14 @@ class _Space:
 
     @staticmethod
     def _weighted_sums(pi, w, X, Xp, P):
-        """Per prototype and column: ``Σ w x``, ``Σ w`` and the count over present values."""
-        k = X.shape[1]
-        S, W, N = np.zeros((P, k)), np.zeros((P, k)), np.zeros((P, k))
-        for a in range(k):
-            S[:, a] = np.bincount(pi, weights=w * X[:, a], minlength=P)
-            W[:, a] = np.bincount(pi, weights=w * Xp[:, a], minlength=P)
-            N[:, a] = np.bincount(pi, weights=Xp[:, a], minlength=P)
-        return S, W, N
+        """Per prototype and column: ``Σ w x``, ``Σ w`` and the count over present values,
+        as sparse-by-dense products (one entry per (row, prototype) pair)."""
+        from scipy import sparse
+        n = pi.size
+        ptr = np.arange(n + 1)
+        Mt = sparse.csr_matrix((w, pi, ptr), shape=(n, P)).T
+        M1 = sparse.csr_matrix((np.ones(n), pi, ptr), shape=(n, P)).T
+        return Mt @ X, Mt @ Xp, M1 @ Xp
 
     def update(self, st, ri, pi, w, rate):
         """Move every prototype ``j`` by the weighted pairs ``(row ri, prototype pi,
@@ -335,11 +335,18 @@ class _Space:
         if not self.nominal:
             return st
         nc = self._ncols
-        idx = (pi[:, None] * nc + take(B)).ravel()
         m = B.shape[1]
-        N = np.bincount(idx, weights=np.repeat(w, m), minlength=P * nc).reshape(P, nc)
-        Npos = np.bincount(idx, weights=np.repeat((w > 0).astype(np.float64), m),
-                           minlength=P * nc).reshape(P, nc)
+        if np.all(np.abs(w) == 1.0):
+            # LVQ: counts of the rows of each prototype's class and of the others
+            idx = ((2 * pi + (w > 0))[:, None] * nc + take(B)).ravel()
+            K = np.bincount(idx, minlength=2 * P * nc).reshape(P, 2, nc).astype(np.float64)
+            Npos = K[:, 1]
+            N = Npos - K[:, 0]
+        else:
+            idx = (pi[:, None] * nc + take(B)).ravel()
+            N = np.bincount(idx, weights=np.repeat(w, m), minlength=P * nc).reshape(P, nc)
+            Npos = np.bincount(idx, weights=np.repeat((w > 0).astype(np.float64), m),
+                               minlength=P * nc).reshape(P, nc)
         for (pos, comp, buckets, cand, R), off in zip(self.nominal, self._noff):
             nb = R.shape[0]
             cost = N[:, off:off + nb] @ R
@@ -533,8 +540,9 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
         How each class's starting prototypes are chosen from its rows: fuzzy c-means
         (fuzzifier 2) or k-means in the metric's space (k-means++ seeds), k-medoids (data
         rows; a sample of 1000 rows of a larger class), or random rows.  A prototype added
-        by the constructive algorithm is the centre of the class's misclassified rows
-        (their medoid for "kmedoids", one of them for "random").
+        by the constructive algorithm is the centre of the largest of three k-means groups
+        of the class's misclassified rows (k-medoids groups for "kmedoids", one of those
+        rows at random for "random").
     optimizer : {"lvq1", "lvq21", None}, default="lvq1"
         Batch LVQ1: every epoch each training row pulls its nearest prototype towards it
         when their classes agree and pushes it away when not; LVQ2.1 updates the two
@@ -799,14 +807,15 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
 
     def _new_prototype(self, space, idx, c, rng):
         """A prototype for class ``c`` from its misclassified rows ``idx``: the centre
-        of the largest of ``NEW_GROUPS`` groups the init method finds among them (one
-        of them at random for "random")."""
+        of the largest of ``NEW_GROUPS`` k-means groups among them (k-medoids for
+        "kmedoids"; one of them at random for "random")."""
         if self.init == "random":
             center = _center(space, idx, c)
             return space.vectors(_rows_state(space, idx[[rng.integers(idx.size)]], c,
                                              center))
         k = min(NEW_GROUPS, idx.size)
-        st = _init_class(space, idx, k, c, self.init, rng)
+        st = _init_class(space, idx, k, c, "kmedoids" if self.init == "kmedoids"
+                         else "kmeans", rng)
         if k == 1:
             return st
         _, ind = space.nearest(space.rows.take(idx), space.encode(st))
