@@ -348,6 +348,8 @@ class _Space:
             Npos = np.bincount(idx, weights=np.repeat((w > 0).astype(np.float64), m),
                                minlength=P * nc).reshape(P, nc)
         for (pos, comp, buckets, cand, R), off in zip(self.nominal, self._noff):
+            if cand.size == 0:          # no learned value (a column missing in training)
+                continue
             nb = R.shape[0]
             cost = N[:, off:off + nb] @ R
             own = Npos[:, off:off + nb].sum(1) > 0

@@ -330,3 +330,26 @@ from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
                                               validation_fraction=0.25, random_state=0)])
 def test_sklearn_compatible(estimator, check, array_api_env):
     check(estimator)
+
+
+@pytest.mark.parametrize("metric", ["gower", ("heom", {"missing": "symbol"}),
+                                    ("hvdm", {"p": 1}), ("hvdm", {"p": np.inf}),
+                                    ("hvdm", {"missing": "max", "weights": "mi"}), "hds"])
+def test_other_policies_and_aggregations(metric):
+    X, y = blobs(n_per=40, seed=17, sep=3.0, noise_nominal=0.3, nan_rate=0.1)
+    clf = PrototypeClassifier(metric, random_state=0).fit(X, y)
+    assert np.all(np.diff(clf.history_) >= 0)
+    # p = inf: a missing value makes every prototype equally far (1), a tie
+    assert clf.score(X, y) > 0.7
+    assert clf.prototypes_["color"].notna().all()
+
+
+def test_a_column_missing_in_every_training_row():
+    X, y = blobs(n_per=30, seed=18)
+    X["empty"] = np.nan
+    X["empty_nom"] = pd.Series([None] * len(X), dtype=object)
+    with pytest.warns(UserWarning, match="no observed value"):
+        clf = PrototypeClassifier("hvdm", random_state=0).fit(X, y)
+    assert clf.prototypes_["empty"].isna().all()
+    assert clf.prototypes_["empty_nom"].isna().all()
+    assert clf.score(X, y) >= 0.95
