@@ -112,16 +112,6 @@ def _rng(random_state):
     return np.random.default_rng(int(random_state))
 
 
-def _take_rows(X, idx):
-    if hasattr(X, "iloc"):
-        return X.iloc[idx]
-    if hasattr(X, "take") and hasattr(X, "schema"):          # pyarrow
-        return X.take(idx)
-    if isinstance(X, np.ndarray) or hasattr(X, "with_columns"):  # numpy, polars
-        return X[idx]
-    return [X[i] for i in idx]
-
-
 # -- the metric's space ------------------------------------------------------------------
 class _State:
     """Prototypes under construction: continuous values in original units ``cont``
