@@ -77,7 +77,7 @@ fi
 TESTS=(tests/test_foundation.py tests/test_gemm.py tests/test_trees.py tests/test_tile.py
        tests/test_ties.py tests/test_extreme_p.py
        tests/test_bad_input.py tests/test_concurrency.py tests/test_memory.py
-       tests/test_properties.py)
+       tests/test_properties.py tests/test_pam.py)
 if [ -n "${SANITIZE_TESTS:-}" ]; then
   read -ra TESTS <<<"$SANITIZE_TESTS"
 fi

@@ -85,3 +85,28 @@ def pair_terms(
     npt.NDArray[np.bool_], float,
 ]: ...
 def finalize_array(plan: CPlan, s: Float64Array) -> Float64Array: ...
+def pam_assign(
+    Dm: Float64Array,
+    med: IntpArray,
+    near: IntpArray,
+    seco: IntpArray,
+    dn: Float64Array,
+    ds: Float64Array,
+    w: Float64Array,
+) -> float: ...
+def pam_swaps(
+    D: Float64Array,
+    rows: IntpArray,
+    cand: IntpArray,
+    Dm: Float64Array,
+    med: IntpArray,
+    near: IntpArray,
+    seco: IntpArray,
+    dn: Float64Array,
+    ds: Float64Array,
+    w: Float64Array,
+    state: IntpArray,
+    loss: Float64Array,
+    n_visit: int,
+    n_threads: int,
+) -> int: ...

@@ -115,23 +115,33 @@ def _distances(plan, crows_a, crows_b, n_a, n_b, threads, reduced):
     return out
 
 
-def _weighted_seeds(n, k, rng, dist_from):
+def _draw(p, rng):
+    """An index drawn with probability proportional to ``p`` (>= 0); -1 when all are 0."""
+    total = p.sum()
+    if not (total > 0 and np.isfinite(total)):
+        return -1
+    i = min(int(np.searchsorted(np.cumsum(p), rng.random() * total, side="right")),
+            p.size - 1)
+    while p[i] == 0.0:   # rounding at the end of the cumulative sum
+        i -= 1
+    return i
+
+
+def _weighted_seeds(n, k, rng, dist_from, weight=None):
     """``k`` distinct row indices: the first uniform, each next one drawn with probability
     proportional to its distance to the nearest row drawn so far (``dist_from(i)``: the
-    distances of row ``i`` to every row); uniform among the rest when all are at 0."""
-    chosen = [int(rng.integers(n))]
+    distances of row ``i`` to every row); uniform among the rest when all are at 0.  With
+    row weights, every probability is also proportional to the row's weight (a row of
+    weight ``m`` is drawn as one of ``m`` copies would be; weight 0 is never drawn)."""
+    chosen = [int(rng.integers(n)) if weight is None else _draw(weight, rng)]
     dmin = dist_from(chosen[0])
     for _ in range(1, k):
-        w = dmin.copy()
-        w[chosen] = 0.0
-        total = w.sum()
-        if total > 0 and np.isfinite(total):
-            nxt = min(int(np.searchsorted(np.cumsum(w), rng.random() * total, side="right")),
-                      n - 1)
-            while w[nxt] == 0.0:   # rounding at the end of the cumulative sum
-                nxt -= 1
-        else:
-            free = np.setdiff1d(np.arange(n), chosen)
+        p = dmin.copy() if weight is None else dmin * weight
+        p[chosen] = 0.0
+        nxt = _draw(p, rng)
+        if nxt < 0:
+            free = np.setdiff1d(np.arange(n) if weight is None else np.flatnonzero(weight > 0),
+                                chosen)
             nxt = int(free[rng.integers(free.size)])
         chosen.append(nxt)
         dmin = np.minimum(dmin, dist_from(nxt))
@@ -715,7 +725,7 @@ class KMedoids(_ClusterBase):
     """
 
     #: with at most this many entries, the full distance matrix is computed once
-    FULL_MATRIX_ENTRIES = 1 << 23
+    FULL_MATRIX_ENTRIES = 1 << 28
     #: candidate rows per tile of distance rows
     TILE = 256
 
@@ -734,10 +744,12 @@ class KMedoids(_ClusterBase):
         self.random_state = random_state
         self.n_jobs = n_jobs
 
-    def fit(self, X, y=None, *, progress=None):
+    def fit(self, X, y=None, sample_weight=None, *, progress=None):
         """Cluster the rows of ``X``; ``y`` only fits a metric that needs labels.
-        ``progress``: ``True`` (a tqdm bar) or a callable receiving ``(done, n_init)``
-        after each initialization, ending with ``(n_init, n_init)``."""
+        ``sample_weight`` ``[n]`` (non-negative): the loss is ``Σ_i w_i d(i, medoid(i))``,
+        so a row of integer weight ``m`` counts as ``m`` copies of itself; a row of weight
+        0 is never a medoid.  ``progress``: ``True`` (a tqdm bar) or a callable receiving
+        ``(done, n_init)`` after each initialization, ending with ``(n_init, n_init)``."""
         k = _check_int("n_clusters", self.n_clusters, 1)
         n_init = _check_int("n_init", self.n_init, 1)
         max_iter = _check_int("max_iter", self.max_iter, 1)
@@ -752,10 +764,13 @@ class KMedoids(_ClusterBase):
             raise ValueError("init must be 'k-medoids++', 'random' or n_clusters row "
                              "indices, got %r" % (self.init,))
         base = _base_rng(self.random_state)
-        data = self._prepare(X, y)
+        data = self._prepare(X, y, sample_weight)
         n = data.n
-        if k > n:
-            raise ValueError("n_clusters=%d is larger than the %d rows of X" % (k, n))
+        w = data.w
+        n_pos = n if w is None else int(np.count_nonzero(w))
+        if k > n_pos:
+            raise ValueError("n_clusters=%d is larger than the %d rows of X%s"
+                             % (k, n_pos, "" if w is None else " of positive sample_weight"))
         sampled = self.max_exact is not None and n > self.max_exact
         if explicit:
             init_idx = np.asarray(self.init)
@@ -765,6 +780,9 @@ class KMedoids(_ClusterBase):
                                  % (k, self.init))
             if len(np.unique(init_idx)) != k or init_idx.min() < 0 or init_idx.max() >= n:
                 raise ValueError("init must hold %d distinct row indices in [0, %d)" % (k, n))
+            if w is not None and (w[init_idx] == 0).any():
+                raise ValueError("init holds row %d, whose sample_weight is 0"
+                                 % init_idx[w[init_idx] == 0][0])
             if n_init != 1 or sampled:
                 raise ValueError("init given as row indices needs n_init=1 and no sampling "
                                  "(max_exact=None or >= the number of rows)")
@@ -774,21 +792,24 @@ class KMedoids(_ClusterBase):
         seeds = base.integers(0, 2 ** 63 - 1, size=n_init)
         best = None
         report = _progress.reporter(progress, n_init, type(self).__name__)
+        exact = None if sampled else _MedoidEngine(data, data.rows, self.TILE,
+                                                   self.FULL_MATRIX_ENTRIES, w)
         for r, s in enumerate(seeds):
             rng = np.random.default_rng(int(s))
             if sampled:
-                sub = np.sort(rng.choice(n, size=min(sample_size, n), replace=False))
+                sub = np.sort(rng.choice(n if w is None else np.flatnonzero(w),
+                                         size=min(sample_size, n_pos), replace=False))
                 eng = _MedoidEngine(data, data.rows.take(sub), self.TILE,
-                                    self.FULL_MATRIX_ENTRIES)
+                                    self.FULL_MATRIX_ENTRIES, None if w is None else w[sub])
                 med_local, n_iter = eng.run(k, rng, self.init, self.method, max_iter)
                 med = sub[med_local]
             else:
-                eng = _MedoidEngine(data, data.rows, self.TILE, self.FULL_MATRIX_ENTRIES)
                 start = np.array(init_idx, dtype=np.intp) if explicit else self.init
-                med, n_iter = eng.run(k, rng, start, self.method, max_iter)
+                med, n_iter = exact.run(k, rng, start, self.method, max_iter)
             Dm = data.true_from(data.rows.take(med))
             labels = np.argmin(Dm, axis=0)
-            td = float(Dm[labels, np.arange(n)].sum())
+            dmin = Dm[labels, np.arange(n)]
+            td = float((dmin if w is None else dmin * w).sum())
             if best is None or td < best[0]:
                 best = (td, med, labels, n_iter)
             if report is not None:
@@ -803,19 +824,30 @@ class KMedoids(_ClusterBase):
                                              data.nom[self.medoid_indices_])
         return self
 
+    def fit_predict(self, X, y=None, sample_weight=None, *, progress=None):
+        """Fit and return ``labels_`` (arguments as for ``fit``)."""
+        return self.fit(X, y, sample_weight, progress=progress).labels_
+
 
 class _MedoidEngine:
-    """k-medoids over a set of encoded rows (all rows, or a sample)."""
+    """k-medoids over a set of encoded rows (all rows, or a sample), each row with a weight
+    (``weight`` None: all 1).  With at most ``full_entries`` pairs the distance matrix is
+    computed once (each pair once, mirrored); otherwise candidate rows are computed in
+    tiles of ``tile`` rows as the swaps need them."""
 
-    def __init__(self, data, rows, tile, full_entries):
+    def __init__(self, data, rows, tile, full_entries, weight=None):
         self.d = data
         self.rows = rows
         self.crows = _crows(rows)
         self.n = rows.n
         self.tile = tile
+        self.w = weight
         self.full = None
         if self.n * self.n <= full_entries:
-            self.full = self.block(np.arange(self.n))
+            from ._kernels import pairwise
+            self.full = np.empty((self.n, self.n))
+            pairwise(data.plan.cplan, self.crows, self.crows, self.full, data.threads, True,
+                     False)
 
     def block(self, idx):
         """True distances ``[len(idx), n]`` from rows ``idx`` to every row."""
@@ -828,8 +860,10 @@ class _MedoidEngine:
     # -- initial medoids ------------------------------------------------------------------
     def seeds(self, k, rng, how):
         if how == "random":
-            return np.sort(rng.choice(self.n, size=k, replace=False))
-        return _weighted_seeds(self.n, k, rng, lambda i: self.block(np.array([i]))[0])
+            if self.w is None:
+                return np.sort(rng.choice(self.n, size=k, replace=False))
+            return np.sort(rng.choice(self.n, size=k, replace=False, p=self.w / self.w.sum()))
+        return _weighted_seeds(self.n, k, rng, lambda i: self.block(np.array([i]))[0], self.w)
 
     def run(self, k, rng, init, method, max_iter):
         med = init if isinstance(init, np.ndarray) else self.seeds(k, rng, init)
@@ -839,76 +873,49 @@ class _MedoidEngine:
         return self._fasterpam(med, rng, max_iter)
 
     # -- FasterPAM -----------------------------------------------------------------------
-    @staticmethod
-    def _nearest(Dm):
-        """Nearest and second-nearest medoid slot of every row (ties: smaller slot)."""
-        k, n = Dm.shape
-        cols = np.arange(n)
-        near = np.argmin(Dm, axis=0)
-        dnear = Dm[near, cols]
-        if k == 1:
-            return near, dnear, np.full(n, np.inf)
-        D2 = Dm.copy()
-        D2[near, cols] = np.inf
-        dsec = D2.min(axis=0)
-        return near, dnear, dsec
-
     def _fasterpam(self, med, rng, max_iter):
-        k, n = med.size, self.n
-        Dm = self.block(med)
-        near, dnear, dsec = self._nearest(Dm)
-        removal = np.bincount(near, weights=dsec - dnear, minlength=k) if k > 1 else None
-        is_med = np.zeros(n, dtype=bool)
-        is_med[med] = True
+        """Eager swaps (the compiled kernels ``pam_assign`` / ``pam_swaps``) over the rows
+        in a random order, pass after pass, until ``n`` candidates in a row bring no swap
+        or ``max_iter`` passes are done.  Rows of weight 0 are never candidates."""
+        from ._kernels import pam_assign, pam_swaps
+        n = self.n
+        Dm = np.ascontiguousarray(self.block(med))
+        near = np.empty(n, dtype=np.intp)
+        seco = np.empty(n, dtype=np.intp)
+        dn = np.empty(n)
+        ds = np.empty(n)
+        w = np.empty(0) if self.w is None else np.ascontiguousarray(self.w, dtype=np.float64)
+        loss = np.array([pam_assign(Dm, med, near, seco, dn, ds, w)])
         order = rng.permutation(n)
-        since_swap = 0
+        if self.w is not None:
+            order = np.ascontiguousarray(order[self.w[order] > 0])
+        visit = order.size
+        state = np.zeros(2, dtype=np.intp)
+        step = self.tile if self.full is None else max(self.tile, 4096)
         passes = 0
-        pos = 0
-        while since_swap < n and passes < max_iter:
-            idx = order[pos:pos + self.tile]
-            rows = self.block(idx)
-            for r, c in enumerate(idx):
-                since_swap += 1
-                if since_swap > n:
-                    break
-                if is_med[c]:
-                    continue
-                d = rows[r]
-                td = dnear.sum()
-                if k == 1:
-                    gain, slot = d.sum() - td, 0
+        while passes < max_iter and state[0] < visit:
+            passes += 1
+            for t0 in range(0, visit, step):
+                idx = order[t0:t0 + step]
+                if self.full is None:
+                    D, at = self.block(idx), np.arange(idx.size, dtype=np.intp)
                 else:
-                    closer = d < dnear
-                    second = ~closer & (d < dsec)
-                    delta = removal.copy()
-                    delta += np.bincount(near[closer], weights=dnear[closer] - dsec[closer],
-                                         minlength=k)
-                    delta += np.bincount(near[second], weights=d[second] - dsec[second],
-                                         minlength=k)
-                    slot = int(np.argmin(delta))
-                    gain = delta[slot] + (d[closer] - dnear[closer]).sum()
-                if gain < -1e-12 * max(td, 1e-300):
-                    is_med[med[slot]] = False
-                    is_med[c] = True
-                    med[slot] = c
-                    Dm[slot] = d
-                    near, dnear, dsec = self._nearest(Dm)
-                    if k > 1:
-                        removal = np.bincount(near, weights=dsec - dnear, minlength=k)
-                    since_swap = 0
-            pos += len(idx)
-            if pos >= n:
-                pos = 0
-                passes += 1
-        return med, max(passes, 1)
+                    D, at = self.full, idx
+                pam_swaps(D, at, idx, Dm, med, near, seco, dn, ds, w, state, loss, visit,
+                          self.d.threads)
+                if state[0] >= visit:
+                    break
+        return med, passes
 
     # -- alternating -----------------------------------------------------------------------
     def _within_sums(self, members):
-        """Sum of distances from each member to the others (tiles of members)."""
+        """(Weighted) sum of distances from each member to the others (tiles of members)."""
         sums = np.empty(members.size)
         for t0 in range(0, members.size, self.tile):
             idx = members[t0:t0 + self.tile]
-            sums[t0:t0 + idx.size] = self.block(idx)[:, members].sum(axis=1)
+            blk = self.block(idx)[:, members]
+            sums[t0:t0 + idx.size] = blk.sum(axis=1) if self.w is None else \
+                blk @ self.w[members]
         return sums
 
     def _alternate(self, med, max_iter):
@@ -919,6 +926,8 @@ class _MedoidEngine:
             new = med.copy()
             for c in range(k):
                 members = np.flatnonzero(labels == c)
+                if self.w is not None:
+                    members = members[self.w[members] > 0]
                 if members.size == 0:
                     continue
                 sums = self._within_sums(members)
