@@ -282,9 +282,9 @@ class _ClusterBase(*_BASES):
         self._check_X(X, reset=False)
         return self.metric_.encode(X, what="X")
 
-    def fit_predict(self, X, y=None, *, progress=None):
-        """Fit and return ``labels_`` (``progress`` as for ``fit``)."""
-        return self.fit(X, y, progress=progress).labels_
+    def fit_predict(self, X, y=None, sample_weight=None, *, progress=None):
+        """Fit and return ``labels_`` (arguments as for ``fit``)."""
+        return self.fit(X, y, sample_weight, progress=progress).labels_
 
     def predict(self, X):
         """The nearest center of each row of ``X`` (ties: the smaller cluster index)."""
@@ -378,10 +378,6 @@ class _CenterBase(_ClusterBase):
 
     def _check_data(self, data):
         """Hook: KModes refuses continuous columns."""
-
-    def fit_predict(self, X, y=None, sample_weight=None, *, progress=None):
-        """Fit and return ``labels_`` (arguments as for ``fit``)."""
-        return self.fit(X, y, sample_weight, progress=progress).labels_
 
     def fit(self, X, y=None, sample_weight=None, *, progress=None):
         """Cluster the rows of ``X``.  ``y`` is used only to fit a metric that needs class
@@ -823,10 +819,6 @@ class KMedoids(_ClusterBase):
         self.cluster_centers_ = self._decode(data.cont[self.medoid_indices_],
                                              data.nom[self.medoid_indices_])
         return self
-
-    def fit_predict(self, X, y=None, sample_weight=None, *, progress=None):
-        """Fit and return ``labels_`` (arguments as for ``fit``)."""
-        return self.fit(X, y, sample_weight, progress=progress).labels_
 
 
 class _MedoidEngine:
