@@ -125,6 +125,15 @@ def sklearn_onehot(df, nominal, k):
     return out
 
 
+def impute(meth, holed, y, nominal, k):
+    if meth == "mean/mode":
+        return mean_mode(holed, nominal)
+    if meth == "sklearn onehot":
+        return sklearn_onehot(holed, nominal, k)
+    imp = hdist.KNNImputer(n_neighbors=k, metric=meth.split()[1])
+    return imp.fit_transform(holed, y)
+
+
 def run(name, rows, k, seed, fracs, methods):
     df, y, nominal = load(name, rows, seed)
     print("\n## %s: %d rows, %d continuous + %d nominal attributes, k = %d"
@@ -133,16 +142,11 @@ def run(name, rows, k, seed, fracs, methods):
     print("|---|---|---|---|---|")
     for frac in fracs:
         holed, mask = remove(df, frac, seed)
+        for meth in methods:       # warm-up: imports and first calls are not timed
+            impute(meth, holed.iloc[:50], y[:50], nominal, k)
         for meth in methods:
             t0 = time.perf_counter()
-            if meth == "mean/mode":
-                filled = mean_mode(holed, nominal)
-            elif meth == "sklearn onehot":
-                filled = sklearn_onehot(holed, nominal, k)
-            else:
-                metric = meth.split()[1]
-                imp = hdist.KNNImputer(n_neighbors=k, metric=metric)
-                filled = imp.fit_transform(holed, y)
+            filled = impute(meth, holed, y, nominal, k)
             dt = time.perf_counter() - t0
             rmse, acc = score(df, filled, mask, nominal)
             print("| %d %% | %s | %.3f | %.3f | %.2f |" % (round(100 * frac), meth, rmse, acc,
