@@ -24,6 +24,7 @@ import numbers
 
 import numpy as np
 
+from ._schema import column_weights
 from .discretize import Discretizer, EqualFrequency, _as_labels, _as_values
 
 __all__ = ["entropy", "mutual_information", "mi_weights"]
@@ -199,13 +200,13 @@ def mi_weights(metric, schema, cont, nom, y, C, sample_weight=None):
     ic = inom = 0
     for j, kind in enumerate(schema.kinds_):
         if kind == "continuous":
-            codes = _discretized(cont[:, ic], y, disc, "mi_discretizer", sw)
+            codes = _discretized(cont[:, ic], y, disc, "mi_discretizer", column_weights(sw, j))
             ic += 1
         else:
             codes = np.asarray(nom[:, inom], dtype=np.int64)
             inom += 1
         keep = codes >= 0
-        info[j] = _mi_codes(codes[keep], y[keep], None if sw is None else sw[keep]) \
+        info[j] = _mi_codes(codes[keep], y[keep], None if sw is None else column_weights(sw, j)[keep]) \
             if keep.any() else 0.0
     metric.mutual_information_ = info
     total = info.sum()

@@ -770,6 +770,13 @@ def encode_labels(y, n):
     return codes.astype(np.int64), classes.tolist()
 
 
+def column_weights(sw, j):
+    """The weights column ``j``'s statistics see: ``sw`` itself (None, or one weight per
+    row), or its column ``j`` for per-column weights ``[n, m]`` (a summary table whose
+    rows stand for counted values of one column each)."""
+    return sw if sw is None or sw.ndim == 1 else sw[:, j]
+
+
 def check_sample_weight(sample_weight, n):
     """``sample_weight`` as a float array ``[n]`` (None stays None; a scalar is repeated).
 

@@ -25,7 +25,7 @@ import copy
 
 import numpy as np
 
-__all__ = ["kneighbors", "kneighbors_distributed", "merge_topk", "predict"]
+__all__ = ["fit_metric", "kneighbors", "kneighbors_distributed", "merge_topk", "predict"]
 
 #: query rows per task when the reference set is distributed and the queries are local
 QUERY_BLOCK = 4096
@@ -317,7 +317,9 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
 
     ``metric`` is an :class:`hdist.Metric` fitted on the reference rows (its statistics:
     ranges, standard deviations, value-class counts; fit it on the same rows, in the same
-    order, for results equal to ``metric.kneighbors(queries, k)``).  Only those
+    order, for results equal to ``metric.kneighbors(queries, k)``), or fitted from them
+    by :func:`fit_metric` -- which an unfitted metric that needs no class labels gets
+    here, one pass over the reference partitions before the search.  Only those
     statistics are sent to the workers; the reference partitions stay where they are.
     Each reference partition is encoded once on its worker; each (query block x
     reference partition) task computes a local top-``k`` with global row indices (the partition's offset + position); a tree
@@ -360,6 +362,14 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
         metric = getattr(_searcher(metric), "metric_", None)
         if not isinstance(metric, Metric):
             raise TypeError("metric must be a fitted hdist Metric, index or estimator")
+    if "_fit" not in metric.__dict__:
+        # an unfitted metric: its statistics from one pass over the reference partitions
+        if metric.info.needs_y or metric.params.get("weights") == "mi":
+            raise ValueError("metric %r needs class labels to fit: call "
+                             "hdist.dask.fit_metric(metric, reference, target=...) on a "
+                             "reference frame holding the class column, or fit it on the "
+                             "client" % metric.name)
+        metric = fit_metric(metric, reference, client=client)
     metric._check_fitted()
     if list(map(str, reference.columns)) != list(metric.schema_.names_):
         raise ValueError("reference columns %s differ from the metric's fitted columns %s"
@@ -391,3 +401,152 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
         return np.zeros((0, k)), np.zeros((0, k), dtype=np.intp)
     return (np.concatenate([o[0] for o in out]),
             np.concatenate([o[1] for o in out]).astype(np.intp))
+
+
+# ----------------------------------------------------------------------------------------
+# the metric's statistics from a pass over the reference partitions
+
+#: nominal kinds whose statistics need the joint values of pairs of columns, which the
+#: per-column summaries below do not hold
+_JOINT = ("hds", "add")
+
+
+def _column_counts(part, y):
+    """Per column of one partition: its distinct (value, class) pairs with their row
+    counts, missing values included (as their own group)."""
+    import pandas as pd
+    out = {}
+    for c in part.columns:
+        frame = pd.DataFrame({"v": part[c].to_numpy(), "y": 0 if y is None else
+                              np.asarray(y)})
+        if isinstance(part[c].dtype, pd.CategoricalDtype):
+            frame["v"] = part[c].astype(object).where(part[c].notna(), None).to_numpy()
+        g = frame.groupby(["v", "y"], dropna=False, sort=False).size()
+        out[c] = g
+    return out
+
+
+def _merge_counts(pieces):
+    """Sum per-column counts of several partitions (exact: integer counts)."""
+    import pandas as pd
+    out = {}
+    for c in pieces[0]:
+        out[c] = pd.concat([p[c] for p in pieces]).groupby(level=[0, 1], dropna=False,
+                                                            sort=False).sum()
+    return out
+
+
+def _like(values, dtype):
+    """``values`` (object, ``None`` for missing) as a column of the reference's dtype."""
+    import pandas as pd
+    v = pd.Series(values, dtype=object)
+    if isinstance(dtype, pd.CategoricalDtype):
+        return pd.Categorical(v, categories=dtype.categories, ordered=dtype.ordered)
+    if getattr(dtype, "kind", "O") in "iuf":
+        return pd.to_numeric(v, errors="coerce").astype(np.float64)
+    if getattr(dtype, "kind", "O") == "b":
+        return v
+    try:
+        return v.astype(dtype)
+    except (TypeError, ValueError):
+        return v
+
+
+def _summary_table(meta, counts):
+    """One table holding every column's distinct (value, class) pairs, each in rows of
+    its own (the other columns missing), with the class and a weight matrix ``[rows,
+    columns]`` whose entry is the pair's count in the pair's column and 0 elsewhere."""
+    import pandas as pd
+    cols = list(meta.columns)
+    blocks, ys, ws = [], [], []
+    for j, c in enumerate(cols):
+        g = counts[c]
+        vals = [None if (v is None or (isinstance(v, float) and v != v) or v is pd.NA)
+                else v for v in g.index.get_level_values(0)]
+        nothing = [None] * len(vals)
+        blocks.append(pd.DataFrame({cc: _like(vals if cc == c else nothing, meta[cc].dtype)
+                                    for cc in cols}))
+        ys.append(np.asarray(g.index.get_level_values(1)))
+        w = np.zeros((len(vals), len(cols)))
+        w[:, j] = np.asarray(g.to_numpy(), dtype=np.float64)
+        ws.append(w)
+    table = pd.concat(blocks, ignore_index=True)
+    return table, np.concatenate(ys), np.concatenate(ws, axis=0)
+
+
+def fit_metric(metric, reference, target=None, *, client=None, split_every=8):
+    """Fit ``metric``'s statistics in one pass over a reference set held as a Dask
+    DataFrame, without gathering its rows.
+
+    Each partition is reduced on its worker to the distinct values of every column
+    (with the class, when ``target`` names the class column) and their row counts; the
+    counts are summed in a tree reduction (exact: integers), and the metric is fitted on
+    the client from those counts as frequency weights (:meth:`hdist.Metric.fit`'s
+    ``sample_weight``), column by column.  The statistics -- ranges, standard deviations,
+    quantiles, mean differences, value-class counts and posteriors, mutual information --
+    are then those of a local ``metric.fit(reference.compute(), y)`` (up to the rounding
+    of sums taken in another order).  Memory on the client grows with the number of
+    distinct values per column, not with the rows: a continuous column of 10^8 distinct
+    values still sends them all, so round such columns or fit on a sample where that
+    matters.
+
+    Parameters
+    ----------
+    metric : hdist.Metric (or a preset name)
+        Its parameters are kept; a fitted metric is re-fitted.
+    reference : dask.dataframe.DataFrame
+        The reference rows (and the class column, if ``target`` is given).
+    target : str, optional
+        The class column of ``reference`` (needed by VDM-based and class-posterior
+        metrics and by ``weights="mi"``); it is not a feature.
+    client : distributed.Client, optional
+
+    Returns
+    -------
+    hdist.Metric
+        Fitted: it encodes rows and computes distances (``pairwise``, ``encode``) and is
+        what :func:`kneighbors_distributed` takes with ``reference`` (without the
+        ``target`` column); it holds no training rows, so its own ``kneighbors`` has
+        nothing to search.
+
+    Raises
+    ------
+    TypeError
+        ``reference`` is not a Dask DataFrame.
+    ValueError
+        ``target`` is not a column; the metric compares pairs of columns jointly
+        (co-occurrence presets), which per-column counts cannot fit.
+    """
+    import dask
+    from .metrics import Metric
+    _check_ddf(reference)
+    if isinstance(metric, str):
+        metric = Metric(metric)
+    if not isinstance(metric, Metric):
+        raise TypeError("metric must be an hdist Metric or a preset name, got %s"
+                        % type(metric).__name__)
+    metric.check_params()
+    if metric.info.nominal in _JOINT:
+        raise ValueError("metric %r compares pairs of columns jointly (co-occurrence "
+                         "statistics); fit it on the client instead" % metric.name)
+    cols = [c for c in reference.columns if c != target]
+    if target is not None and target not in reference.columns:
+        raise ValueError("target %r is not a column of reference (columns: %s)"
+                         % (target, list(reference.columns)))
+    client = _client(client)
+
+    def summarize(part):
+        return _column_counts(part[cols], None if target is None else part[target])
+    pieces = [dask.delayed(summarize)(p) for p in reference.to_delayed()]
+    while len(pieces) > 1:
+        pieces = [dask.delayed(_merge_counts)(pieces[j:j + split_every])
+                  for j in range(0, len(pieces), split_every)]
+    counts = (client.compute(pieces[0]).result() if client is not None
+              else pieces[0].compute())
+    table, y, W = _summary_table(reference._meta[cols], counts)
+    fitted = copy.copy(metric)
+    fitted.__dict__ = {k: v for k, v in metric.__dict__.items() if k != "_fit"}
+    fitted._fit_summary(table, None if target is None else y, W)
+    slim = _slim(fitted)
+    slim.n_train_ = int(W.sum(axis=0).max()) if W.size else 0
+    return slim

@@ -29,7 +29,8 @@ from . import _estimators as est
 from ._plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan, TableComponent,
                     IGNORE, MAX, ONE, SYMBOL)
 from ._presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
-from ._schema import (CONTINUOUS, NotFittedError, Schema, check_sample_weight, encode_labels,
+from ._schema import (CONTINUOUS, NotFittedError, Schema, check_sample_weight, column_weights,
+                      encode_labels,
                       n_rows, take_rows, to_columns)
 from ._threads import effective_n_jobs
 
@@ -275,8 +276,7 @@ class Metric:
         steps: reading and encoding the table counts ``m`` steps (``m`` attributes), then
         each attribute's statistics one, so ``total = 2 m`` and the last call is
         ``(total, total)``."""
-        info = self.info
-        p, pol_c, pol_n, agg, norm, trim = self.check_params()
+        self.check_params()
         # what the previous fit learned goes first: a fit that fails leaves the metric
         # unfitted, never a mixture of two fits
         self._forget_fit()
@@ -286,6 +286,29 @@ class Metric:
             if not sw.all():
                 keep = np.flatnonzero(sw > 0)
                 sw = sw[keep]
+        return self._fit_weighted(X, y, sw, keep, progress)
+
+    def _fit_summary(self, X, y, W):
+        """Fit from a summary table (``hdist.dask.fit_metric``): column ``j``'s statistics
+        see row ``i`` with weight ``W[i, j]`` (rows that hold other columns' values have
+        weight 0 there), so per-column value counts stand for the rows they count.  The
+        rows are not kept as training rows."""
+        if self.info.nominal in ("hds", "add"):
+            raise ValueError("metric %r compares pairs of columns jointly (co-occurrence "
+                             "statistics), which per-column counts cannot fit" % self.name)
+        W = np.asarray(W, dtype=np.float64)
+        if W.ndim != 2 or W.shape[0] != n_rows(X) or not np.all(np.isfinite(W)) \
+                or (W < 0).any():
+            raise ValueError("column weights must be finite, non-negative, [rows, columns]")
+        self.check_params()
+        self._forget_fit()
+        return self._fit_weighted(X, y, W, None, None)
+
+    def _fit_weighted(self, X, y, sw, keep, progress):
+        """``fit`` after its checks: ``sw`` is None, the weights ``[n]`` of the rows
+        ``keep`` (None: all rows), or per-column weights ``[n, m]`` (``_fit_summary``)."""
+        info = self.info
+        p, pol_c, pol_n, agg, norm, trim = self.check_params()
         schema = Schema(self._param("nominal"))
         cont, nom = schema.fit_encode(X if keep is None else take_rows(X, keep),
                                       allow_empty=True)
@@ -324,7 +347,7 @@ class Metric:
                 x = cont[:, ic]
                 ic += 1
                 components.append(self._continuous_component(j, name, x, pol_c, norm, trim,
-                                                             ycodes, C, sw))
+                                                             ycodes, C, column_weights(sw, j)))
             else:
                 cont_pos.append(-1)
                 nom_pos.append(inom)
@@ -332,7 +355,8 @@ class Metric:
                 inom += 1
                 V = len(schema.categories_[j]) + (1 if pol_n == SYMBOL else 0)
                 components.append(self._nominal_component(j, name, codes, V, pol_n, ycodes, C,
-                                                          nom, schema, cont, sw))
+                                                          nom, schema, cont,
+                                                          column_weights(sw, j)))
             if report is not None and j + 1 < m_attr:
                 report(m_attr + j + 1, 2 * m_attr)
         weights = self._weights(schema, cont, nom, ycodes, C, sw)

@@ -153,5 +153,71 @@ def test_distributed_reference_errors():
                                                              npartitions=2))
     with pytest.raises(TypeError, match="Dask DataFrame"):
         hd.kneighbors(metric, R, 3, reference=R)
-    with pytest.raises(RuntimeError, match="not fitted"):
-        hd.kneighbors(hdist.Metric("heom"), R, 3, reference=dd.from_pandas(R, npartitions=2))
+    with pytest.raises(TypeError, match="fitted hdist Metric"):
+        hd.kneighbors("heom", R, 3, reference=dd.from_pandas(R, npartitions=2))
+
+
+def mixed_table(n, seed):
+    """Continuous (one with repeated values), text, categorical and integer columns, with
+    missing values, and a class column ``y``."""
+    rng = np.random.default_rng(seed)
+    t = pd.DataFrame({"u": rng.normal(size=n),
+                      "r": rng.integers(0, 9, n).astype(float) * 0.5,
+                      "s": rng.choice(["a", "b", "c", "d"], n).astype(object),
+                      "k": pd.Categorical(rng.choice(["lo", "mid", "hi"], n),
+                                          categories=["lo", "mid", "hi", "never"]),
+                      "i": rng.integers(0, 40, n)})
+    t.loc[rng.random(n) < 0.08, "u"] = np.nan
+    t.loc[rng.random(n) < 0.08, "r"] = np.nan
+    t.loc[rng.random(n) < 0.08, "s"] = None
+    t.loc[rng.random(n) < 0.08, "k"] = np.nan
+    t["y"] = np.where(t["u"].fillna(0) + (t["s"] == "a") > 0.3, "yes", "no")
+    return t
+
+
+@pytest.mark.parametrize("name,params", [
+    ("heom", {}), ("hvdm", {}), ("gower", {}), ("ivdm", {}), ("dvdm", {"n_bins": 4}),
+    ("lvdm", {}), ("heom", {"normalization": "trimmed_range"}), ("gower", {"weights": "mi"}),
+    ("euclidean", {"normalization": "mean_diff"})])
+def test_fit_metric_equals_a_local_fit(client, name, params):
+    """The statistics fitted from per-partition counts equal a local fit on all rows:
+    distances to 1e-12 and the same neighbors, searched over the distributed reference."""
+    T = mixed_table(1600, 11)
+    feats = [c for c in T.columns if c != "y"]
+    ddf = dd.from_pandas(T, npartitions=5)
+    local = hdist.Metric(name, **params).fit(T[feats], T["y"])
+    dist = hd.fit_metric(hdist.Metric(name, **params), ddf, target="y")
+    assert dist.n_train_ == len(T)
+    Q = mixed_table(150, 12)[feats]
+    np.testing.assert_allclose(dist.pairwise(Q, T[feats].iloc[:300]),
+                               local.pairwise(Q, T[feats].iloc[:300]), rtol=1e-12, atol=1e-14)
+    d0, i0 = local.kneighbors(Q, 5)
+    d, i = hd.kneighbors(dist, Q, 5, reference=ddf[feats], query_block=64)
+    np.testing.assert_array_equal(i, i0)
+    np.testing.assert_allclose(d, d0, rtol=1e-12)
+
+
+def test_kneighbors_fits_an_unfitted_metric_from_the_reference(client):
+    T = mixed_table(900, 13)[["u", "r", "s", "k", "i"]]
+    ddf = dd.from_pandas(T, npartitions=4)
+    Q = mixed_table(100, 14)[list(T.columns)]
+    d0, i0 = hdist.Metric("gower").fit(T).kneighbors(Q, 4)
+    d, i = hd.kneighbors(hdist.Metric("gower"), Q, 4, reference=ddf)
+    np.testing.assert_array_equal(i, i0)
+    np.testing.assert_allclose(d, d0, rtol=1e-12)
+
+
+def test_fit_metric_errors():
+    T = mixed_table(200, 15)
+    ddf = dd.from_pandas(T, npartitions=2)
+    with pytest.raises(ValueError, match="target 'label' is not a column"):
+        hd.fit_metric("hvdm", ddf, target="label")
+    with pytest.raises(ValueError, match="needs class labels"):
+        hd.fit_metric("hvdm", ddf[["u", "s"]])
+    with pytest.raises(ValueError, match="pairs of columns jointly"):
+        hd.fit_metric("hds", ddf, target="y")
+    with pytest.raises(TypeError, match="Dask DataFrame"):
+        hd.fit_metric("heom", T)
+    with pytest.raises(ValueError, match="needs class labels.*fit_metric"):
+        hd.kneighbors(hdist.Metric("hvdm"), T[["u", "s"]], 3,
+                      reference=dd.from_pandas(T[["u", "s"]], npartitions=2))
