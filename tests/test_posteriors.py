@@ -2,7 +2,6 @@
 presets, against the plain reference in tests/ref_posteriors.py."""
 import math
 import pickle
-import time
 
 import numpy as np
 import pytest
@@ -337,22 +336,6 @@ def test_missing_rows_and_constant_columns():
     train = pd.DataFrame({"a": [1.0, 1.0, 1.0, 1.0], "b": [0.0, 1.0, 2.0, 3.0]})
     m = Metric("gvdm").fit(train, [0, 0, 1, 1])
     assert m.pairwise(pd.DataFrame({"a": [5.0], "b": [0.0]}), train)[0, 0] == 0.0
-
-
-def test_encoding_is_fast():
-    rng = np.random.default_rng(0)
-    x = rng.normal(size=20000)
-    y = rng.integers(0, 3, size=20000)
-    q = rng.normal(size=1_000_000) * 1.5
-    for est in (post.DiscretizedPosterior(), post.InterpolatedPosterior(),
-                post.GaussianPosterior(), post.LocalPosterior(), post.ParzenPosterior()):
-        est.fit(x, y, 3)
-        best = math.inf
-        for _ in range(2):
-            t = time.perf_counter()
-            est.transform(q)
-            best = min(best, time.perf_counter() - t)
-        assert best < 1.0, (type(est).__name__, best)
 
 
 # --------------------------------------------------------------------------------------
