@@ -208,20 +208,9 @@ def _two_sided_rows(plan, rows):
 
 def _reduced_radius(plan, r):
     """A reduced-distance threshold that every pair within true distance ``r`` stays
-    under: ``r^p`` (times the total weight for the mean), enlarged for rounding."""
-    if math.isinf(r):
-        return math.inf
-    if plan.pmode == 0:
-        return r * (1.0 + 1e-6) + 1e-300
-    with np.errstate(over="ignore"):
-        red = float(np.power(r, plan.p))
-    if plan.mean:
-        red *= plan.w_all
-    red = red * (1.0 + 1e-6 + 8.0 * plan.p * 2.0 ** -52) + 1e-300
-    if plan.pmode == 3:
-        from ._kernels import SAFE_RANGE
-        red = max(red, SAFE_RANGE[0])   # smaller sums are recomputed exactly
-    return red
+    under (``hdist._kernels.reduced_radius``: ``r^p``, enlarged for rounding)."""
+    from ._kernels import reduced_radius
+    return reduced_radius(plan.cplan, r)
 
 
 class NeighborsIndex:
@@ -407,7 +396,8 @@ class NeighborsIndex:
     @property
     def tree_nbytes_(self):
         """Bytes held by the tree on top of the indexed rows: node arrays, permutation,
-        per-row pivot distances and the copy of the rows in tree order."""
+        per-row pivot distances and two copies of the rows in tree order (row-major, and
+        leaf by leaf attribute-major for the tile kernel)."""
         self._check_fitted()
         if self._tree is None:
             return 0
@@ -415,7 +405,7 @@ class NeighborsIndex:
         rows = self._rows
         data = sum(getattr(rows, k).nbytes for k in ("c", "cpen", "o", "t", "e"))
         return int(sum(a.nbytes for a in t["nodes"].values()) + t["perm"].nbytes
-                   + t["rowdist"].nbytes + data)
+                   + t["rowdist"].nbytes + 2 * data)
 
     @property
     def data_nbytes_(self):

@@ -476,3 +476,19 @@ cdef inline double true_of(const PlanS* P, const RowsS* A, intp i, const RowsS* 
     if P.pmode == 3 and not (s >= 1e-280 and s <= 1e280):
         return pair_true_scaled(P, A, i, B, j)
     return finalize(P, s)
+
+
+
+# The tile kernel for callers outside this module (the trees' leaves).
+ctypedef struct AttrRows:
+    intp ld              # rows stored attribute-major: value (a, j) at [a * ld + j]
+    const double* c      # [mc, ld]
+    const double* cpen   # [mc, ld]
+    const int* o         # [mo, ld]
+    const int* t         # [mt, ld]
+    const double* e      # [D, ld]
+
+
+cdef int tile_block(const void* view, const PlanS* P, const RowsS* Q, intp q,
+                    const AttrRows* R, intp j0, intp nb, double bound,
+                    double* s) noexcept nogil

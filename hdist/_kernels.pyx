@@ -767,11 +767,32 @@ cdef int _cmp_hit(const void* a, const void* b) noexcept nogil:
     return 0
 
 
+def reduced_radius(CPlan plan, double r):
+    """A reduced-distance bound that every pair within true distance ``r`` stays under:
+    ``r^p`` (times the total weight for the mean), enlarged by a relative 1e-6, far above
+    the rounding of the sum, the mean and the root (``r`` itself for p = inf)."""
+    cdef const PlanS* P = &plan.s
+    cdef double red
+    if r == INFINITY:
+        return INFINITY
+    if P.pmode == 0:
+        return r * (1.0 + 1e-6) + 1e-300
+    red = pow(r, P.p)
+    if P.mean:
+        red = red * P.w_all
+    red = red * (1.0 + 1e-6 + 8.0 * P.p * 2.0 ** -52) + 1e-300
+    if P.pmode == 3 and red < SAFE_RANGE[0]:
+        red = SAFE_RANGE[0]     # smaller sums are recomputed exactly (true_of)
+    return red
+
+
 cdef intp _radius_row(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
                       const RowsS* RS, const hd_tr* whole, double* mem, intp nr, double r,
-                      int excl, intp self_off, Hit** out) noexcept nogil:
+                      double rred, int excl, intp self_off, Hit** out) noexcept nogil:
     """Reference rows within true distance r of query q, sorted, into a new buffer
-    ``*out`` (freed by the caller).  Returns their count, or -1 when out of memory."""
+    ``*out`` (freed by the caller).  Returns their count, or -1 when out of memory.
+    ``rred`` (``reduced_radius``): a tile whose rows all pass it is abandoned, and a row
+    past it is not finalized (its true distance exceeds r)."""
     cdef double tb[HD_TB]
     cdef hd_tq qr
     cdef hd_tr R
@@ -789,9 +810,11 @@ cdef intp _radius_row(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
         if t1 > nr:
             t1 = nr
         R = _tile_of(P, RS, whole, t0, t1 - t0, mem, &j0)
-        hd_tile(T, &qr, &R, j0, t1 - t0, INFINITY, tb)
+        if hd_tile(T, &qr, &R, j0, t1 - t0, rred, tb):
+            t0 = t1
+            continue
         for j in range(t0, t1):
-            if excl and j == q + self_off:
+            if tb[j - t0] > rred or (excl and j == q + self_off):
                 continue
             d = true_of(P, Q, q, RS, j, tb[j - t0])
             if d <= r:
@@ -821,6 +844,7 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
     cdef const RowsS* RS = &R.s
     cdef intp nq = Q.s.n, nr = R.s.n, q, b0, b1, cnt, h
     cdef int excl = exclude_self
+    cdef double rred = reduced_radius(plan, r)
     cdef Hit** bufs
     cdef intp* counts
     out_d = []
@@ -850,7 +874,8 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
             with nogil:
                 for q in prange(b0, b1, num_threads=n_threads, schedule="dynamic"):
                     counts[q - b0] = _radius_row(&TP, P, QS, q, RS, &TR, _mem_of(mem, mstride),
-                                                 nr, r, excl, self_offset, &bufs[q - b0])
+                                                 nr, r, rred, excl, self_offset,
+                                                 &bufs[q - b0])
             for q in range(b1 - b0):
                 if counts[q] < 0:
                     raise MemoryError("radius search ran out of memory")
@@ -1206,3 +1231,36 @@ def pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand
     state[1] = nswap
     loss[0] = cur
     return pos
+
+
+
+#: most reference rows one tile_block call takes
+TILE_ROWS = HD_TB
+
+
+def tile_view(CPlan plan):
+    """The tile kernel's view of ``plan`` for ``tile_block`` (``_kernels.pxd``): a buffer
+    that points into ``plan``, which the caller keeps alive."""
+    cdef hd_tplan TP = _tplan(plan)
+    buf = np.zeros(sizeof(hd_tplan), dtype=np.uint8)
+    (<hd_tplan*> cnp.PyArray_DATA(buf))[0] = TP
+    return buf
+
+
+cdef int tile_block(const void* view, const PlanS* P, const RowsS* Q, intp q,
+                    const AttrRows* R, intp j0, intp nb, double bound,
+                    double* s) noexcept nogil:
+    """Reduced distances ``s[0 .. nb)`` of query row q to rows ``j0 .. j0 + nb`` of the
+    attribute-major rows R (``nb <= TILE_ROWS``), bit-identical to ``pair_reduced``;
+    returns 1 when every row exceeds ``bound`` (``s`` is then meaningless), as
+    ``hd_tile``.  ``view`` comes from ``tile_view(plan)``."""
+    cdef hd_tq qr
+    cdef hd_tr Rt
+    Rt.ld = R.ld
+    Rt.c = R.c
+    Rt.cpen = R.cpen
+    Rt.o = R.o
+    Rt.t = R.t
+    Rt.e = R.e
+    _tq_row(P, Q, q, &qr)
+    return hd_tile(<const hd_tplan*> view, &qr, &Rt, j0, nb, bound, s)

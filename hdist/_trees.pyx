@@ -2,10 +2,11 @@
 """Exact KD-tree and ball tree over a Plan (Witten & Frank, "Finding nearest neighbors efficiently").
 
 Both trees are flat arrays (one row per node, children by explicit index), so they pickle
-as plain numpy arrays and grow by appending nodes on insertion.  Every distance a query
-needs is computed by ``pair_reduced`` (``_kernels.pxd``), the function the brute-force
-kernels use, and candidates are ordered by ``(reduced distance, training index)``, so a
-tree returns exactly brute force's neighbors, ties included.
+as plain numpy arrays and grow by appending nodes on insertion.  A leaf's rows are
+contiguous in tree order, and their reduced distances to a query come from the brute
+force's tile kernel (``tile_block``, ``_kernels.pxd``: the operations of ``pair_reduced``,
+bit for bit, vectorized across the rows); candidates are ordered by ``(true distance,
+training index)``, so a tree returns exactly brute force's neighbors, ties included.
 
 KD-tree
     A node stores, per attribute, what a lower bound of the reduced distance from a query
@@ -41,7 +42,8 @@ from libc.math cimport INFINITY, sqrt, fabs
 from libc.stdint cimport uint64_t
 
 from hdist._kernels cimport (PlanS, RowsS, CPlan, CRows, intp, pw, acc, pair_reduced,
-                             finalize, reduced_bound, true_of)
+                             finalize, reduced_bound, true_of, AttrRows, tile_block)
+from hdist._kernels import TILE_ROWS, tile_view
 
 cnp.import_array()
 
@@ -59,6 +61,22 @@ cdef extern from *:
     """
     int hdist_ctz64(unsigned long long x) noexcept nogil
     int hdist_popcount64(unsigned long long x) noexcept nogil
+
+cdef extern from *:
+    """
+    /* ask for the cache lines of [p, p + bytes) ahead of their use (a hint only) */
+    static void hdist_prefetch(const void *p, ptrdiff_t bytes) {
+    #if defined(__GNUC__) || defined(__clang__)
+        const char *c = (const char *)p;
+        ptrdiff_t i;
+        for (i = 0; i < bytes; i += 64)
+            __builtin_prefetch(c + i, 0, 3);
+    #else
+        (void)p; (void)bytes;
+    #endif
+    }
+    """
+    void hdist_prefetch(const void* p, Py_ssize_t nbytes) noexcept nogil
 
 cdef extern from "Python.h":
     int PyErr_CheckSignals() except -1
@@ -235,19 +253,6 @@ cdef inline void sorted_insert(double* hd, intp* hi, intp k, double d, intp j) n
 cdef inline double true_dist(const PlanS* P, const RowsS* A, intp i, const RowsS* B,
                              intp j) noexcept nogil:
     return true_of(P, A, i, B, j, pair_reduced(P, A, i, B, j, P.pmode, INFINITY))
-
-
-cdef inline double leaf_pair(const PlanS* P, const RowsS* Q, intp q, const RowsS* R, intp pos,
-                             double bound) noexcept nogil:
-    """``pair_reduced`` with the aggregation specialised, as the brute kernel calls it."""
-    cdef int pm = P.pmode
-    if pm == 2:
-        return pair_reduced(P, Q, q, R, pos, 2, bound)
-    elif pm == 1:
-        return pair_reduced(P, Q, q, R, pos, 1, bound)
-    elif pm == 0:
-        return pair_reduced(P, Q, q, R, pos, 0, bound)
-    return pair_reduced(P, Q, q, R, pos, 3, bound)
 
 
 cdef inline void swap2(double* key, intp* idx, intp a, intp b) noexcept nogil:
@@ -1090,6 +1095,73 @@ ctypedef struct QueryS:
     double eta            # ball: relative error allowance on true distances
     double rred           # radius queries: the reduced-distance threshold
     double r              # radius queries: the true-distance radius
+    const void* tview     # the tile kernel's view of the plan (tile_view)
+    intp tnb              # most rows per tile_block call
+    AttrRows lm           # R leaf-major: leaf [s, e) attribute-major at s * m, ld = e - s
+
+
+cdef inline double* leaf_buffer(const QueryS* S) noexcept nogil:
+    """A buffer for the reduced distances of a leaf's rows; NULL when out of memory."""
+    return <double*> malloc((S.tnb + 1) * sizeof(double))
+
+
+cdef inline void leaf_prefetch(const QueryS* S, intp node) noexcept nogil:
+    """Start loading the rows of leaf ``node`` (the blocks the tile kernel reads when
+    the query has no missing value) so that the loads overlap."""
+    cdef const PlanS* P = S.P
+    if S.T.left[node] >= 0:
+        return
+    cdef intp s0 = S.T.start[node], nl = S.T.end[node] - S.T.start[node]
+    if P.mc:
+        hdist_prefetch(S.lm.c + s0 * P.mc, nl * P.mc * sizeof(double))
+    if P.mo:
+        hdist_prefetch(S.lm.o + s0 * P.mo, nl * P.mo * sizeof(int))
+    if P.mt:
+        hdist_prefetch(S.lm.t + s0 * P.mt, nl * P.mt * sizeof(int))
+    if P.me:
+        hdist_prefetch(S.lm.e + s0 * S.D, nl * S.D * sizeof(double))
+
+
+cdef inline intp leaf_chunk(const QueryS* S, intp q, intp node, intp e0, intp e1, double dq,
+                            double kt, double bound, double* out, intp* nb) noexcept nogil:
+    """The next tile of leaf ``node`` from tree position e0 on (the ball tree skips the
+    leading rows its per-row bound rules out at ``kt``): returns its first position and
+    sets ``nb`` to its row count, with their reduced distances in ``out``; ``nb`` is 0
+    when the leaf is done, and minus the row count when every row exceeds ``bound``."""
+    cdef intp n
+    if S.ball:
+        e0 = ball_trim(S, q, e0, e1, dq, kt)
+    n = e1 - e0 if e1 - e0 < S.tnb else S.tnb
+    nb[0] = n
+    if n > 0 and leaf_tile(S, q, node, e0, n, bound, out):
+        nb[0] = -n
+    return e0
+
+
+cdef inline int leaf_tile(const QueryS* S, intp q, intp node, intp e0, intp nb,
+                          double bound, double* out) noexcept nogil:
+    """Reduced distances of query q to the rows at tree positions [e0, e0 + nb) of leaf
+    ``node`` (its rows stored attribute-major, ``leaf_major``) by the tile kernel: those
+    of pair_reduced, bit for bit.  Returns 1 when every row exceeds ``bound``."""
+    cdef const PlanS* P = S.P
+    cdef intp s0 = S.T.start[node]
+    cdef AttrRows L
+    L.ld = S.T.end[node] - s0
+    L.c = S.lm.c + s0 * P.mc
+    L.cpen = S.lm.cpen + s0 * P.mc
+    L.o = S.lm.o + s0 * P.mo
+    L.t = S.lm.t + s0 * P.mt
+    L.e = S.lm.e + s0 * S.D
+    return tile_block(S.tview, P, S.Q, q, &L, e0 - s0, nb, bound, out)
+
+
+cdef inline intp ball_trim(const QueryS* S, intp q, intp e0, intp e1, double dq,
+                           double kt) noexcept nogil:
+    """First position of [e0, e1) whose row the ball tree's per-row bound cannot rule
+    out at ``kt`` (e1 when none)."""
+    while e0 < e1 and ball_row_lower(dq, S.rowdist[e0], S.eta, S.two[q]) > kt:
+        e0 += 1
+    return e0
 
 
 cdef inline double ball_lower(double dqp, double rad, double eta) noexcept nogil:
@@ -1122,17 +1194,20 @@ cdef int knn_chunk(const QueryS* S, intp q0, intp q1, double* Dd, intp* Ii, intp
     cdef double* sdq = <double*> malloc(cap * sizeof(double))
     cdef double* bm = <double*> malloc((P.mt * 64 + 1) * sizeof(double))
     cdef double* tun = <double*> malloc((P.mt + 1) * sizeof(double))
+    cdef double* lbuf = leaf_buffer(S)
     cdef QCtx C
-    cdef intp q, sp, node, pos, j, self_j, c, L, Rn
+    cdef intp q, sp, node, pos, j, self_j, c, L, Rn, e0, nb
     cdef double lb, lbl, lbr, kth, s, dq, dql, dqr, kt = INFINITY
     cdef double* hd
     cdef intp* hi
-    if snode == NULL or slb == NULL or sdq == NULL or bm == NULL or tun == NULL:
+    if snode == NULL or slb == NULL or sdq == NULL or bm == NULL or tun == NULL \
+            or lbuf == NULL:
         free(snode)
         free(slb)
         free(sdq)
         free(bm)
         free(tun)
+        free(lbuf)
         return -1
     C.bm = bm
     C.tun = tun
@@ -1171,23 +1246,37 @@ cdef int knn_chunk(const QueryS* S, intp q0, intp q1, double* Dd, intp* Ii, intp
                 continue
             L = T.left[node]
             if L < 0:
+                # the leaf's rows are contiguous in tree order: the tile kernel computes
+                # their reduced distances (those of pair_reduced, bit for bit) at once
                 dq = sdq[sp]
-                for pos in range(T.start[node], T.end[node]):
-                    j = S.perm[pos]
-                    if j == self_j:
+                e0 = T.start[node]
+                leaf_prefetch(S, node)
+                if sp > 0:
+                    leaf_prefetch(S, snode[sp - 1])     # often the next leaf scanned
+                while True:
+                    e0 = leaf_chunk(S, q, node, e0, T.end[node], dq, kt, kth, lbuf, &nb)
+                    if nb <= 0:         # done, or every row beyond the k-th distance
+                        c -= nb
+                        e0 -= nb
+                        if nb == 0:
+                            break
                         continue
-                    if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta, S.two[q]) > kt:
-                        continue
-                    s = leaf_pair(P, S.Q, q, S.R, pos, kth)
-                    c += 1
-                    if s > kth:
-                        continue
-                    s = true_of(P, S.Q, q, S.R, pos, s)
-                    if before(s, j, hd[k - 1], hi[k - 1]):
-                        sorted_insert(hd, hi, k, s, j)
-                        kth = reduced_bound(P, hd[k - 1])
-                        if S.ball:
-                            kt = hd[k - 1] * (1.0 + S.eta) + TINY
+                    c += nb
+                    for pos in range(e0, e0 + nb):
+                        j = S.perm[pos]
+                        s = lbuf[pos - e0]
+                        if s > kth or j == self_j:
+                            continue
+                        if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta,
+                                                     S.two[q]) > kt:
+                            continue
+                        s = true_of(P, S.Q, q, S.R, pos, s)
+                        if before(s, j, hd[k - 1], hi[k - 1]):
+                            sorted_insert(hd, hi, k, s, j)
+                            kth = reduced_bound(P, hd[k - 1])
+                            if S.ball:
+                                kt = hd[k - 1] * (1.0 + S.eta) + TINY
+                    e0 += nb
                 continue
             Rn = T.right[node]
             if S.ball:
@@ -1223,6 +1312,7 @@ cdef int knn_chunk(const QueryS* S, intp q0, intp q1, double* Dd, intp* Ii, intp
     free(sdq)
     free(bm)
     free(tun)
+    free(lbuf)
     return 0
 
 
@@ -1262,15 +1352,17 @@ cdef int radius_chunk(const QueryS* S, intp q0, intp q1, HitBuf* hits, intp hoff
     cdef double* sdq = <double*> malloc(cap * sizeof(double))
     cdef double* bm = <double*> malloc((P.mt * 64 + 1) * sizeof(double))
     cdef double* tun = <double*> malloc((P.mt + 1) * sizeof(double))
+    cdef double* lbuf = leaf_buffer(S)
     cdef QCtx C
-    cdef intp q, sp, node, pos, j, self_j, c, L, Rn, ch
+    cdef intp q, sp, node, pos, j, self_j, c, L, Rn, ch, e0, nb
     cdef double s, d, dq, rt, lb
     cdef int status = 0
-    if snode == NULL or sdq == NULL or bm == NULL or tun == NULL:
+    if snode == NULL or sdq == NULL or bm == NULL or tun == NULL or lbuf == NULL:
         free(snode)
         free(sdq)
         free(bm)
         free(tun)
+        free(lbuf)
         return -1
     C.bm = bm
     C.tun = tun
@@ -1300,18 +1392,29 @@ cdef int radius_chunk(const QueryS* S, intp q0, intp q1, HitBuf* hits, intp hoff
             dq = sdq[sp]
             L = T.left[node]
             if L < 0:
-                for pos in range(T.start[node], T.end[node]):
-                    j = S.perm[pos]
-                    if j == self_j:
+                e0 = T.start[node]
+                leaf_prefetch(S, node)
+                while True:
+                    e0 = leaf_chunk(S, q, node, e0, T.end[node], dq, rt, S.rred, lbuf, &nb)
+                    if nb <= 0:         # done, or every row outside the radius
+                        c -= nb
+                        e0 -= nb
+                        if nb == 0:
+                            break
                         continue
-                    if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta, S.two[q]) > rt:
-                        continue
-                    s = leaf_pair(P, S.Q, q, S.R, pos, S.rred)
-                    c += 1
-                    if s <= S.rred:
+                    c += nb
+                    for pos in range(e0, e0 + nb):
+                        j = S.perm[pos]
+                        s = lbuf[pos - e0]
+                        if s > S.rred or j == self_j:
+                            continue
+                        if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta,
+                                                     S.two[q]) > rt:
+                            continue
                         d = true_of(P, S.Q, q, S.R, pos, s)
                         if d <= S.r and hit_add(&hits[q - hoff], d, j) < 0:
                             status = -1
+                    e0 += nb
                 continue
             Rn = T.right[node]
             for ch in range(2):
@@ -1333,6 +1436,7 @@ cdef int radius_chunk(const QueryS* S, intp q0, intp q1, HitBuf* hits, intp hoff
     free(sdq)
     free(bm)
     free(tun)
+    free(lbuf)
     return status
 
 
@@ -1348,7 +1452,17 @@ cdef class _Query:
         two_sided = np.ascontiguousarray(two_sided, dtype=np.uint8)
         if two_sided.shape[0] < Q.s.n:
             raise ValueError("two_sided must have one entry per query row")
-        self.keep = (plan, nodes, Q, Rtree, Rorig, perm, rowdist, two_sided)
+        view = tile_view(plan)
+        lm = leaf_major(plan, Rtree, nodes.arrays)
+        self.keep = (plan, nodes, Q, Rtree, Rorig, perm, rowdist, two_sided, view, lm)
+        self.s.tview = <const void*> cnp.PyArray_DATA(view)
+        self.s.tnb = TILE_ROWS
+        self.s.lm.ld = 0
+        self.s.lm.c = <const double*> cnp.PyArray_DATA(lm["c"])
+        self.s.lm.cpen = <const double*> cnp.PyArray_DATA(lm["cpen"])
+        self.s.lm.o = <const int*> cnp.PyArray_DATA(lm["o"])
+        self.s.lm.t = <const int*> cnp.PyArray_DATA(lm["t"])
+        self.s.lm.e = <const double*> cnp.PyArray_DATA(lm["e"])
         self.s.two = <const unsigned char*> cnp.PyArray_DATA(two_sided)
         cdef const PlanS* P = &plan.s
         self.s.P = &plan.s
@@ -1370,6 +1484,58 @@ cdef class _Query:
         self.s.eta = max(1e-9, 64.0 * (m + Rtree.s.D + 64) * 2.0 ** -52)
         self.s.rred = INFINITY
         self.s.r = INFINITY
+
+
+cdef void leaf_transpose(const PlanS* P, const RowsS* R, intp s0, intp e0, double* c,
+                         double* cp, int* o, int* t, double* e) noexcept nogil:
+    """Rows [s0, e0) of R attribute-major (ld = e0 - s0) at offset s0 * m of each block."""
+    cdef intp a, j, r, nl = e0 - s0, mc = P.mc, mo = P.mo, mt = P.mt, D = R.D
+    for j in range(nl):
+        r = s0 + j
+        for a in range(mc):
+            c[s0 * mc + a * nl + j] = R.c[r * mc + a]
+            cp[s0 * mc + a * nl + j] = R.cpen[r * mc + a]
+        for a in range(mo):
+            o[s0 * mo + a * nl + j] = R.o[r * mo + a]
+        for a in range(mt):
+            t[s0 * mt + a * nl + j] = R.t[r * mt + a]
+        for a in range(D):
+            e[s0 * D + a * nl + j] = R.e[r * D + a]
+
+
+def leaf_major(CPlan plan, CRows R, dict arrays):
+    """R's rows (in tree order) leaf by leaf, each leaf's rows attribute-major as the
+    tile kernel reads them: arrays ``c``, ``cpen``, ``o``, ``t``, ``e`` with leaf
+    ``[s, e)`` at offset ``s * width`` and leading dimension ``e - s``.  Made once per
+    tree and kept with R (a leaf's rows then sit together in memory, and its tile reads a
+    few contiguous runs instead of one cache line per attribute)."""
+    cdef const PlanS* P = &plan.s
+    left = np.asarray(arrays["left"]).reshape(-1)
+    leaves = np.flatnonzero(left < 0)
+    starts = np.ascontiguousarray(np.asarray(arrays["start"]).reshape(-1)[leaves])
+    ends = np.ascontiguousarray(np.asarray(arrays["end"]).reshape(-1)[leaves])
+    key = (starts.tobytes(), ends.tobytes())
+    got = R._keep.get("_leaf_major")
+    if got is not None and got[0] == key:
+        return got[1]
+    cdef intp n = R.s.n, D = R.s.D, i, nl = leaves.shape[0]
+    out = {"c": np.zeros(max(1, n * P.mc)), "cpen": np.zeros(max(1, n * P.mc)),
+           "o": np.zeros(max(1, n * P.mo), dtype=np.intc),
+           "t": np.zeros(max(1, n * P.mt), dtype=np.intc), "e": np.zeros(max(1, n * D))}
+    if nl and (starts.min() < 0 or ends.max() > n or (ends - starts).sum() != n):
+        raise ValueError("the tree's leaves do not partition the %d rows" % n)
+    cdef double* c = <double*> cnp.PyArray_DATA(out["c"])
+    cdef double* cp = <double*> cnp.PyArray_DATA(out["cpen"])
+    cdef int* o = <int*> cnp.PyArray_DATA(out["o"])
+    cdef int* t = <int*> cnp.PyArray_DATA(out["t"])
+    cdef double* e = <double*> cnp.PyArray_DATA(out["e"])
+    cdef intp[::1] st = starts.astype(np.intp)
+    cdef intp[::1] en = ends.astype(np.intp)
+    with nogil:
+        for i in range(nl):
+            leaf_transpose(P, &R.s, st[i], en[i], c, cp, o, t, e)
+    R._keep["_leaf_major"] = (key, out)
+    return out
 
 
 def _check_state(kind, dict arrays, perm, rowdist, intp n):
