@@ -354,7 +354,7 @@ class NeighborsIndex:
 
     def _drop_caches(self):
         self._c_rows = None
-        self._c_tree_rows = None
+        self._leaf_rows = None
 
     def _crows(self):
         if getattr(self, "_c_rows", None) is None:
@@ -362,16 +362,20 @@ class NeighborsIndex:
             self._c_rows = CRows(self._rows)
         return self._c_rows
 
-    def _ctree_rows(self):
-        if getattr(self, "_c_tree_rows", None) is None:
-            from ._kernels import CRows
-            self._c_tree_rows = CRows(self._rows.take(self._tree["perm"]))
-        return self._c_tree_rows
+    def _leaf_major(self):
+        """The indexed rows leaf by leaf, as the tree's leaf scans read them (made once
+        per tree, ``hdist._trees.leaf_major``)."""
+        if getattr(self, "_leaf_rows", None) is None:
+            from . import _trees
+            t = self._tree
+            self._leaf_rows = _trees.leaf_major(self.metric_.plan_.cplan, self._crows(),
+                                                t["perm"], t["nodes"])
+        return self._leaf_rows
 
     def __getstate__(self):
         st = dict(self.__dict__)
         st.pop("_c_rows", None)
-        st.pop("_c_tree_rows", None)
+        st.pop("_leaf_rows", None)
         return st
 
     def __setstate__(self, st):
@@ -396,8 +400,8 @@ class NeighborsIndex:
     @property
     def tree_nbytes_(self):
         """Bytes held by the tree on top of the indexed rows: node arrays, permutation,
-        per-row pivot distances and two copies of the rows in tree order (row-major, and
-        leaf by leaf attribute-major for the tile kernel)."""
+        per-row pivot distances and the copy of the rows in tree order (leaf by leaf,
+        attribute-major, as the tile kernel reads them)."""
         self._check_fitted()
         if self._tree is None:
             return 0
@@ -405,7 +409,7 @@ class NeighborsIndex:
         rows = self._rows
         data = sum(getattr(rows, k).nbytes for k in ("c", "cpen", "o", "t", "e"))
         return int(sum(a.nbytes for a in t["nodes"].values()) + t["perm"].nbytes
-                   + t["rowdist"].nbytes + 2 * data)
+                   + t["rowdist"].nbytes + data)
 
     @property
     def data_nbytes_(self):
@@ -480,8 +484,8 @@ class NeighborsIndex:
         from ._kernels import CRows
         t = self._tree
         cq = self._crows() if rows is self._rows else CRows(rows)
-        return (self.algorithm_, self.metric_.plan_.cplan, cq, self._ctree_rows(),
-                self._crows(), t["nodes"], t["perm"], t["rowdist"], t["depth"])
+        return (self.algorithm_, self.metric_.plan_.cplan, cq, self._crows(),
+                self._leaf_major(), t["nodes"], t["perm"], t["rowdist"], t["depth"])
 
     def _two_sided(self, rows):
         if self.algorithm_ != "ball_tree":

@@ -1082,8 +1082,7 @@ ctypedef struct QueryS:
     const PlanS* P
     const TreeS* T
     const RowsS* Q        # query rows
-    const RowsS* R        # rows in tree order
-    const RowsS* Ro       # rows in index order (ball pivots)
+    const RowsS* Ro       # the indexed rows, in index order
     const intp* perm
     const double* rowdist
     const unsigned char* two  # ball: per query, whether the two-sided row bound holds
@@ -1270,7 +1269,7 @@ cdef int knn_chunk(const QueryS* S, intp q0, intp q1, double* Dd, intp* Ii, intp
                         if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta,
                                                      S.two[q]) > kt:
                             continue
-                        s = true_of(P, S.Q, q, S.R, pos, s)
+                        s = true_of(P, S.Q, q, S.Ro, j, s)
                         if before(s, j, hd[k - 1], hi[k - 1]):
                             sorted_insert(hd, hi, k, s, j)
                             kth = reduced_bound(P, hd[k - 1])
@@ -1411,7 +1410,7 @@ cdef int radius_chunk(const QueryS* S, intp q0, intp q1, HitBuf* hits, intp hoff
                         if S.ball and ball_row_lower(dq, S.rowdist[pos], S.eta,
                                                      S.two[q]) > rt:
                             continue
-                        d = true_of(P, S.Q, q, S.R, pos, s)
+                        d = true_of(P, S.Q, q, S.Ro, j, s)
                         if d <= S.r and hit_add(&hits[q - hoff], d, j) < 0:
                             status = -1
                     e0 += nb
@@ -1445,16 +1444,24 @@ cdef class _Query:
     cdef QueryS s
     cdef object keep
 
-    def __init__(self, kind, CPlan plan, Nodes nodes, CRows Q, CRows Rtree, CRows Rorig,
+    def __init__(self, kind, CPlan plan, Nodes nodes, CRows Q, CRows Rorig, dict lm,
                  perm, rowdist, intp depth, bint exclude_self, two_sided):
         if two_sided is None:
             two_sided = np.zeros(max(1, Q.s.n), dtype=np.uint8)
         two_sided = np.ascontiguousarray(two_sided, dtype=np.uint8)
         if two_sided.shape[0] < Q.s.n:
             raise ValueError("two_sided must have one entry per query row")
+        cdef const PlanS* P = &plan.s
+        cdef intp n = Rorig.s.n
+        for name, width, dt in (("c", P.mc, np.float64), ("cpen", P.mc, np.float64),
+                                ("o", P.mo, np.intc), ("t", P.mt, np.intc),
+                                ("e", Rorig.s.D, np.float64)):
+            a = lm.get(name)
+            if (a is None or a.dtype != dt or not a.flags.c_contiguous
+                    or a.shape != (max(1, n * width),)):
+                raise ValueError("leaf_rows must come from leaf_major over these rows")
         view = tile_view(plan)
-        lm = leaf_major(plan, Rtree, nodes.arrays)
-        self.keep = (plan, nodes, Q, Rtree, Rorig, perm, rowdist, two_sided, view, lm)
+        self.keep = (plan, nodes, Q, Rorig, perm, rowdist, two_sided, view, lm)
         self.s.tview = <const void*> cnp.PyArray_DATA(view)
         self.s.tnb = TILE_ROWS
         self.s.lm.ld = 0
@@ -1464,34 +1471,33 @@ cdef class _Query:
         self.s.lm.t = <const int*> cnp.PyArray_DATA(lm["t"])
         self.s.lm.e = <const double*> cnp.PyArray_DATA(lm["e"])
         self.s.two = <const unsigned char*> cnp.PyArray_DATA(two_sided)
-        cdef const PlanS* P = &plan.s
         self.s.P = &plan.s
         self.s.T = &nodes.s
         self.s.Q = &Q.s
-        self.s.R = &Rtree.s
         self.s.Ro = &Rorig.s
         self.s.perm = <const intp*> cnp.PyArray_DATA(perm)
         self.s.rowdist = <const double*> cnp.PyArray_DATA(rowdist)
-        self.s.D = Rtree.s.D
+        self.s.D = Rorig.s.D
         self.s.stack_cap = depth + 4
         self.s.ball = kind == "ball_tree"
         self.s.excl = exclude_self
         m = P.mc + P.mo + P.mt + P.me
         if P.pmode == 3 or P.has_ignore:
-            self.s.margin = 1.0 - 4.0 * (m + Rtree.s.D + 16) * 2.0 ** -52
+            self.s.margin = 1.0 - 4.0 * (m + Rorig.s.D + 16) * 2.0 ** -52
         else:
             self.s.margin = 1.0
-        self.s.eta = max(1e-9, 64.0 * (m + Rtree.s.D + 64) * 2.0 ** -52)
+        self.s.eta = max(1e-9, 64.0 * (m + Rorig.s.D + 64) * 2.0 ** -52)
         self.s.rred = INFINITY
         self.s.r = INFINITY
 
 
-cdef void leaf_transpose(const PlanS* P, const RowsS* R, intp s0, intp e0, double* c,
-                         double* cp, int* o, int* t, double* e) noexcept nogil:
-    """Rows [s0, e0) of R attribute-major (ld = e0 - s0) at offset s0 * m of each block."""
+cdef void leaf_transpose(const PlanS* P, const RowsS* R, const intp* perm, intp s0, intp e0,
+                         double* c, double* cp, int* o, int* t, double* e) noexcept nogil:
+    """The rows at tree positions [s0, e0) attribute-major (ld = e0 - s0) at offset
+    s0 * width of each block."""
     cdef intp a, j, r, nl = e0 - s0, mc = P.mc, mo = P.mo, mt = P.mt, D = R.D
     for j in range(nl):
-        r = s0 + j
+        r = perm[s0 + j]
         for a in range(mc):
             c[s0 * mc + a * nl + j] = R.c[r * mc + a]
             cp[s0 * mc + a * nl + j] = R.cpen[r * mc + a]
@@ -1503,27 +1509,30 @@ cdef void leaf_transpose(const PlanS* P, const RowsS* R, intp s0, intp e0, doubl
             e[s0 * D + a * nl + j] = R.e[r * D + a]
 
 
-def leaf_major(CPlan plan, CRows R, dict arrays):
-    """R's rows (in tree order) leaf by leaf, each leaf's rows attribute-major as the
-    tile kernel reads them: arrays ``c``, ``cpen``, ``o``, ``t``, ``e`` with leaf
-    ``[s, e)`` at offset ``s * width`` and leading dimension ``e - s``.  Made once per
-    tree and kept with R (a leaf's rows then sit together in memory, and its tile reads a
-    few contiguous runs instead of one cache line per attribute)."""
+def leaf_major(CPlan plan, CRows R, perm, dict arrays):
+    """The indexed rows R in tree order (row ``perm[pos]`` at position ``pos``), leaf by
+    leaf, each leaf's rows attribute-major as the tile kernel reads them: arrays ``c``,
+    ``cpen``, ``o``, ``t``, ``e`` with leaf ``[s, e)`` at offset ``s * width`` and leading
+    dimension ``e - s``.  Made once per tree by its owner and passed to ``knn`` and
+    ``radius`` as ``leaf_rows`` (a leaf's rows sit together in memory, and its tile reads
+    a few contiguous runs instead of one cache line per attribute)."""
     cdef const PlanS* P = &plan.s
+    _check_state("kd_tree", arrays, perm, np.zeros(0), R.s.n)
     left = np.asarray(arrays["left"]).reshape(-1)
     leaves = np.flatnonzero(left < 0)
-    starts = np.ascontiguousarray(np.asarray(arrays["start"]).reshape(-1)[leaves])
-    ends = np.ascontiguousarray(np.asarray(arrays["end"]).reshape(-1)[leaves])
-    key = (starts.tobytes(), ends.tobytes())
-    got = R._keep.get("_leaf_major")
-    if got is not None and got[0] == key:
-        return got[1]
+    starts = np.asarray(arrays["start"]).reshape(-1)[leaves]
+    ends = np.asarray(arrays["end"]).reshape(-1)[leaves]
     cdef intp n = R.s.n, D = R.s.D, i, nl = leaves.shape[0]
+    cdef const intp* pm = <const intp*> cnp.PyArray_DATA(perm)
     out = {"c": np.zeros(max(1, n * P.mc)), "cpen": np.zeros(max(1, n * P.mc)),
            "o": np.zeros(max(1, n * P.mo), dtype=np.intc),
            "t": np.zeros(max(1, n * P.mt), dtype=np.intc), "e": np.zeros(max(1, n * D))}
-    if nl and (starts.min() < 0 or ends.max() > n or (ends - starts).sum() != n):
+    order = np.argsort(starts)
+    if nl == 0 or starts[order[0]] != 0 or ends[order[-1]] != n or \
+            (starts[order[1:]] != ends[order[:-1]]).any():
         raise ValueError("the tree's leaves do not partition the %d rows" % n)
+    if n and (perm.min() < 0 or perm.max() >= n):
+        raise ValueError("perm holds positions outside the %d rows" % n)
     cdef double* c = <double*> cnp.PyArray_DATA(out["c"])
     cdef double* cp = <double*> cnp.PyArray_DATA(out["cpen"])
     cdef int* o = <int*> cnp.PyArray_DATA(out["o"])
@@ -1533,8 +1542,7 @@ def leaf_major(CPlan plan, CRows R, dict arrays):
     cdef intp[::1] en = ends.astype(np.intp)
     with nogil:
         for i in range(nl):
-            leaf_transpose(P, &R.s, st[i], en[i], c, cp, o, t, e)
-    R._keep["_leaf_major"] = (key, out)
+            leaf_transpose(P, &R.s, pm, st[i], en[i], c, cp, o, t, e)
     return out
 
 
@@ -1557,24 +1565,25 @@ def _nodes_view(kind, CPlan plan, CRows rows, dict arrays):
     return Nodes(fields, nn, arrays, nn, False)
 
 
-def knn(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, rowdist,
+def knn(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, rowdist,
         intp depth, intp k, int n_threads, bint exclude_self=False, two_sided=None,
         intp block=0):
     """Exact k nearest rows of each query by a tree.
 
-    ``two_sided`` (ball tree, uint8 per query): 1 where the query may be the middle point
+    ``R``: the indexed rows (index order); ``leaf_rows``: ``leaf_major(plan, R, perm,
+    arrays)``, made once per tree.  ``two_sided`` (ball tree, uint8 per query): 1 where the query may be the middle point
     of a triangle (see ``ball_row_lower``); None means 0 for every query.
     Returns ``(dist, ind, n_evaluations)``: true distances and row indices ``[n_q, k]``
     sorted by (distance, index) exactly as the brute-force kernel sorts them, and the
     number of pair distances computed for each query."""
-    cdef intp nq = Q.s.n, n = Rtree.s.n, b0, b1, nch, ch, per = 4, q, i
+    cdef intp nq = Q.s.n, n = R.s.n, b0, b1, nch, ch, per = 4, q, i
     _check_state(kind, arrays, perm, rowdist, n)
     if k < 1 or k > n - (1 if exclude_self else 0):
         raise ValueError("k must be in [1, %d], got %d" % (n - (1 if exclude_self else 0), k))
     if exclude_self and nq != n:
         raise ValueError("exclude_self needs the indexed rows as queries")
-    cdef Nodes nodes = _nodes_view(kind, plan, Rtree, arrays)
-    cdef _Query S = _Query(kind, plan, nodes, Q, Rtree, Rorig, perm, rowdist, depth,
+    cdef Nodes nodes = _nodes_view(kind, plan, R, arrays)
+    cdef _Query S = _Query(kind, plan, nodes, Q, R, leaf_rows, perm, rowdist, depth,
                            exclude_self, two_sided)
     n_threads = max(1, n_threads)
     dist = np.full((nq, k), np.inf)
@@ -1602,20 +1611,20 @@ def knn(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, 
     return dist, ind, counts
 
 
-def radius(kind, CPlan plan, CRows Q, CRows Rtree, CRows Rorig, dict arrays, perm, rowdist,
+def radius(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, rowdist,
            intp depth, double r, double rred, int n_threads, bint exclude_self=False,
            two_sided=None, intp block=0):
     """Rows within true distance ``r`` (inclusive) of each query, by a tree.
 
-    ``rred`` is a reduced-distance threshold that every pair with true distance <= r
+    ``R`` and ``leaf_rows`` as for ``knn``.  ``rred`` is a reduced-distance threshold that every pair with true distance <= r
     stays under (the caller computes it with a margin).  Returns ``(dists, inds,
     n_evaluations)``: lists of arrays sorted by (distance, index), and the counts."""
-    cdef intp nq = Q.s.n, n = Rtree.s.n, b0, b1, nch, ch, per = 4, q, h
+    cdef intp nq = Q.s.n, n = R.s.n, b0, b1, nch, ch, per = 4, q, h
     _check_state(kind, arrays, perm, rowdist, n)
     if exclude_self and nq != n:
         raise ValueError("exclude_self needs the indexed rows as queries")
-    cdef Nodes nodes = _nodes_view(kind, plan, Rtree, arrays)
-    cdef _Query S = _Query(kind, plan, nodes, Q, Rtree, Rorig, perm, rowdist, depth,
+    cdef Nodes nodes = _nodes_view(kind, plan, R, arrays)
+    cdef _Query S = _Query(kind, plan, nodes, Q, R, leaf_rows, perm, rowdist, depth,
                            exclude_self, two_sided)
     S.s.r = r
     S.s.rred = rred

@@ -14,6 +14,7 @@ import pytest
 
 from hdist import Metric, NeighborsIndex
 from hdist import _kernels, _trees
+from hdist._kernels import CRows
 from hdist._index import ball_tree_refusal
 
 from test_trees import assert_same_knn, assert_same_radius, brute_index, mixed_data, \
@@ -69,16 +70,15 @@ def test_leaf_tiles_with_ties():
 
 def test_leaf_major_layout():
     """Each leaf [s, e) holds its rows attribute-major at offset s * width, as an
-    independent numpy transposition gives; the copy is kept with the rows and remade
-    when the tree's leaves change."""
+    independent numpy transposition gives; the index makes the copy once per tree and
+    again when the tree changes; leaves that do not partition the rows are refused."""
     X, Q, y, nom = mixed_data(2, 500, 10, n_cont=3, n_nom=2, p_missing=0.1)
     metric = Metric("hvdm", nominal=nom).fit(X, y)
     idx = NeighborsIndex(metric, algorithm="kd_tree", leaf_size=7).fit()
     cplan = metric.plan_.cplan
-    crows = idx._ctree_rows()
     nodes = idx._tree["nodes"]
-    lm = _trees.leaf_major(cplan, crows, nodes)
-    assert _trees.leaf_major(cplan, crows, nodes) is lm
+    lm = _trees.leaf_major(cplan, idx._crows(), idx._tree["perm"], nodes)
+    assert idx._leaf_major() is idx._leaf_major()
     rows = idx._rows.take(idx._tree["perm"])
     leaves = np.flatnonzero(nodes["left"][:, 0] < 0)
     assert len(leaves) > 10
@@ -88,8 +88,14 @@ def test_leaf_major_layout():
             s, e = int(nodes["start"][leaf, 0]), int(nodes["end"][leaf, 0])
             got = lm[name][s * width:e * width].reshape(width, e - s)
             assert np.array_equal(got, block[s:e].T, equal_nan=True), (name, leaf)
+    first = idx._leaf_major()
+    perm = idx._tree["perm"]
     idx.insert(Q)
-    assert _trees.leaf_major(cplan, idx._ctree_rows(), idx._tree["nodes"]) is not lm
+    assert idx._leaf_major() is not first
+    with pytest.raises(ValueError, match="partition"):
+        bad = {k: v.copy() for k, v in nodes.items()}
+        bad["end"][np.flatnonzero(bad["left"][:, 0] < 0)[0], 0] -= 1
+        _trees.leaf_major(cplan, CRows(metric.train_), perm, bad)
     assert_same_knn(idx, brute_index(metric, np.vstack([X, Q])), Q, 5, n_jobs=(2,))
 
 
