@@ -1233,7 +1233,6 @@ def pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand
     return pos
 
 
-
 #: most reference rows one tile_block call takes
 TILE_ROWS = HD_TB
 
