@@ -127,10 +127,11 @@ class _NeighborsBase(BaseEstimator):
             raise ValueError("%s must be >= 1, got %d" % (name, k))
         return int(k)
 
-    def _fit_index(self, X, labels, sample_weight=None):
+    def _fit_index(self, X, labels, sample_weight=None, progress=None):
         """Validate X, build the metric and fit the neighbor index on X.  The metric's
         statistics are fitted with ``sample_weight`` (rows of weight 0 left out of them,
-        as if absent; :meth:`hdist.Metric.fit`)."""
+        as if absent; :meth:`hdist.Metric.fit`).  ``progress`` as for
+        :meth:`hdist.NeighborsIndex.fit`."""
         X = self._validate_X(X, reset=True)
         n = _num_samples(X)
         if n < 2:
@@ -143,9 +144,9 @@ class _NeighborsBase(BaseEstimator):
         self._sample_weight = check_sample_weight(sample_weight, n)
         metric = self._build_metric()
         if self._sample_weight is not None:
-            metric.fit(X, labels, sample_weight=self._sample_weight)
+            metric.fit(X, labels, sample_weight=self._sample_weight, progress=progress)
         index = _knn.make_index(metric, self.algorithm, int(self.leaf_size))
-        index.fit(X, labels)
+        index.fit(X, labels, progress=progress)
         self._index = index
         self.metric_ = getattr(index, "metric_", metric)
         self.n_samples_fit_ = n
@@ -222,10 +223,13 @@ class NearestNeighbors(_NeighborsBase):
                          algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs)
         self.radius = radius
 
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, *, progress=None):
         """Fit the metric (with ``y`` when given, for metrics that learn from classes)
-        and index the rows of ``X``."""
-        self._fit_index(X, None if y is None else column_or_1d(y, warn=True))
+        and index the rows of ``X``.  ``progress``: ``True`` (tqdm bars) or a callable
+        receiving ``(done, total)`` for the metric's fit and the tree build
+        (docs/api.md, "Progress")."""
+        self._fit_index(X, None if y is None else column_or_1d(y, warn=True),
+                        progress=progress)
         return self
 
     def radius_neighbors(self, X=None, radius=None, return_distance=True, sort_results=True,
@@ -372,15 +376,17 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
     the ``ties`` rule) is that of the row carrying the k-th unit of weight, and each row's
     vote is its distance weight times the part of its training weight inside the
     neighborhood (all of it with ``ties="include"``).  Integer weights therefore give the
-    predictions of repeated rows.  Rows of weight 0 are left out of the metric's fit; the
-    metric learns its ranges, scales and value tables from the other rows unweighted.
+    predictions of repeated rows.  The metric is fitted with the same weights
+    (:meth:`hdist.Metric.fit`): its scales and value tables count a row of weight ``m``
+    ``m`` times, and rows of weight 0 are left out of them.
     """
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, *, progress=None):
         """Fit the metric on ``(X, y)`` and index the training rows.
 
         ``sample_weight`` ``[n]`` (non-negative): a row of weight ``m`` votes as ``m``
-        copies of itself would (see the class notes)."""
+        copies of itself would (see the class notes).  ``progress`` as for
+        :meth:`NearestNeighbors.fit`."""
         self._check_fit_params(y)
         y = column_or_1d(y, warn=True)
         if y.dtype == object:
@@ -393,7 +399,7 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
         check_classification_targets(y)
         self.classes_, codes = np.unique(y, return_inverse=True)
         self._y = codes.astype(np.int64).ravel()
-        self._fit_index(X, self._y, sample_weight)
+        self._fit_index(X, self._y, sample_weight, progress)
         self._choose_k(self._y, "classification")
         return self
 
@@ -439,18 +445,19 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
         tags.target_tags.multi_output = True
         return tags
 
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X, y, sample_weight=None, *, progress=None):
         """Fit the metric on ``X`` (and ``y`` if the metric needs labels) and index it.
 
         ``sample_weight`` ``[n]`` (non-negative): a row of weight ``m`` enters the
-        neighborhood and the mean as ``m`` copies of itself would."""
+        neighborhood and the mean as ``m`` copies of itself would.  ``progress`` as for
+        :meth:`NearestNeighbors.fit`."""
         self._check_fit_params(y)
         y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
         if y.ndim not in (1, 2):
             raise ValueError("y must be 1-D or 2-D, got shape %s" % (y.shape,))
         self._y = y
         labels = y if _knn.needs_labels(self._build_metric()) else None
-        self._fit_index(X, labels, sample_weight)
+        self._fit_index(X, labels, sample_weight, progress)
         if len(y) != self.n_samples_fit_:
             raise ValueError("y has %d rows for %d rows of X" % (len(y), self.n_samples_fit_))
         self._choose_k(y, "regression")
@@ -485,12 +492,14 @@ class KNeighborsTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _
                          algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs)
         self.mode = mode
 
-    def fit(self, X, y=None):
-        """Fit the metric (with ``y`` when given) and index the rows of ``X``."""
+    def fit(self, X, y=None, *, progress=None):
+        """Fit the metric (with ``y`` when given) and index the rows of ``X``.
+        ``progress`` as for :meth:`NearestNeighbors.fit`."""
         if self.mode not in ("connectivity", "distance"):
             raise ValueError("mode must be 'connectivity' or 'distance', got %r"
                              % (self.mode,))
-        self._fit_index(X, None if y is None else column_or_1d(y, warn=True))
+        self._fit_index(X, None if y is None else column_or_1d(y, warn=True),
+                        progress=progress)
         self._n_features_out = self.n_samples_fit_
         return self
 

@@ -161,3 +161,18 @@ def test_fit_progress_true_draws_a_line_without_tqdm(monkeypatch, capsys):
     hdist.NeighborsIndex("heom", algorithm="kd_tree").fit(table(5000), progress=True)
     err = capsys.readouterr().err
     assert "fit: 6 / 6 steps" in err and "kd-tree: 5000 / 5000 rows" in err
+
+
+@pytest.mark.parametrize("make", [
+    lambda: hdist.neighbors.KNeighborsClassifier(3, algorithm="kd_tree"),
+    lambda: hdist.neighbors.KNeighborsRegressor(3, algorithm="kd_tree"),
+    lambda: hdist.neighbors.NearestNeighbors(n_neighbors=3, algorithm="kd_tree")])
+def test_estimator_fit_passes_progress_through(make):
+    X = table(4000)
+    y = (X["c"] > 0).astype(int).to_numpy()
+    calls = Calls()
+    est = make().fit(X, y, progress=calls)
+    check_calls([c for c in calls if c[1] == 2 * X.shape[1]], 2 * X.shape[1])
+    check_calls([c for c in calls if c[1] == len(X)], len(X))
+    ref = make().fit(X, y)
+    np.testing.assert_array_equal(est.kneighbors(X.iloc[:50])[1], ref.kneighbors(X.iloc[:50])[1])
