@@ -8,6 +8,10 @@ algorithm computes a pair's distance with the same floating-point operations.
 """
 from libc.math cimport fabs, sqrt, pow, INFINITY
 
+cdef extern from "_pw.h":
+    # d^p for a general p: sqrt for p = 0.5, pow otherwise (shared with the tile kernel)
+    double hd_pw_gen(double d, double p) noexcept nogil
+
 ctypedef Py_ssize_t intp
 
 # pmode: 0 -> p = inf (max aggregation), 1 -> p = 1, 2 -> p = 2, 3 -> any other p
@@ -74,7 +78,7 @@ cdef inline double pw(double d, int pmode, double p) noexcept nogil:
         return d * d
     elif pmode == 1 or pmode == 0:
         return d
-    return pow(d, p)
+    return hd_pw_gen(d, p)
 
 
 cdef inline double acc(double s, double t, int pmode) noexcept nogil:
@@ -116,7 +120,7 @@ cdef inline double pw_t(double d, double p, pmode_t* pm) noexcept nogil:
     if pmode_t is PL2:
         return d * d
     elif pmode_t is PGen:
-        return pow(d, p)
+        return hd_pw_gen(d, p)
     else:
         return d
 

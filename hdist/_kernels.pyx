@@ -339,7 +339,8 @@ cdef hd_tplan _tplan(CPlan plan) except *:
     T.mo = P.mo
     T.mt = P.mt
     T.me = P.me
-    T.pmode = P.pmode
+    # p = 0.5 has its own entry (sqrt, vectorized), the same value as hd_pw_gen's
+    T.pmode = 4 if P.pmode == 3 and P.p == 0.5 else P.pmode
     T.p = P.p
     T.ign = P.has_ignore
     T.w_all = P.w_all

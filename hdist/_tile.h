@@ -15,6 +15,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "_pw.h"
+
 typedef ptrdiff_t hd_intp;
 
 #if defined(_MSC_VER) && !defined(__cplusplus) && !defined(inline)
@@ -26,7 +28,7 @@ typedef ptrdiff_t hd_intp;
 
 typedef struct {
     hd_intp mc, mo, mt, me;
-    int pmode;                 /* 0: p = inf, 1: p = 1, 2: p = 2, 3: other p */
+    int pmode;                 /* 0: p = inf, 1: p = 1, 2: p = 2, 3: other p, 4: p = 0.5 */
     double p;
     int ign;                   /* some attribute uses the "ignore" policy */
     double w_all, w_max;
@@ -99,14 +101,15 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 
 #define HD_NISA 3
 static const char *hd_isa_names[HD_NISA] = {"baseline", "avx2", "avx512"};
-static hd_tile_fn hd_fns[HD_NISA][4] = {
-    {hd_tile_inf_base, hd_tile_l1_base, hd_tile_l2_base, hd_tile_gen_base},
+static hd_tile_fn hd_fns[HD_NISA][5] = {
+    {hd_tile_inf_base, hd_tile_l1_base, hd_tile_l2_base, hd_tile_gen_base, hd_tile_half_base},
 #if HD_X86_DISPATCH
-    {hd_tile_inf_avx2, hd_tile_l1_avx2, hd_tile_l2_avx2, hd_tile_gen_avx2},
-    {hd_tile_inf_avx512, hd_tile_l1_avx512, hd_tile_l2_avx512, hd_tile_gen_avx512},
+    {hd_tile_inf_avx2, hd_tile_l1_avx2, hd_tile_l2_avx2, hd_tile_gen_avx2, hd_tile_half_avx2},
+    {hd_tile_inf_avx512, hd_tile_l1_avx512, hd_tile_l2_avx512, hd_tile_gen_avx512,
+     hd_tile_half_avx512},
 #else
-    {NULL, NULL, NULL, NULL},
-    {NULL, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
 #endif
 };
 static int hd_isa = 0;

@@ -8,7 +8,10 @@
  * leaves a non-negative sum unchanged.
  */
 
-#define HD_PW(d) (pm == 2 ? (d) * (d) : (pm == 3 ? pow((d), P->p) : (d)))
+/* pm: 0 p = inf, 1 p = 1, 2 p = 2, 3 other p (hd_pw_gen), 4 p = 0.5 (hd_pw_gen's sqrt,
+ * spelled out so that it is vectorized) */
+#define HD_PW(d) (pm == 2 ? (d) * (d) : (pm == 3 ? hd_pw_gen((d), P->p) : \
+                                        (pm == 4 ? sqrt(d) : (d))))
 #define HD_ACC(s, t) (pm == 0 ? ((t) > (s) ? (t) : (s)) : (s) + (t))
 
 /* 1 when every partial sum exceeds bound (the rows can be abandoned) */
@@ -288,6 +291,7 @@ HD_TILE_ENTRY(hd_tile_inf, 0)
 HD_TILE_ENTRY(hd_tile_l1, 1)
 HD_TILE_ENTRY(hd_tile_l2, 2)
 HD_TILE_ENTRY(hd_tile_gen, 3)
+HD_TILE_ENTRY(hd_tile_half, 4)
 #undef HD_TILE_ENTRY
 
 #undef HD_PW
