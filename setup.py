@@ -77,10 +77,12 @@ class BuildExt(build_ext):
             opt = ["-O0", "-g"] if DEBUG else ["-O3"]
             # no fast-math (it deletes NaN tests); no contraction into fused multiply-add, so
             # that every path (brute force, trees, filters) rounds a distance identically on
-            # every architecture and exact tie-breaking holds; no errno from sqrt (the
-            # kernels never read errno), so that sqrt is one instruction and vectorizes
+            # every architecture and exact tie-breaking holds; no errno from sqrt and no
+            # floating-point traps (the kernels read neither errno nor the exception flags;
+            # no value changes), so that sqrt is one instruction and a conditional sum is
+            # if-converted into a blend and vectorizes
             opt += ["-fno-fast-math", "-fno-strict-aliasing", "-ffp-contract=off",
-                    "-fno-math-errno"]
+                    "-fno-math-errno", "-fno-trapping-math"]
             if SANITIZE:
                 opt += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
         for ext in self.extensions:

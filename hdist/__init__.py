@@ -3,7 +3,13 @@
 Continuous and nominal attributes, missing values, HEOM / HVDM / VDM / Minkowski /
 Gower and more, computed by OpenMP kernels over a compact fitted Plan.
 """
-from ._version import __version__
+from . import _threads
+# before the kernels load the OpenMP runtime: its wait policy (see hdist._threads)
+_set = _threads._request_wait_policy()
+from . import _kernels  # noqa: E402
+_threads._kernels_loaded(_set)
+del _set
+from ._version import __version__  # noqa: E402
 from .metrics import METRICS, Explanation, Metric, get_metric
 from ._config import show_config
 from . import discretize

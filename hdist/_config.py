@@ -10,7 +10,7 @@ def config():
     import numpy as np
     from ._version import __version__
     from ._kernels import isa, isa_variants, openmp_enabled, omp_max_threads
-    from ._threads import available_cpus, effective_n_jobs, forked
+    from ._threads import available_cpus, effective_n_jobs, forked, wait_policy
     import sysconfig
     return {
         "hdist": __version__,
@@ -24,6 +24,8 @@ def config():
         "available_cpus": available_cpus(),
         "threads_used": effective_n_jobs(None),
         "forked": forked(),
+        # OpenMP wait policy requested at import (OMP_WAIT_POLICY / GOMP_SPINCOUNT override)
+        "omp_wait_policy": "%s (%s)" % (wait_policy() or ("unknown", "not set")),
         # instruction-set variant of the tile kernel (HDIST_ISA forces one)
         "isa": isa(),
         "isa_available": ", ".join(isa_variants()),

@@ -7,6 +7,19 @@ method, pre-fork servers such as gunicorn or celery, data-loader workers) theref
 every hdist kernel on one thread; results never depend on the thread count, so they
 are identical to the parent's.  Use the "spawn" or "forkserver" start method for
 parallel kernels in worker processes.
+
+Waiting threads: by default a GNU OpenMP thread that waits for work (at the end of a
+parallel region, or for its partner's chunk) spins for a while before it sleeps.  On a
+machine shared with other processes that spinning takes the core a preempted partner
+thread needs, and two threads become slower than one.  hdist therefore asks the runtime
+for the "passive" wait policy (threads sleep at once; hdist's parallel regions are long,
+so waking them costs nothing measurable) unless the user chose a policy:
+``OMP_WAIT_POLICY`` (``active`` / ``passive``) or ``GOMP_SPINCOUNT`` in the environment
+before hdist is imported win.  The runtime reads the policy once, when it is loaded, so
+the choice applies to the OpenMP runtime hdist's kernels use (shared with other
+libraries linked to the same runtime loaded after hdist); the environment variable is
+removed again once hdist's kernels are loaded, so child processes and other runtimes do
+not inherit it.  :func:`wait_policy` tells which policy was requested.
 """
 from __future__ import annotations
 
@@ -15,6 +28,43 @@ import os
 
 #: True in a process created by ``fork`` (and in its descendants): kernels run serially
 _forked = False
+
+#: the wait policy hdist asks for when the user has not chosen one
+DEFAULT_WAIT_POLICY = "passive"
+
+#: ``(policy, source)`` requested before the kernels were loaded (see wait_policy)
+_wait = None
+
+
+def _request_wait_policy():
+    """Ask the OpenMP runtime for :data:`DEFAULT_WAIT_POLICY` unless the environment
+    chooses (``OMP_WAIT_POLICY`` or ``GOMP_SPINCOUNT``); call before the kernels load.
+    Returns the name set in the environment (to remove once they are loaded) or None."""
+    global _wait
+    if _wait is not None:
+        return None
+    user = os.environ.get("OMP_WAIT_POLICY")
+    spin = os.environ.get("GOMP_SPINCOUNT")
+    if user or spin:
+        _wait = ((user or "").strip().lower() or "spin count %s" % spin.strip(),
+                 "environment")
+        return None
+    os.environ["OMP_WAIT_POLICY"] = DEFAULT_WAIT_POLICY
+    _wait = (DEFAULT_WAIT_POLICY, "hdist default")
+    return "OMP_WAIT_POLICY"
+
+
+def _kernels_loaded(name):
+    """The kernels (and the OpenMP runtime) are loaded: drop the variable hdist set."""
+    if name and os.environ.get(name) == DEFAULT_WAIT_POLICY:
+        del os.environ[name]
+
+
+def wait_policy():
+    """``(policy, source)``: the OpenMP wait policy requested when hdist was imported --
+    ``("passive", "hdist default")``, or the user's ``OMP_WAIT_POLICY`` /
+    ``GOMP_SPINCOUNT`` with source ``"environment"``."""
+    return _wait
 
 
 def _after_fork_in_child():

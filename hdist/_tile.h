@@ -63,6 +63,14 @@ typedef struct {
     const double *e;           /* [D, ld] */
 } hd_tr;
 
+/* the "ignore" bookkeeping of a tile: per-row known weight kw and skipped count ns, held
+ * as one value (K, NS) while every row has the same (uni) */
+typedef struct {
+    double *kw, *ns;
+    int uni;
+    double K, NS;
+} hd_ignst;
+
 typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_intp, hd_intp,
                           double, double *);
 

@@ -24,22 +24,65 @@ static HD_INLINE int HD_SFX(hd_all_above)(const double *s, hd_intp nb, double bo
     return !low;
 }
 
+/* continuous terms of present values: out[j] = cw * pw(|x - y[j]| * ci) */
+static HD_INLINE void HD_SFX(hd_cont_terms)(const hd_tplan *P, double *out, const double *y,
+                                            double x, double ci, double cw, hd_intp nb,
+                                            const int pm)
+{
+    hd_intp j;
+    for (j = 0; j < nb; j++) {
+        double d = fabs(x - y[j]) * ci;
+        double t = HD_PW(d);
+        out[j] = cw * t;
+    }
+}
+
+/* Under "ignore", kw[j] (the known weight, summed in attribute order) and ns[j] (the
+ * skipped count) of every row stay one value K, NS while no row has skipped or been
+ * skipped differently from the others: the arrays are filled only from the first
+ * attribute where rows differ (hd_ign_split), and a tile without missing values never
+ * touches them. */
+static HD_INLINE void HD_SFX(hd_ign_split)(hd_ignst *g, hd_intp nb)
+{
+    hd_intp j;
+    if (!g->uni)
+        return;
+    for (j = 0; j < nb; j++) {
+        g->kw[j] = g->K;
+        g->ns[j] = g->NS;
+    }
+    g->uni = 0;
+}
+
+/* every row adds the same known weight and skipped count */
+static HD_INLINE void HD_SFX(hd_ign_add)(hd_ignst *g, hd_intp nb, double w, double n)
+{
+    hd_intp j;
+    if (g->uni) {
+        g->K += w;
+        g->NS += n;
+        return;
+    }
+    for (j = 0; j < nb; j++) {
+        g->kw[j] += w;
+        g->ns[j] += n;
+    }
+}
+
 /* the query's value is missing: every row gets the same term (or skips it) */
-static HD_INLINE void HD_SFX(hd_query_missing)(double *s, double *kw, double *ns, hd_intp nb,
-                                               int ign, int skip_ok, double miss, double rw,
+static HD_INLINE void HD_SFX(hd_query_missing)(double *s, hd_ignst *g, hd_intp nb, int ign,
+                                               int skip_ok, double miss, double rw,
                                                const int pm)
 {
     hd_intp j;
     if (skip_ok) {
-        for (j = 0; j < nb; j++)
-            ns[j] += 1.0;
+        HD_SFX(hd_ign_add)(g, nb, 0.0, 1.0);
         return;
     }
     for (j = 0; j < nb; j++)
         s[j] = HD_ACC(s[j], miss);
     if (ign)
-        for (j = 0; j < nb; j++)
-            kw[j] += rw;
+        HD_SFX(hd_ign_add)(g, nb, rw, 0.0);
 }
 
 static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const hd_tr *R,
@@ -55,14 +98,14 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
     const double cut = ign ? bound * (1.0 + 1e-10) : bound;
     const hd_intp ld = R->ld;
     hd_intp a, j, c;
+    hd_ignst g;
+    g.kw = kw;
+    g.ns = ns;
+    g.uni = 1;
+    g.K = 0.0;
+    g.NS = 0.0;
     for (j = 0; j < nb; j++)
         s[j] = 0.0;
-    if (ign) {
-        for (j = 0; j < nb; j++) {
-            kw[j] = 0.0;
-            ns[j] = 0.0;
-        }
-    }
     /* continuous block */
     if (P->mc) {
         for (a = 0; a < P->mc; a++) {
@@ -85,11 +128,7 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
 #else
                     /* two passes (terms, then selection): one loop with both is
                      * if-converted only with AVX-512's masks */
-                    for (j = 0; j < nb; j++) {
-                        double d = fabs(x - y[j]) * ci;
-                        double t = HD_PW(d);
-                        nrm[j] = cw * t;
-                    }
+                    HD_SFX(hd_cont_terms)(P, nrm, y, x, ci, cw, nb, pm);
                     for (j = 0; j < nb; j++) {
                         double t = (y[j] == y[j]) ? nrm[j] : xp;
                         s[j] = HD_ACC(s[j], t);
@@ -105,30 +144,56 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
             } else {
                 const int skip_ok = P->c_ign[a];
                 const double rw = P->c_rw[a];
-                if (x == x) {
-                    const double xp = Q->cpen[a];
+                int ymiss = 0;
+                if (x == x && g.uni) {
+                    for (j = 0; j < nb; j++)
+                        ymiss |= y[j] != y[j];
+                }
+                if (x == x && g.uni && !ymiss) {
+                    /* every value present: kw, ns unchanged for every row */
+                    for (j = 0; j < nb; j++) {
+                        double d = fabs(x - y[j]) * ci;
+                        double t = HD_PW(d);
+                        t = cw * t;
+                        s[j] = HD_ACC(s[j], t);
+                    }
+                    g.K += rw;
+                } else if (x == x) {
+                    /* a missing y: skipped (term +0, weight +0, one more skip) or the
+                     * query's penalty; both are constants of the attribute, so every
+                     * selection is a blend of two values */
+                    const double tm = skip_ok ? 0.0 : Q->cpen[a];
+                    const double km = skip_ok ? 0.0 : rw, nm = skip_ok ? 1.0 : 0.0;
+                    HD_SFX(hd_ign_split)(&g, nb);
+#if HD_MASKED
                     for (j = 0; j < nb; j++) {
                         double yj = y[j];
                         double d = fabs(x - yj) * ci;
                         double t = HD_PW(d);
                         int yin = yj == yj;
-                        int sk = (!yin) & skip_ok;
                         t = cw * t;
-                        t = yin ? t : (sk ? 0.0 : xp);
-                        s[j] = HD_ACC(s[j], t);
-                        kw[j] += sk ? 0.0 : rw;
-                        ns[j] += sk ? 1.0 : 0.0;
+                        s[j] = HD_ACC(s[j], yin ? t : tm);
+                        kw[j] += yin ? rw : km;
+                        ns[j] += yin ? 0.0 : nm;
                     }
+#else
+                    HD_SFX(hd_cont_terms)(P, nrm, y, x, ci, cw, nb, pm);
+                    for (j = 0; j < nb; j++) {
+                        double yj = y[j], t = nrm[j];
+                        s[j] = HD_ACC(s[j], yj == yj ? t : tm);
+                        kw[j] += yj == yj ? rw : km;
+                        ns[j] += yj == yj ? 0.0 : nm;
+                    }
+#endif
                 } else if (skip_ok) {
-                    for (j = 0; j < nb; j++)
-                        ns[j] += 1.0;
+                    HD_SFX(hd_ign_add)(&g, nb, 0.0, 1.0);
                 } else {
                     const double cb = P->c_both[a];
                     for (j = 0; j < nb; j++) {
                         double t = (y[j] == y[j]) ? yp[j] : cb;
                         s[j] = HD_ACC(s[j], t);
-                        kw[j] += rw;
                     }
+                    HD_SFX(hd_ign_add)(&g, nb, rw, 0.0);
                 }
             }
         }
@@ -155,14 +220,31 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
             } else {
                 const int skip_ok = P->o_ign[a];
                 const double rw = P->o_rw[a];
-                for (j = 0; j < nb; j++) {
-                    int cy = y[j];
-                    int both = (cx >= 0) & (cy >= 0);
-                    int sk = (!both) & skip_ok;
-                    double t = both ? (cy != cx ? w : 0.0) : (sk ? 0.0 : miss);
-                    s[j] = HD_ACC(s[j], t);
-                    kw[j] += sk ? 0.0 : rw;
-                    ns[j] += sk ? 1.0 : 0.0;
+                int ymiss = 0;
+                if (cx >= 0 && g.uni) {
+                    for (j = 0; j < nb; j++)
+                        ymiss |= y[j] < 0;
+                }
+                if (cx >= 0 && g.uni && !ymiss) {
+                    for (j = 0; j < nb; j++) {
+                        double t = y[j] != cx ? w : 0.0;
+                        s[j] = HD_ACC(s[j], t);
+                    }
+                    g.K += rw;
+                } else if (cx >= 0) {
+                    /* as in the continuous block: blends of per-attribute constants */
+                    const double tm = skip_ok ? 0.0 : miss;
+                    const double km = skip_ok ? 0.0 : rw, nm = skip_ok ? 1.0 : 0.0;
+                    HD_SFX(hd_ign_split)(&g, nb);
+                    for (j = 0; j < nb; j++) {
+                        int cy = y[j];
+                        double t = cy != cx ? w : 0.0;
+                        s[j] = HD_ACC(s[j], cy >= 0 ? t : tm);
+                        kw[j] += cy >= 0 ? rw : km;
+                        ns[j] += cy >= 0 ? 0.0 : nm;
+                    }
+                } else {
+                    HD_SFX(hd_query_missing)(s, &g, nb, ign, skip_ok, miss, rw, pm);
                 }
             }
         }
@@ -194,6 +276,7 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                         s[j] = HD_ACC(s[j], t);
                     }
                 } else {
+                    HD_SFX(hd_ign_split)(&g, nb);
                     for (j = 0; j < nb; j++) {
                         int cy = y[j];
                         int yin = cy >= 0;
@@ -207,7 +290,7 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                     }
                 }
             } else {
-                HD_SFX(hd_query_missing)(s, kw, ns, nb, ign, skip_ok, miss, rw, pm);
+                HD_SFX(hd_query_missing)(s, &g, nb, ign, skip_ok, miss, rw, pm);
             }
         }
         if (HD_SFX(hd_all_above)(s, nb, cut))
@@ -239,6 +322,8 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                             nrm[j] += fabs(xc - yc[j]);
                     }
                 }
+                if (ign)
+                    HD_SFX(hd_ign_split)(&g, nb);
                 for (j = 0; j < nb; j++) {
                     double n = nrm[j], t;
                     int yin = y0[j] == y0[j];
@@ -259,13 +344,27 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                     }
                 }
             } else {
-                HD_SFX(hd_query_missing)(s, kw, ns, nb, ign, skip_ok, miss, rw, pm);
+                HD_SFX(hd_query_missing)(s, &g, nb, ign, skip_ok, miss, rw, pm);
             }
         }
     }
     if (ign) {
         /* the "ignore" rule (docs/metrics.md, section 6), as rescale_ignore */
         const double w_all = P->w_all, w_max = P->w_max;
+        if (g.uni) {
+            /* every row: ns = NS, kw = K */
+            if (g.NS > 0.0) {
+                for (j = 0; j < nb; j++) {
+                    double v = s[j];
+                    if (g.K > 0.0)
+                        v = pm == 0 ? v : v * (w_all / g.K);
+                    else
+                        v = pm == 0 ? w_max : w_all;
+                    s[j] = v;
+                }
+            }
+            return 0;
+        }
         for (j = 0; j < nb; j++) {
             double v = s[j];
             if (ns[j] > 0.0) {
