@@ -457,8 +457,9 @@ def _fill_series(s, rows, vals, schema, j):
             s = s.cat.add_categories(lack)
         s.iloc[rows] = new
         return s
+    vals = np.asarray(vals, dtype=np.float64)
     if pd.api.types.is_integer_dtype(dtype):
-        s.iloc[rows] = np.rint(vals).astype(np.int64)
-        return s
-    s.iloc[rows] = vals
+        vals = np.rint(vals)
+    # the column's own width (float32, Int32, Float32 ...); object columns take floats
+    s.iloc[rows] = vals.astype(getattr(dtype, "numpy_dtype", dtype))
     return s

@@ -289,6 +289,10 @@ def test_dtypes_and_categories_kept():
         "s": pd.array(["u", "v", None, "u", "v", "v"], dtype="string"),
         "b": pd.array([True, None, False, True, True, False], dtype="boolean"),
         "obj": np.array(["p", "q", None, "q", "p", "p"], dtype=object),
+        "f32": np.array([1.1, np.nan, 3.3, 4.7, 5.0, 1.0], dtype=np.float32),
+        "i32": pd.array([1, None, 2, 5, 3, 3], dtype="Int32"),
+        "F32": pd.array([1.5, None, 2.25, 5, 1, 2], dtype="Float32"),
+        "arrow": pd.array(["x", None, "y", "x", "y", "y"], dtype="string[pyarrow]"),
     }, index=[10, 11, 12, 13, 14, 15])
     out = KNNImputer(n_neighbors=2).fit_transform(df)
     assert list(out.dtypes) == list(df.dtypes)
@@ -433,3 +437,14 @@ def test_api_example():
     assert out["job"].tolist() == ["tech", "admin", "tech", "admin"]
     assert out["age"].tolist() == [25.0, 32.0, 28.5, 51.0]
     assert out["hours"].tolist() == [40.0, 38.0, 41.0, 39.0]
+
+
+def test_polars_and_arrow_come_back_as_frames():
+    pl = pytest.importorskip("polars")
+    pa = pytest.importorskip("pyarrow")
+    data = {"a": [1.0, None, 3.0, 4.0], "b": ["x", None, "y", "x"]}
+    want = KNNImputer(n_neighbors=2).fit_transform(pd.DataFrame(data))
+    for table in (pl.DataFrame(data), pa.table(data)):
+        got = KNNImputer(n_neighbors=2).fit_transform(table)
+        assert isinstance(got, pd.DataFrame)
+        assert got.to_dict("list") == want.to_dict("list")
