@@ -24,6 +24,10 @@ J. Stat. Softw. 74(7), 2016) does for mixed data:
 A row with no observed value at all has no distance to anything: each of its cells gets
 the column's training mean (median with ``continuous="median"``) or mode, as
 scikit-learn does for rows without a usable distance.
+
+scikit-learn's ``check_estimator`` passes; as for :mod:`hdist.neighbors`, the tags
+``allow_nan`` (a NaN is the missing value to fill) and ``string`` (string columns are
+nominal attributes) are declared rather than worked around.
 """
 from __future__ import annotations
 
