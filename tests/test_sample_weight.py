@@ -11,6 +11,7 @@ import pytest
 
 import hdist
 from hdist import Metric, _knn
+from hdist import _posteriors as post
 from hdist._estimators import mean_abs_difference, weighted_quantile, weighted_std
 from hdist.cluster import KModes, KPrototypes
 from hdist.discretize import MDLP, EqualFrequency, EqualWidth
@@ -555,3 +556,69 @@ def test_clustering_seeds_never_draw_weight_zero_rows():
         assert km.inertia_ == pytest.approx(0.0, abs=1e-12)    # each center a weighted row
     with pytest.raises(ValueError, match="positive sample_weight"):
         KPrototypes(5).fit(X, sample_weight=sw)
+
+
+# -- class-posterior estimators with weights ----------------------------------------------
+
+def posterior_column(seed, n=300):
+    rng = np.random.default_rng(seed)
+    x = np.round(rng.normal(size=n), 2)
+    y = ((x + rng.normal(size=n)) > 0).astype(np.int64) + (rng.random(n) < 0.2)
+    x[rng.random(n) < 0.05] = np.nan
+    return x, y, 3
+
+
+@pytest.mark.parametrize("make, method", [
+    (post.DiscretizedPosterior, None), (post.InterpolatedPosterior, None),
+    (post.LocalPosterior, None), (post.ParzenPosterior, None),
+    *[(lambda: post.GaussianPosterior(0.1), m) for m in (None, "direct", "cells")]])
+def test_posteriors_integer_weights_equal_repeated_values(make, method):
+    """GVDM's kernel sums are exact either point by point ("direct") or from the cell
+    moments ("cells"): both carry the weights."""
+    x, y, C = posterior_column(20)
+    sw = np.random.default_rng(20).integers(0, 4, size=x.shape[0])
+    a, b = make(), make()
+    if method is not None:
+        a._method = b._method = method
+    a.fit(x, y, C, sample_weight=sw)
+    b.fit(np.repeat(x, sw), np.repeat(y, sw), C)
+    q = np.linspace(np.nanmin(x) - 0.5, np.nanmax(x) + 0.5, 401)
+    np.testing.assert_allclose(a.transform(q), b.transform(q), rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(a.priors_, b.priors_, rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["direct", "cells"])
+def test_posteriors_fractional_weights_against_references(method):
+    """DVDM, LVDM and GVDM with weights in eighths against their definitions written out
+    with numpy: weighted class frequencies of the bin, of the window, and the weighted
+    Gaussian-kernel sum."""
+    x, y, C = posterior_column(21)
+    sw = np.random.default_rng(21).integers(1, 17, size=x.shape[0]) / 8.0
+    ok = ~np.isnan(x)
+    xo, yo, wo = x[ok], y[ok], sw[ok]
+    priors = np.bincount(y, weights=sw, minlength=C) / sw.sum()
+    q = np.linspace(xo.min(), xo.max(), 97)
+
+    def freq(mask):
+        f = np.bincount(yo[mask], weights=wo[mask], minlength=C)
+        return f / f.sum() if f.sum() > 0 else None
+
+    d = post.DiscretizedPosterior().fit(x, y, C, sample_weight=sw)
+    bins = d.discretizer_.codes(xo)
+    for v, p in zip(q, d.transform(q)):
+        want = freq(bins == d.discretizer_.codes([v])[0])
+        np.testing.assert_allclose(p, np.zeros(C) if want is None else want, atol=1e-12)
+    lv = post.LocalPosterior(0.2).fit(x, y, C, sample_weight=sw)
+    half = 0.2 * (xo.max() - xo.min()) / 2
+    for v, p in zip(q, lv.transform(q)):
+        want = freq((xo >= v - half) & (xo <= v + half))
+        np.testing.assert_allclose(p, priors if want is None else want, atol=1e-12)
+    g = post.GaussianPosterior(0.1)
+    g._method = method
+    g.fit(x, y, C, sample_weight=sw)
+    h = 0.1 * (xo.max() - xo.min())
+    K = wo[None, :] * np.exp(-((q[:, None] - xo[None, :]) / h) ** 2)
+    want = np.stack([K[:, yo == c].sum(axis=1) for c in range(C)], axis=1)
+    want /= want.sum(axis=1, keepdims=True)
+    np.testing.assert_allclose(g.transform(q), want, atol=1e-6)
+    np.testing.assert_allclose(g._exact((q - g.min_) / h)[0], want, rtol=1e-12, atol=1e-14)
