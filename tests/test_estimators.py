@@ -316,9 +316,9 @@ def test_dataframe_reaches_the_index_untouched(credit, monkeypatch):
         index = real(metric, algorithm, leaf_size)
         fit = index.fit
 
-        def fit_spy(X_, y_=None):
+        def fit_spy(X_, y_=None, **kw):
             seen.append(X_)
-            return fit(X_, y_)
+            return fit(X_, y_, **kw)
         index.fit = fit_spy
         return index
     monkeypatch.setattr(_knn, "make_index", spy)
