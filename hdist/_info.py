@@ -25,6 +25,7 @@ import numbers
 import numpy as np
 
 from ._schema import column_weights
+from ._schema import check_sample_weight
 from .discretize import Discretizer, EqualFrequency, _as_labels, _as_values
 
 __all__ = ["entropy", "mutual_information", "mi_weights"]
@@ -100,7 +101,7 @@ def _mi_codes(xc, yc, w=None):
     return max(mi, 0.0)
 
 
-def entropy(labels, *, base=None):
+def entropy(labels, *, base=None, sample_weight=None):
     """Shannon entropy of the empirical distribution of ``labels``.
 
     Parameters
@@ -108,6 +109,10 @@ def entropy(labels, *, base=None):
     labels : 1-D array-like of hashable values (missing values are left out)
     base : float, optional
         Logarithm base (default ``e``: nats).
+    sample_weight : 1-D array-like of non-negative numbers, optional
+        Frequency weights: ``p_v`` is the weight of the values ``v`` over the total
+        weight of the observed values (integer weights give the entropy of the values
+        repeated by their weights).
 
     Returns
     -------
@@ -115,9 +120,14 @@ def entropy(labels, *, base=None):
     """
     lb = _log_base(base)
     c = _codes(labels, "labels")
-    c = c[c >= 0]
-    if c.size == 0:
-        raise ValueError("labels has no observed value")
+    sw = check_sample_weight(sample_weight, c.shape[0])
+    keep = c >= 0 if sw is None else (c >= 0) & (sw > 0)
+    if not keep.any():
+        raise ValueError("labels has no observed value"
+                         + ("" if sw is None else " of positive sample_weight"))
+    if sw is not None:
+        return _entropy_counts(np.bincount(c[keep], weights=sw[keep])) / lb
+    c = c[keep]
     return _entropy_counts(np.bincount(c)) / lb
 
 
@@ -142,7 +152,8 @@ def _discretized(x, ycodes, disc, what, w=None):
     return disc.codes(x)
 
 
-def mutual_information(x, y, *, nominal=None, discretizer=None, base=None):
+def mutual_information(x, y, *, nominal=None, discretizer=None, base=None,
+                       sample_weight=None):
     """Mutual information ``I(x; y)`` between one attribute and the class.
 
     Parameters
@@ -156,8 +167,12 @@ def mutual_information(x, y, *, nominal=None, discretizer=None, base=None):
         with the classes when it is supervised).
     base : float, optional
         Logarithm base (default ``e``: nats).
+    sample_weight : 1-D array-like of non-negative numbers, optional
+        Frequency weights: every probability is a share of the total weight and the
+        discretizer is fitted with the weights, so integer weights give the information
+        of the rows repeated by their weights (docs/metrics.md, section 10).
 
-    Rows where ``x`` is missing are left out.  Returns
+    Rows where ``x`` is missing (or of weight 0) are left out.  Returns
     ``Σ_{a,b} p(a,b) log(p(a,b) / (p(a) p(b)))`` over the kept rows (``0 · log 0 = 0``).
     """
     lb = _log_base(base)
@@ -172,14 +187,19 @@ def mutual_information(x, y, *, nominal=None, discretizer=None, base=None):
         nominal = not numeric
     n = len(xarr)
     ycodes = _as_labels(y, n)
+    sw = check_sample_weight(sample_weight, n)
+    if sw is not None and not (sw > 0).all():   # rows of weight 0: as if absent
+        pos = np.flatnonzero(sw > 0)
+        xarr = xarr.iloc[pos] if hasattr(xarr, "iloc") else np.asarray(xarr)[pos]
+        ycodes, sw = np.unique(ycodes[pos], return_inverse=True)[1], sw[pos]
     if nominal:
         xc = _codes(xarr, "x")
     else:
-        xc = _discretized(_as_values(xarr), ycodes, discretizer, "discretizer")
+        xc = _discretized(_as_values(xarr), ycodes, discretizer, "discretizer", sw)
     keep = xc >= 0
     if not keep.any():
         raise ValueError("x has no observed value")
-    return _mi_codes(xc[keep], ycodes[keep]) / lb
+    return _mi_codes(xc[keep], ycodes[keep], None if sw is None else sw[keep]) / lb
 
 
 def mi_weights(metric, schema, cont, nom, y, C, sample_weight=None):

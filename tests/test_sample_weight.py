@@ -622,3 +622,27 @@ def test_posteriors_fractional_weights_against_references(method):
     want /= want.sum(axis=1, keepdims=True)
     np.testing.assert_allclose(g.transform(q), want, atol=1e-6)
     np.testing.assert_allclose(g._exact((q - g.min_) / h)[0], want, rtol=1e-12, atol=1e-14)
+
+
+@pytest.mark.parametrize("discretizer", [None, MDLP(), EqualWidth(4)])
+def test_entropy_and_mutual_information_integer_weights_equal_repeated_rows(discretizer):
+    rng = np.random.default_rng(22)
+    x = np.round(rng.normal(size=80), 1)
+    x[rng.random(80) < 0.1] = np.nan
+    xo = np.where(rng.random(80) < 0.1, None, rng.choice(["p", "q", "r"], 80)).astype(object)
+    y = np.where(x > 0.3, "hi", rng.choice(["a", "b"], 80)).astype(object)
+    sw = rng.integers(0, 4, size=80)
+    for col in (x, xo):
+        a = hdist.mutual_information(col, y, discretizer=discretizer, sample_weight=sw)
+        b = hdist.mutual_information(np.repeat(col, sw), np.repeat(y, sw),
+                                     discretizer=discretizer)
+        assert a == pytest.approx(b, rel=1e-12, abs=1e-15) and b > 0
+    assert hdist.entropy(xo, sample_weight=sw, base=2) == pytest.approx(
+        hdist.entropy(np.repeat(xo, sw), base=2), rel=1e-12)
+    # fractional weights: p_v is the share of the weight
+    w = sw + 0.5
+    ok = np.array([v is not None for v in xo])
+    p = np.array([w[ok][xo[ok] == v].sum() for v in ("p", "q", "r")]) / w[ok].sum()
+    assert hdist.entropy(xo, sample_weight=w) == pytest.approx(-np.sum(p * np.log(p)))
+    with pytest.raises(ValueError, match="sample_weight"):
+        hdist.entropy(xo, sample_weight=-w)
