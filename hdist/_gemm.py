@@ -1,25 +1,30 @@
-"""Matrix-product candidate filter for exact p = 2 k-NN.
+"""Matrix-product candidate filter for exact p = 2 k-NN and radius search.
 
 For ``p = 2`` every term of HEOM/HVDM-like metrics is a squared Euclidean distance in a
 small embedding: a scaled continuous value, a one-hot code (overlap: ``½‖e_v − e_w‖²``
-times ``w``), a row of class probabilities (VDM N2/N3), a class-posterior vector.  Missing
-values under the "one"/"max"/"symbol" policies keep the sum bilinear: with presence
-``p_x``, penalty ``A_x`` (the term when the other value is missing) and both-missing term
-``B``, one attribute contributes
+times ``w``), a row of class probabilities (VDM N2/N3), a class-posterior vector.  With
+``ẽ`` the embedding less a centre (0 when missing) and ``s = ‖ẽ‖²``, presence ``p`` and
+absence ``q = 1 − p``, penalty ``A`` (the term when the other value is missing) and
+both-missing term ``B``, one attribute contributes, under the "one"/"max"/"symbol"
+policies,
 
-    p_x p_y ‖e_x − e_y‖² + p_x (1 − p_y) A_x + (1 − p_x) p_y A_y + (1 − p_x)(1 − p_y) B
-    = p_y (s_x − p_x A_x) + p_x (s_y − p_y A_y + B p_y) − 2 e_x·e_y
-      + p_x (A_x − B) + p_y (A_y − B) + B,          s = ‖e‖² (e = 0 when missing),
+    s_x + s_y − 2 ẽ_x·ẽ_y + q_y · p_x (A_x − s_x) + q_x · (p_y (A_y − s_y) + q_y B),
 
 so the reduced distance of all pairs of a tile is one matrix product of augmented
-features plus row and column constants.  That estimate is only a *filter*: a pair is
-computed exactly by the brute-force kernel's ``pair_reduced`` unless its estimate, minus a
-bound on the rounding error of both computations, already exceeds the query's current
-k-th distance.  The neighbors and distances returned are therefore exactly the brute
-force ones, whatever the BLAS, its threads or the tile sizes.
+features (one extra column per attribute missing in some reference row) plus, for each
+attribute a query misses, one reference-side column added to that query's estimates.
+Each embedding is projected on the span of its reference values first (C class
+probabilities span C − 1 dimensions), which shortens the product without changing it.
+
+That estimate is only a *filter*: a pair is computed exactly by the brute-force kernel's
+``pair_reduced`` unless its estimate, minus a bound on the rounding error of both
+computations, already exceeds the query's current k-th distance (or the radius).  The
+neighbors and distances returned are therefore exactly the brute force ones, whatever
+the BLAS, its threads or the tile sizes.
 """
 from __future__ import annotations
 
+import math
 import threading
 
 import numpy as np
@@ -104,142 +109,284 @@ def _attributes(plan, rows):
     return out
 
 
-def _miss_set(plan, attrs_q, attrs_r):
-    return tuple(i for i, (fq, fr) in enumerate(zip(attrs_q, attrs_r))
-                 if not (fq[1].all() and fr[1].all()))
+#: an embedding is projected on the span of its reference values when every row lies
+#: within this distance of that span (far below float32's rounding of the product)
+SPAN_TOL = 1e-9
 
 
-def side_features(attrs, miss, query_side):
-    """Augmented features of one side; ``reduced(q, j) ≈ Xq[q] · Yr[j]``.
-
-    Query side: ``[e, (s - p A, p) per attribute in miss, a, 1]``;
-    reference side: ``[-2 e, (p, s - p A + B p) per attribute in miss, 1, b]``.
-    Returns ``(F, norms)`` or None when magnitudes make the product unsafe."""
-    n = attrs[0][0].shape[0] if attrs else 0
-    cols, extra = [], []
-    const = np.zeros(n)
-    for idx, (E, pres, A, B) in enumerate(attrs):
-        s = np.einsum("ij,ij->i", E, E)
-        cols.append(E if query_side else -2.0 * E)
-        if idx not in miss:
-            const += s
-            continue
-        pf = pres.astype(np.float64)
-        if query_side:
-            extra.append(s - pf * A)
-            extra.append(pf)
-            const += pf * (A - B)
-        else:
-            extra.append(pf)
-            extra.append(s - pf * A + B * pf)
-            const += pf * (A - B) + B
-    ones = np.ones(n)
-    tail = [const, ones] if query_side else [ones, const]
-    F = np.hstack(cols + [np.column_stack(extra + tail)])
-    if not np.all(np.isfinite(F)) or (F.size and np.abs(F).max() > MAX_ABS):
+def _span(E, c):
+    """An orthonormal basis ``[d, r]`` of the span of the rows of ``E - c`` (r <= d; the
+    class-probability vectors of C classes span C - 1 dimensions), or None when it
+    saves nothing or the embedding is too large for the tolerance to be negligible."""
+    if E.shape[1] < 2 or len(E) == 0:
         return None
-    return np.ascontiguousarray(F), np.sqrt(np.einsum("ij,ij->i", F, F))
+    U = E - c
+    scale = np.abs(U).max(initial=0)
+    if scale > 1e6:
+        return None
+    _, sv, Vt = np.linalg.svd(U, full_matrices=False)
+    r = int(np.count_nonzero(sv > 1e-12 * max(sv[0], 1e-300))) if sv.size else 0
+    if r >= E.shape[1]:
+        return None
+    B = Vt[:r].T
+    if not _in_span(U, B):
+        return None
+    return B
 
 
-def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=256, r_tile=4096,
-        r_chunk=64, dtype=np.float32, cache=None):
-    """Exact k-NN through the GEMM filter; None when the plan or data do not allow it.
+def _in_span(U, B):
+    """True when every row of ``U`` lies within ``SPAN_TOL`` of the span of ``B``."""
+    res = U - (U @ B) @ B.T
+    return bool(np.all(np.einsum("ij,ij->i", res, res) <= SPAN_TOL ** 2))
 
-    ``cache`` (a dict kept by the caller for a fixed reference set ``R``) keeps the
-    reference side's features between calls."""
+
+def _reference(plan, R, cache, project=True):
+    """The reference side, computed once per reference set (kept in ``cache``): per
+    attribute the embedding's centre and (``project``) a basis of its span, the
+    attributes missing somewhere in ``R`` and, in float64,
+    ``Y = [-2 ẽ per attribute, q per attribute of that set, 1, Σ s]`` and the
+    missing-query columns ``g [m, n]``; None when the plan or rows do not allow it."""
+    key = "ref" if project else "ref-full"
+    ref = cache.get(key)
+    if ref is None:
+        attrs = _attributes(plan, R)
+        if attrs is None:
+            return None
+        centres, bases = [], []
+        for E, pres, _, _ in attrs:
+            P = E[pres]
+            c = 0.5 * (P.min(axis=0) + P.max(axis=0)) if len(P) else np.zeros(E.shape[1])
+            centres.append(c)
+            bases.append(_span(P, c) if project else None)
+        miss = tuple(i for i, (_, pres, _, _) in enumerate(attrs) if not pres.all())
+        n = R.n
+        cols, const = [], np.zeros(n)
+        g = np.empty((len(attrs), n))
+        for a, ((E, pres, A, B), c) in enumerate(zip(attrs, centres)):
+            Et = _centred(E, pres, c, bases[a])
+            s = np.einsum("ij,ij->i", Et, Et)
+            cols.append(-2.0 * Et)
+            const += s
+            g[a] = np.where(pres, A - s, B)
+        extra = [(~attrs[a][1]).astype(np.float64) for a in miss]
+        Y = np.hstack(cols + [np.column_stack(extra + [np.ones(n), const])])
+        ref = {"centres": centres, "bases": bases, "miss": miss, "Y": Y, "g": g}
+        cache[key] = ref
+    return ref
+
+
+def _centred(E, pres, c, B):
+    """``ẽ``: the embedding less its centre, in the basis ``B`` (None: as it is), 0 where
+    the value is missing."""
+    Et = np.where(pres[:, None], E - c, 0.0)
+    return Et if B is None else Et @ B
+
+
+def _queries(plan, Q, ref):
+    """The query side against ``ref``: ``X = [ẽ per attribute, p (A - s) per attribute of
+    ref["miss"], Σ s, 1]`` and, per row, the attributes it misses (``qptr``, ``qidx``: the
+    rows of ``ref["g"]`` its estimates add); None when the rows do not allow it, "off-span"
+    when a value lies off the span ``ref`` projects on."""
+    attrs = _attributes(plan, Q)
+    if attrs is None:
+        return None
+    n = Q.n
+    cols, const, hs = [], np.zeros(n), {}
+    absent = np.zeros((n, len(attrs)), dtype=bool)
+    for a, ((E, pres, A, B), c) in enumerate(zip(attrs, ref["centres"])):
+        basis = ref["bases"][a]
+        if basis is not None and not _in_span(E[pres] - c, basis):
+            return "off-span"
+        Et = _centred(E, pres, c, basis)
+        s = np.einsum("ij,ij->i", Et, Et)
+        cols.append(Et)
+        const += s
+        hs[a] = np.where(pres, A - s, 0.0)
+        absent[:, a] = ~pres
+    X = np.hstack(cols + [np.column_stack([hs[a] for a in ref["miss"]] + [const, np.ones(n)])])
+    qptr = np.zeros(n + 1, dtype=np.intp)
+    np.cumsum(absent.sum(axis=1), out=qptr[1:])
+    qidx = np.nonzero(absent)[1].astype(np.intp)
+    return X, qptr, qidx
+
+
+class _Filter:
+    """Everything a filtered search needs: features of both sides in the product's
+    precision, their norms (the rounding margin) and the missing-query columns."""
+
+    def __init__(self, Xg, nx, Yg, ny_chunk, g, qptr, qidx, eps, r_chunk):
+        self.Xg, self.nx, self.Yg, self.ny_chunk = Xg, nx, Yg, ny_chunk
+        self.g, self.qptr, self.qidx, self.eps, self.r_chunk = g, qptr, qidx, eps, r_chunk
+
+    def extra(self):
+        """The keyword arguments of ``gemm_select`` / ``gemm_radius_select``."""
+        if self.qidx.size == 0:
+            return {}
+        return {"gy": self.g, "qptr": self.qptr, "qidx": self.qidx}
+
+
+def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
+    """A :class:`_Filter` for queries ``Q`` against ``R``, or None when the plan, the rows
+    or their magnitudes do not allow the filter.
+
+    ``reduced(q, j) = X[q] · Y[j] + Σ g[a, j]`` over the attributes ``a`` missing in ``q``:
+    with ``ẽ`` an attribute's embedding less its centre (0 when missing), ``s = ‖ẽ‖²``,
+    ``p``/``q`` presence/absence, ``A`` the term against a missing value and ``B`` the
+    term of two missing values, one attribute contributes
+    ``s_x + s_y - 2 ẽ_x·ẽ_y + q_y p_x (A_x - s_x) + q_x (p_y (A_y - s_y) + q_y B)``:
+    the product carries the first part (one extra column per attribute missing in some
+    reference row), and the last, which only queries missing that attribute need, is a
+    column of ``g`` added to their estimates."""
     if not eligible(plan):
         return None
-    aq = _attributes(plan, Q)
-    if aq is None:
+    # the projection on the reference values' span is exact only up to SPAN_TOL: the
+    # float64 product (for magnitudes float32 cannot hold) goes without it
+    project = dtype == np.float32
+    ref = _reference(plan, R, cache, project)
+    if ref is None:
         return None
-    cache = {} if cache is None else cache
-    ar = cache.get("attrs")
-    if ar is None:
-        ar = _attributes(plan, R)
-        if ar is None:
-            return None
-        cache["attrs"] = ar
-    miss = _miss_set(plan, aq, ar)
-    fq = side_features(aq, miss, True)
-    key = (miss, np.dtype(dtype).str)
+    side = _queries(plan, Q, ref)
+    if isinstance(side, str):      # a query value off the span: no projection
+        project = False
+        ref = _reference(plan, R, cache, project)
+        side = _queries(plan, Q, ref)
+    if side is None:
+        return None
+    X, qptr, qidx = side
+    key = ("Y", np.dtype(dtype).str, r_chunk, project)
     fr = cache.get(key)
     if fr is None:
-        fr = side_features(ar, miss, False)
-        if fr is None or fq is None:
+        Y, g = ref["Y"], ref["g"]
+        if not (np.all(np.isfinite(Y)) and np.all(np.isfinite(g))):
             return None
-        Yr, ny = fr
-        ymax = float(np.abs(Yr).max(initial=0))
+        ymax = max(np.abs(Y).max(initial=0), np.abs(g).max(initial=0))
         if dtype == np.float32 and ymax > MAX_ABS32:
-            return knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self, q_block, r_tile,
-                       r_chunk, np.float64, cache)
-        # the reference side in the product's precision, and ny's maximum per chunk
-        fr = (Yr.astype(dtype), np.maximum.reduceat(ny, np.arange(0, R.n, r_chunk)), ymax)
+            return _prepare(plan, Q, R, cache, r_chunk, np.float64)
+        ny = np.sqrt(np.einsum("ij,ij->i", Y, Y) + np.einsum("ij,ij->j", g, g))
+        fr = (Y.astype(dtype), np.ascontiguousarray(g, dtype=dtype),
+              np.maximum.reduceat(ny, np.arange(0, R.n, r_chunk)) if R.n else ny, ymax)
         cache[key] = fr
-    if fq is None:
+    Yg, gg, ny_chunk, ymax = fr
+    if not np.all(np.isfinite(X)):
         return None
-    Xq, nx = fq
-    Yg, ny_chunk, ymax = fr
-    from ._kernels import finish_heaps, gemm_select
-    nq, nr = Q.n, R.n
-    dim = Xq.shape[1]
+    xmax = np.abs(X).max(initial=0)
+    if max(xmax, ymax) > MAX_ABS:
+        return None
+    if dtype == np.float32 and max(xmax, ymax) > MAX_ABS32:
+        return _prepare(plan, Q, R, cache, r_chunk, np.float64)
+    dim = X.shape[1] + plan.m      # the product's terms and the added g columns
     if dtype == np.float32:
-        if max(np.abs(Xq).max(initial=0), ymax) > MAX_ABS32:
-            return knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self, q_block, r_tile,
-                       r_chunk, np.float64, cache)
         # rounding of the inputs to float32 (2 u), the float32 product of dim terms
         # (dim u) and the kernel's float64 sum; doubled for safety.  Underflowing products
         # lose relative accuracy: an absolute slack covers them.
         eps = 4.0 * (dim + 8) * 2.0 ** -24
     else:
         eps = 8.0 * (dim + plan.m + 16) * _U
-    slack = 1e-30
-    nx = nx + slack / eps
-    Xg = Xq.astype(dtype)
-    HD = np.full((nq, k), np.inf)
-    HI = np.full((nq, k), nr, dtype=np.intp)
-    cplan = plan.cplan
-    r_tile = max(r_chunk, (r_tile // r_chunk) * r_chunk)
+    nx = np.sqrt(np.einsum("ij,ij->i", X, X) + np.diff(qptr)) + 1e-30 / eps
+    return _Filter(np.ascontiguousarray(X, dtype=dtype), nx, Yg, ny_chunk, gg, qptr, qidx,
+                   eps, r_chunk)
 
+
+def _in_threads(nq, n_threads, run):
+    """``run(q0, q1, stop)`` over chunks of the ``nq`` queries, one Python thread per
+    chunk (each keeps BLAS single-threaded: BLAS's own thread pool and OpenMP's would
+    otherwise fight over the cores between tiles); returns the chunks' results in order."""
     stop = threading.Event()   # set when the caller is interrupted
-
-    def run(q0, q1):
-        # one chunk of queries: a BLAS product per reference tile, then the exact filter;
-        # chunks touch disjoint heap rows, so they run in parallel threads
-        buf = np.empty(min(q_block, q1 - q0) * r_tile, dtype=dtype)
-        for a0 in range(q0, q1, q_block):
-            a1 = min(q1, a0 + q_block)
-            Xb = Xg[a0:a1]
-            for r0 in range(0, nr, r_tile):
-                if stop.is_set():
-                    return
-                r1 = min(nr, r0 + r_tile)
-                G = buf[: (a1 - a0) * (r1 - r0)].reshape(a1 - a0, r1 - r0)
-                np.matmul(Xb, Yg[r0:r1].T, out=G)
-                gemm_select(cplan, cQ, cR, G, nx, ny_chunk[r0 // r_chunk:], a0, r0, r_chunk,
-                            HD, HI, eps, 1, exclude_self, 0)
-
-    # BLAS runs single-threaded inside each of our threads: BLAS's own thread pool and
-    # OpenMP's would otherwise fight over the cores between tiles
     n_chunks = min(n_threads, max(1, nq // 16))
     bounds = np.linspace(0, nq, n_chunks + 1).astype(np.intp)
     with _blas_limit(1):
         if n_chunks == 1:
-            run(0, nq)
-        else:
-            from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
-            with ThreadPoolExecutor(n_chunks) as ex:
-                futs = [ex.submit(run, bounds[c], bounds[c + 1]) for c in range(n_chunks)]
-                try:
-                    # wait in short slices: a SIGINT that lands on a worker thread is
-                    # handled (KeyboardInterrupt) only when this thread runs Python again
-                    pending = futs
-                    while pending:
-                        done, pending = wait(pending, timeout=0.05,
-                                             return_when=FIRST_EXCEPTION)
-                        for f in done:
-                            f.result()
-                except BaseException:
-                    stop.set()      # the workers end at their next tile
-                    raise
+            return [run(0, nq, stop)]
+        from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
+        with ThreadPoolExecutor(n_chunks) as ex:
+            futs = [ex.submit(run, bounds[c], bounds[c + 1], stop) for c in range(n_chunks)]
+            try:
+                # wait in short slices: a SIGINT that lands on a worker thread is
+                # handled (KeyboardInterrupt) only when this thread runs Python again
+                pending = futs
+                while pending:
+                    done, pending = wait(pending, timeout=0.05, return_when=FIRST_EXCEPTION)
+                    for f in done:
+                        f.result()
+            except BaseException:
+                stop.set()      # the workers end at their next tile
+                raise
+            return [f.result() for f in futs]
+
+
+def _tiles(F, nr, q0, q1, q_block, r_tile, stop):
+    """The product tiles of queries [q0, q1): yields ``(a0, r0, G)``."""
+    r_tile = max(F.r_chunk, (r_tile // F.r_chunk) * F.r_chunk)
+    buf = np.empty(min(q_block, max(1, q1 - q0)) * min(r_tile, max(1, nr)), dtype=F.Xg.dtype)
+    for a0 in range(q0, q1, q_block):
+        a1 = min(q1, a0 + q_block)
+        Xb = F.Xg[a0:a1]
+        for r0 in range(0, nr, r_tile):
+            if stop.is_set():
+                return
+            r1 = min(nr, r0 + r_tile)
+            G = buf[: (a1 - a0) * (r1 - r0)].reshape(a1 - a0, r1 - r0)
+            np.matmul(Xb, F.Yg[r0:r1].T, out=G)
+            yield a0, r0, G
+
+
+def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=256, r_tile=2048,
+        r_chunk=64, dtype=np.float32, cache=None):
+    """Exact k-NN through the GEMM filter; None when the plan or data do not allow it.
+
+    ``cache`` (a dict kept by the caller for a fixed reference set ``R``) keeps the
+    reference side's features between calls."""
+    F = _prepare(plan, Q, R, {} if cache is None else cache, r_chunk, dtype)
+    if F is None:
+        return None
+    from ._kernels import finish_heaps, gemm_select
+    nq, nr = Q.n, R.n
+    HD = np.full((nq, k), np.inf)
+    HI = np.full((nq, k), nr, dtype=np.intp)
+    cplan = plan.cplan
+    extra = F.extra()
+
+    def run(q0, q1, stop):
+        # chunks touch disjoint heap rows, so they run in parallel threads
+        for a0, r0, G in _tiles(F, nr, q0, q1, q_block, r_tile, stop):
+            gemm_select(cplan, cQ, cR, G, F.nx, F.ny_chunk[r0 // F.r_chunk:], a0, r0,
+                        F.r_chunk, HD, HI, F.eps, 1, exclude_self, 0, **extra)
+
+    _in_threads(nq, n_threads, run)
     finish_heaps(cplan, HD, HI)
     return HD, HI
+
+
+def radius(plan, Q, R, cQ, cR, r, n_threads, exclude_self=False, self_offset=0,
+           q_block=512, r_tile=512, r_chunk=64, dtype=np.float32, cache=None):
+    """Exact radius search through the GEMM filter: the reference rows within true
+    distance ``r`` (inclusive) of each query, sorted by (distance, index), as two lists
+    of arrays — bit-identical to the direct kernel's; None when the filter does not
+    apply (or cannot pay: ``r`` infinite)."""
+    if math.isinf(r):
+        return None
+    F = _prepare(plan, Q, R, {} if cache is None else cache, r_chunk, dtype)
+    if F is None:
+        return None
+    from ._kernels import gemm_radius_select
+    nq, nr = Q.n, R.n
+    cplan = plan.cplan
+    extra = F.extra()
+
+    def run(q0, q1, stop):
+        parts = [gemm_radius_select(cplan, cQ, cR, G, F.nx, F.ny_chunk[r0 // F.r_chunk:],
+                                    a0, r0, F.r_chunk, r, F.eps, exclude_self, self_offset,
+                                    **extra)
+                 for a0, r0, G in _tiles(F, nr, q0, q1, q_block, r_tile, stop)]
+        return [np.concatenate(z) for z in zip(*parts)] if parts else None
+
+    found = [p for p in _in_threads(nq, n_threads, run) if p is not None]
+    if found:
+        qs, js, ds = (np.concatenate(z) for z in zip(*found))
+    else:
+        qs, js, ds = np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)
+    order = np.lexsort((js, ds, qs))
+    qs, js, ds = qs[order], js[order], ds[order]
+    cut = np.searchsorted(qs, np.arange(nq + 1))
+    return ([ds[cut[q]:cut[q + 1]] for q in range(nq)],
+            [js[cut[q]:cut[q + 1]] for q in range(nq)])

@@ -13,6 +13,7 @@ IntpArray = npt.NDArray[np.intp]
 
 SERIAL_PAIRS: int
 REGION_PAIRS: int
+GEMM_MAX_CHUNK: int
 
 def openmp_enabled() -> bool: ...
 def omp_max_threads() -> int: ...
@@ -57,7 +58,28 @@ def gemm_select(
     n_threads: int,
     exclude_self: bool = False,
     self_offset: int = 0,
+    gy: npt.NDArray[np.float32] | Float64Array | None = None,
+    qptr: IntpArray | None = None,
+    qidx: IntpArray | None = None,
 ) -> None: ...
+def gemm_radius_select(
+    plan: CPlan,
+    Q: CRows,
+    R: CRows,
+    G: npt.NDArray[np.float32] | Float64Array,
+    nx: Float64Array,
+    ny_max: Float64Array,
+    q0: int,
+    r0: int,
+    r_chunk: int,
+    r: float,
+    eps: float,
+    exclude_self: bool = False,
+    self_offset: int = 0,
+    gy: npt.NDArray[np.float32] | Float64Array | None = None,
+    qptr: IntpArray | None = None,
+    qidx: IntpArray | None = None,
+) -> tuple[IntpArray, IntpArray, Float64Array]: ...
 def pairwise(
     plan: CPlan,
     X: CRows,

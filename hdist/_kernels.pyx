@@ -13,7 +13,7 @@ cimport numpy as cnp
 cimport cython
 from cython.parallel cimport prange, parallel
 from libc.stdlib cimport malloc, free, realloc, qsort
-from libc.math cimport INFINITY, isnan, fabs, nextafterf
+from libc.math cimport INFINITY, isnan, fabs
 
 cnp.import_array()
 
@@ -611,86 +611,224 @@ def finish_heaps(CPlan plan, double[:, ::1] D, intp[:, ::1] I):
             heap_sort(&D[q, 0], &I[q, 0], k)
 
 
+ctypedef struct Hit:
+    double d
+    intp j
+
+
 ctypedef fused real:
     float
     double
 
 
-cdef inline float _float_above(double x) noexcept nogil:
-    """The smallest float >= x (x finite or +inf)."""
-    cdef float f = <float> x
-    if <double> f < x:
-        f = nextafterf(f, INFINITY)
-    return f
+cdef enum:
+    GEMM_MAX_CHUNK_C = 256
+
+#: most reference rows per chunk of the matrix-product filter (``r_chunk``)
+GEMM_MAX_CHUNK = GEMM_MAX_CHUNK_C
+
+
+cdef inline int _any_le(const real* g, intp n, real s) noexcept nogil:
+    """1 when some ``g[j] <= s``: an OR of comparisons, which the compiler vectorises (a
+    running minimum is a loop-carried dependency of ~4 cycles per element)."""
+    cdef intp j
+    cdef int hit = 0
+    for j in range(n):
+        hit |= g[j] <= s
+    return hit
+
+
+cdef inline const real* _chunk_est(const real* g, intp n, const real* gy, intp gstride,
+                                   const intp* mi, intp nm, real* est) noexcept nogil:
+    """The estimates of one chunk: the product ``g``, plus, for each attribute ``mi[t]``
+    missing in the query, that attribute's reference-side column ``gy`` (``hdist._gemm``:
+    the term of a reference value against a missing one, less its product share)."""
+    cdef intp j, t
+    cdef const real* col
+    if nm == 0:
+        return g
+    col = gy + mi[0] * gstride
+    for j in range(n):
+        est[j] = g[j] + col[j]
+    for t in range(1, nm):
+        col = gy + mi[t] * gstride
+        for j in range(n):
+            est[j] = est[j] + col[j]
+    return est
+
+
+cdef inline real _threshold(double tau, double margin, const real* like) noexcept nogil:
+    """``tau + margin`` (> 0) in the product's precision (that of ``like``), never below
+    it: enlarged by 2^-22 before the conversion, which rounds by at most 2^-24 (the
+    margin holds at least 1e-30, far above float's smallest normal)."""
+    if real is float:
+        return <float> ((tau + margin) * (1.0 + 2.0 ** -22))
+    return tau + margin
+
+
+cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
+                      const real* g, intp nt, intp r0, intp r_chunk, const double* ny_max,
+                      double epsx, const real* gy, intp gstride, const intp* mi, intp nm,
+                      double* hd, intp* hi, intp k, double r, Hit** buf, intp* cap,
+                      intp cnt, int excl, intp self_off) noexcept nogil:
+    """One query row of :func:`gemm_select` (``buf`` NULL: update the heap ``hd``/``hi``
+    of ``k`` entries) or of :func:`gemm_radius_select` (append the hits within ``r`` to
+    ``buf[0]`` from position ``cnt``).  Returns the new count, or -1 when out of memory."""
+    cdef real est[GEMM_MAX_CHUNK_C]
+    cdef const real* e
+    cdef double tau = reduced_bound(P, r if buf != NULL else hd[0]), s
+    cdef real Sr
+    cdef intp c0 = 0, c1, c = 0, jj, j
+    cdef Hit* tmp
+    while c0 < nt:
+        c1 = c0 + r_chunk
+        if c1 > nt:
+            c1 = nt
+        Sr = _threshold(tau, epsx * ny_max[c], g)
+        e = _chunk_est(g + c0, c1 - c0, gy + r0 + c0, gstride, mi, nm, est)
+        if _any_le(e, c1 - c0, Sr):
+            for jj in range(c1 - c0):
+                if e[jj] > Sr:
+                    continue
+                j = r0 + c0 + jj
+                if excl and j == q + self_off:
+                    continue
+                s = pair_reduced(P, QS, q, RS, j, 2, tau)
+                if s > tau:
+                    continue
+                s = true_of(P, QS, q, RS, j, s)
+                if buf == NULL:
+                    if _before(s, j, hd[0], hi[0]):
+                        heap_push(hd, hi, k, s, j)
+                        tau = reduced_bound(P, hd[0])
+                        Sr = _threshold(tau, epsx * ny_max[c], g)
+                elif s <= r:
+                    if cnt == cap[0]:
+                        cap[0] = 2 * cap[0] + 16
+                        tmp = <Hit*> realloc(buf[0], cap[0] * sizeof(Hit))
+                        if tmp == NULL:
+                            return -1
+                        buf[0] = tmp
+                    buf[0][cnt].d = s
+                    buf[0][cnt].j = j
+                    cnt = cnt + 1
+        c0 = c1
+        c = c + 1
+    return cnt
+
+
+cdef inline const intp* _miss_of(const intp[::1] qptr, const intp[::1] qidx, intp q,
+                                 intp* nm) noexcept nogil:
+    if qptr is None or qptr[q + 1] == qptr[q]:
+        nm[0] = 0
+        return NULL
+    nm[0] = qptr[q + 1] - qptr[q]
+    return &qidx[qptr[q]]
+
+
+def _check_select(G, intp r_chunk, gy, qptr, qidx, intp nq_all):
+    if r_chunk < 1 or r_chunk > GEMM_MAX_CHUNK:
+        raise ValueError("r_chunk must be in [1, %d], got %d" % (GEMM_MAX_CHUNK, r_chunk))
+    if (qptr is None) != (qidx is None) or (qptr is not None and gy is None):
+        raise ValueError("gy, qptr and qidx go together")
+    if qptr is not None and qptr.shape[0] != nq_all + 1:
+        raise ValueError("qptr must have one entry per query row plus one")
 
 
 def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double[::1] nx,
                 const double[::1] ny_max, intp q0, intp r0, intp r_chunk,
                 double[:, ::1] HD, intp[:, ::1] HI, double eps, int n_threads,
-                bint exclude_self=False, intp self_offset=0):
+                bint exclude_self=False, intp self_offset=0, const real[:, ::1] gy=None,
+                const intp[::1] qptr=None, const intp[::1] qidx=None):
     """Update the heaps of queries ``q0 .. q0 + G.shape[0]`` with reference rows
     ``r0 .. r0 + G.shape[1]``, using ``G[i, j]`` (a matrix-product estimate of the reduced
     p = 2 distance, see ``hdist._gemm``) as a filter.
 
-    A pair is computed exactly (``pair_reduced``) unless ``G - eps nx[q] ny > tau``,
-    ``tau`` the reduced bound of the query's current k-th distance (``reduced_bound``) and ``ny`` bounded by ``ny_max[c]``
-    over chunk ``c`` of ``r_chunk`` reference rows: that margin bounds the rounding error
-    of both computations, so the kept set is exactly the brute-force one.  Chunks whose
-    smallest estimate passes the test are skipped as a whole (a vectorised minimum)."""
+    The estimate of a pair is ``G[i, j]`` plus ``gy[a, r0 + j]`` for every attribute ``a``
+    missing in query ``q`` (``qidx[qptr[q]:qptr[q + 1]]``).  A pair is computed exactly
+    (``pair_reduced``) unless ``estimate - eps nx[q] ny > tau``, ``tau`` the reduced bound
+    of the query's current k-th distance (``reduced_bound``) and ``ny`` bounded by
+    ``ny_max[c]`` over chunk ``c`` of ``r_chunk`` reference rows: that margin bounds the
+    rounding error of both computations, so the kept set is exactly the brute-force one.
+    A chunk none of whose estimates passes is skipped after one vectorised test."""
     cdef const PlanS* P = &plan.s
     cdef const RowsS* QS = &Q.s
     cdef const RowsS* RS = &R.s
-    cdef intp nb = G.shape[0], nt = G.shape[1], k = HD.shape[1], ii, jj, q, j, c0, c1, c
-    cdef double tau, s, S, nxq
-    cdef real Sr, mn, v
+    cdef intp nb = G.shape[0], nt = G.shape[1], k = HD.shape[1], ii, q, nm
+    cdef intp gstride = gy.shape[1] if gy is not None else 0
+    cdef const real* gyp = &gy[0, 0] if gy is not None and gy.shape[0] > 0 else NULL
+    cdef const intp* mi
     cdef int excl = exclude_self
-    cdef double* hd
-    cdef intp* hi
-    cdef const real* g
+    _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n)
+    if nb == 0 or nt == 0:
+        return
     with nogil:
         for ii in prange(nb, num_threads=n_threads, schedule="static"):
             q = q0 + ii
-            hd = &HD[q, 0]
-            hi = &HI[q, 0]
-            tau = reduced_bound(P, hd[0])
-            nxq = nx[q]
-            g = &G[ii, 0]
-            c0 = 0
-            c = 0
-            while c0 < nt:
-                c1 = c0 + r_chunk
-                if c1 > nt:
-                    c1 = nt
-                S = tau + eps * nxq * ny_max[c]
-                if real is float:
-                    Sr = _float_above(S)
-                else:
-                    Sr = S
-                mn = g[c0]
-                for jj in range(c0 + 1, c1):
-                    v = g[jj]
-                    mn = v if v < mn else mn
-                if not (mn > Sr):
-                    for jj in range(c0, c1):
-                        if g[jj] > Sr:
-                            continue
-                        j = r0 + jj
-                        if excl and j == q + self_offset:
-                            continue
-                        s = pair_reduced(P, QS, q, RS, j, 2, tau)
-                        if s > tau:
-                            continue
-                        s = true_of(P, QS, q, RS, j, s)
-                        if _before(s, j, hd[0], hi[0]):
-                            heap_push(hd, hi, k, s, j)
-                            tau = reduced_bound(P, hd[0])
-                            S = tau + eps * nxq * ny_max[c]
-                            if real is float:
-                                Sr = _float_above(S)
-                            else:
-                                Sr = S
-                c0 = c1
-                c = c + 1
+            mi = _miss_of(qptr, qidx, q, &nm)
+            _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk, &ny_max[0],
+                        eps * nx[q], gyp, gstride, mi, nm, &HD[q, 0], &HI[q, 0], k,
+                        0.0, NULL, NULL, 0, excl, self_offset)
+
+
+def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
+                       const double[::1] nx, const double[::1] ny_max, intp q0, intp r0,
+                       intp r_chunk, double r, double eps, bint exclude_self=False,
+                       intp self_offset=0, const real[:, ::1] gy=None,
+                       const intp[::1] qptr=None, const intp[::1] qidx=None):
+    """The pairs of queries ``q0 .. q0 + G.shape[0]`` and reference rows
+    ``r0 .. r0 + G.shape[1]`` within true distance ``r`` (inclusive), filtered by the
+    estimates as :func:`gemm_select` does against the reduced bound of ``r``.
+
+    Returns ``(query, index, distance)`` arrays of the hits, in query order (unsorted
+    within a query); the distances are bit-identical to :func:`radius`'s."""
+    cdef const PlanS* P = &plan.s
+    cdef const RowsS* QS = &Q.s
+    cdef const RowsS* RS = &R.s
+    cdef intp nb = G.shape[0], nt = G.shape[1], ii, q, nm, cnt = 0, before, h
+    cdef intp gstride = gy.shape[1] if gy is not None else 0
+    cdef const real* gyp = &gy[0, 0] if gy is not None and gy.shape[0] > 0 else NULL
+    cdef const intp* mi
+    cdef int excl = exclude_self
+    cdef Hit* buf = NULL
+    cdef intp cap = 0
+    cdef intp* owner = NULL
+    cdef intp* tmpo
+    cdef intp ocap = 0
+    _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n)
+    try:
+        with nogil:
+            for ii in range(nb):
+                q = q0 + ii
+                mi = _miss_of(qptr, qidx, q, &nm)
+                before = cnt
+                cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk, &ny_max[0],
+                                  eps * nx[q], gyp, gstride, mi, nm, NULL, NULL, 0, r,
+                                  &buf, &cap, cnt, excl, self_offset)
+                if cnt < 0:
+                    break
+                if cnt > ocap:
+                    ocap = cap
+                    tmpo = <intp*> realloc(owner, ocap * sizeof(intp))
+                    if tmpo == NULL:
+                        cnt = -1
+                        break
+                    owner = tmpo
+                for h in range(before, cnt):
+                    owner[h] = q
+        if cnt < 0:
+            raise MemoryError("radius search ran out of memory")
+        qs = np.empty(cnt, dtype=np.intp)
+        js = np.empty(cnt, dtype=np.intp)
+        ds = np.empty(cnt)
+        for h in range(cnt):
+            qs[h] = owner[h]
+            js[h] = buf[h].j
+            ds[h] = buf[h].d
+        return qs, js, ds
+    finally:
+        free(buf)
+        free(owner)
 
 
 cdef void _pairwise_row(const hd_tplan* T, const PlanS* P, const RowsS* X, intp i,
@@ -751,11 +889,6 @@ def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
                               ny, o, red, sym)
         PyErr_CheckSignals()
     return np.asarray(out)
-
-
-ctypedef struct Hit:
-    double d
-    intp j
 
 
 cdef int _cmp_hit(const void* a, const void* b) noexcept nogil:
