@@ -355,6 +355,14 @@ class NeighborsIndex:
     def _drop_caches(self):
         self._c_rows = None
         self._leaf_rows = None
+        self._gemm_cache = None
+
+    def _gemm(self):
+        """The matrix-product filter's reference-side features of the indexed rows (kept
+        until the rows change)."""
+        if getattr(self, "_gemm_cache", None) is None:
+            self._gemm_cache = {}
+        return self._gemm_cache
 
     def _crows(self):
         if getattr(self, "_c_rows", None) is None:
@@ -376,6 +384,7 @@ class NeighborsIndex:
         st = dict(self.__dict__)
         st.pop("_c_rows", None)
         st.pop("_leaf_rows", None)
+        st.pop("_gemm_cache", None)
         return st
 
     def __setstate__(self, st):
@@ -525,7 +534,7 @@ class NeighborsIndex:
         n = self._rows.n
         if self.algorithm_ == "brute":
             d, i = self.metric_._knn_rows(rows, k, bool(exclude_self), threads, R=self._rows,
-                                          cR=self._crows())
+                                          cR=self._crows(), cache=self._gemm())
             self.n_distance_evaluations_ = np.full(rows.n, n - (1 if exclude_self else 0),
                                                    dtype=np.intp)
         else:
@@ -571,9 +580,8 @@ class NeighborsIndex:
         """Radius lists of encoded query rows (``own``: they are the indexed rows)."""
         plan = self.metric_.plan_
         if self.algorithm_ == "brute":
-            from ._kernels import CRows, radius
-            cq = self._crows() if own else CRows(rows)
-            dl, il = radius(plan.cplan, cq, self._crows(), r, threads, exclude_self)
+            dl, il = self.metric_._radius_rows(rows, r, exclude_self, threads, R=self._rows,
+                                               cR=self._crows(), cache=self._gemm())
             self.n_distance_evaluations_ = np.full(
                 rows.n, self._rows.n - (1 if exclude_self else 0), dtype=np.intp)
         else:

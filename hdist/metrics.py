@@ -612,6 +612,29 @@ class Metric:
             raise ValueError("method must be 'auto', 'direct' or 'gemm', got %r" % (method,))
         return knn(state.plan.cplan, cQ, cR, k, threads, exclude_self=exclude_self)
 
+    def _radius_rows(self, rows, r, exclude_self, threads, self_offset=0, method="auto",
+                     R=None, cR=None, cache=None):
+        """Brute-force radius search of encoded query rows against the training rows (or
+        ``R``): two lists of arrays (distances, indices).  ``exclude_self`` skips reference
+        row ``q + self_offset`` for query row ``q``; ``method`` as for ``_knn_rows`` (the
+        filter applies to finite radii)."""
+        from . import _gemm
+        from ._kernels import CRows, radius
+        state = self._fitted()
+        if R is None:
+            R, cR = state.train, state.crows()
+        cQ = CRows(rows)
+        if method == "gemm" or (method == "auto" and
+                                rows.n * R.n >= self._GEMM_MIN_PAIRS and rows.n >= 16):
+            cache = state.gemm_cache if R is state.train else cache
+            res = _gemm.radius(state.plan, rows, R, cQ, cR, r, threads, exclude_self,
+                               self_offset, cache=cache)
+            if res is not None:
+                return res
+        elif method not in ("auto", "direct"):
+            raise ValueError("method must be 'auto', 'direct' or 'gemm', got %r" % (method,))
+        return radius(state.plan.cplan, cQ, cR, r, threads, exclude_self, self_offset)
+
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
                          n_jobs=None, progress=None):
         """Training rows within distance ``r`` (inclusive) of each query row, sorted by
@@ -622,17 +645,14 @@ class Metric:
         rows = self._queries(Q)
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries")
-        from ._kernels import CRows, radius
         threads = effective_n_jobs(n_jobs)
-        state = self._fitted()
         dl, il = [], []
         report = _progress.reporter(progress, rows.n, "radius_neighbors")
         whole = report is None          # one block, as one kernel call
         for a, b in _progress.blocks(rows.n, _progress.silent if whole else report,
                                      max(rows.n, 1) if whole else None):
             part = rows if (a, b) == (0, rows.n) else rows.take(np.arange(a, b))
-            d_, i_ = radius(state.plan.cplan, CRows(part), state.crows(), r, threads,
-                            bool(exclude_self), a)
+            d_, i_ = self._radius_rows(part, r, bool(exclude_self), threads, a)
             dl += list(d_)
             il += list(i_)
         D = np.empty(len(dl), dtype=object)

@@ -143,3 +143,113 @@ def test_wide_one_hot_falls_back_before_allocating():
     d2, i2 = m._knn_rows(rows, 3, False, 2, "auto")
     np.testing.assert_array_equal(i1, i2)
     np.testing.assert_array_equal(d1, d2)
+
+
+# -- radius search through the filter --------------------------------------------------
+
+def radius_paths(metric, Q, r, n_jobs=2, exclude_self=False, self_offset=0, **kw):
+    rows = metric.train_ if Q is None else metric.encode(Q)
+    direct = metric._radius_rows(rows, r, exclude_self, n_jobs, self_offset, "direct")
+    res = _gemm.radius(metric.plan_, rows, metric.train_, CRows(rows), metric._ctrain(), r,
+                       n_jobs, exclude_self, self_offset, **kw)
+    assert res is not None, "the filter should apply to this plan"
+    return direct, res
+
+
+def assert_same_lists(a, b):
+    (da, ia), (db, ib) = a, b
+    assert len(da) == len(db) == len(ia) == len(ib)
+    for x, y in zip(da, db):
+        np.testing.assert_array_equal(x, y)
+    for x, y in zip(ia, ib):
+        np.testing.assert_array_equal(x, y)
+
+
+def kth_radius(metric, Q, k):
+    """A radius holding about k rows per query: the median k-th distance, which is
+    also a distance some pair has exactly (an inclusive boundary to get right)."""
+    d, _ = metric._knn_rows(metric.encode(Q), k, False, 1, "direct")
+    return float(np.sort(d[:, -1])[len(d) // 2])
+
+
+@pytest.mark.parametrize("name,params", CASES)
+@pytest.mark.parametrize("missing", [0.0, 0.15])
+def test_radius_filter_equals_direct(name, params, missing):
+    X, y, nom = mixed(900, missing=missing, seed=len(params) + int(missing * 100))
+    m = hdist.get_metric(name, nominal=nom, **params).fit(X[:600], y[:600])
+    r = kth_radius(m, X[600:], 9)
+    direct, filtered = radius_paths(m, X[600:], r)
+    assert sum(len(i) for i in direct[1]) > 300
+    assert_same_lists(direct, filtered)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("q_block,r_tile,r_chunk", [(1, 64, 64), (7, 100, 10), (512, 512, 64)])
+@pytest.mark.parametrize("n_jobs", [1, 3])
+def test_radius_ties_and_tiles(dtype, q_block, r_tile, r_chunk, n_jobs):
+    # nominal-only data with few values: many rows sit exactly on the radius
+    X, y, nom = mixed(700, n_cont=0, n_nom=5, levels=(2, 4), seed=3)
+    m = hdist.get_metric("heom", nominal=nom).fit(X[:500], y[:500])
+    r = kth_radius(m, X[500:], 10)
+    direct, filtered = radius_paths(m, X[500:], r, n_jobs=n_jobs, dtype=dtype,
+                                    q_block=q_block, r_tile=r_tile, r_chunk=r_chunk)
+    on_edge = sum(int(np.sum(d == r)) for d in direct[0])
+    assert on_edge > 50
+    assert_same_lists(direct, filtered)
+
+
+def test_radius_exclude_self_offset_and_missing():
+    X, y, nom = mixed(800, missing=0.1, seed=5)
+    m = hdist.get_metric("hvdm", nominal=nom).fit(X, y)
+    r = kth_radius(m, X, 6)
+    direct, filtered = radius_paths(m, None, r, exclude_self=True)
+    assert_same_lists(direct, filtered)
+    assert not any(q in i for q, i in enumerate(filtered[1]))
+    # a block of the training rows as queries: row q of the block is training row q + 100
+    part = m.train_.take(np.arange(100, 400))
+    direct = m._radius_rows(part, r, True, 2, 100, "direct")
+    filtered = _gemm.radius(m.plan_, part, m.train_, CRows(part), m._ctrain(), r, 2, True,
+                            100)
+    assert_same_lists(direct, filtered)
+
+
+@pytest.mark.parametrize("scale", [1e-150, 1e12, 1e40])
+def test_radius_extreme_magnitudes(scale):
+    X, y, nom = mixed(600, scale=scale, seed=7)
+    m = hdist.get_metric("hvdm", nominal=nom, normalization="none").fit(X[:400], y[:400])
+    rows = m.encode(X[400:])
+    r = kth_radius(m, X[400:], 5)
+    direct = m._radius_rows(rows, r, False, 2, 0, "direct")
+    assert_same_lists(direct, m._radius_rows(rows, r, False, 2, 0, "gemm"))
+
+
+def test_radius_public_paths_use_the_filter(monkeypatch):
+    # Metric.radius_neighbors and a brute NeighborsIndex go through the filter (enough
+    # pairs) and return the direct kernel's lists; an infinite radius goes direct
+    X, y, nom = mixed(1300, missing=0.1, seed=21)
+    m = hdist.get_metric("hvdm", nominal=nom).fit(X[:800], y[:800])
+    Q = X[800:]
+    r = kth_radius(m, Q, 7)
+    expected = m._radius_rows(m.encode(Q), r, False, 2, 0, "direct")
+    calls = []
+    real = _gemm.radius
+
+    def spy(*a, **kw):
+        res = real(*a, **kw)
+        calls.append(res is not None)
+        return res
+    monkeypatch.setattr(_gemm, "radius", spy)
+    D, I = m.radius_neighbors(Q, r, n_jobs=2)
+    assert_same_lists(expected, (list(D), list(I)))
+    index = hdist.NeighborsIndex(m, algorithm="brute").fit()
+    D, I = index.radius_neighbors(Q, r, n_jobs=2)
+    assert_same_lists(expected, (list(D), list(I)))
+    assert calls == [True, True]
+    # the training frame indexed again (rows encoded apart from the metric's): the
+    # reference side of the filter is kept by the index for its next call
+    index2 = hdist.NeighborsIndex(m, algorithm="brute").fit(X[:800])
+    D2, I2 = index2.radius_neighbors(Q, r, n_jobs=1)
+    assert_same_lists(expected, (list(D2), list(I2)))
+    assert calls[-1] is True and len(index2._gemm()) > 0
+    rows = m.encode(Q)
+    assert _gemm.radius(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), np.inf, 2) is None
