@@ -32,6 +32,7 @@ import time
 import numpy as np
 
 from . import _knn
+from ._schema import take_rows
 
 EXIT_DATA = 1
 EXIT_USAGE = 2
@@ -531,7 +532,9 @@ def _knn_command(args):
                 if args.ties == "include":
                     pdist, pind = _knn.widen_for_ties(
                         lambda width, q=chunk: index.kneighbors(q, width, n_jobs=args.n_jobs),
-                        dist, ind, k, index.n_train_)
+                        dist, ind, k, index.n_train_,
+                        lambda rows, r, q=chunk: index.radius_neighbors(
+                            take_rows(q, rows), r, n_jobs=args.n_jobs))
                 w = _knn.tie_weights(pdist, k, weights, args.ties)
                 votes = _knn.class_votes(codes[pind], w, len(classes))
                 labels_out = np.asarray(classes, dtype=object)[_knn.vote_winner(votes)]
@@ -648,11 +651,13 @@ def cross_validate(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weights=
         index = _knn.make_index(metric)
         index.fit(X[~test], y[~test])
         Xq = X[test]
-        dist, ind = index.kneighbors(Xq, k, n_jobs=n_jobs)
+        wide = k + 1 if ties == "include" and k < index.n_train_ else k
+        dist, ind = index.kneighbors(Xq, wide, n_jobs=n_jobs)
         if ties == "include":
             dist, ind = _knn.widen_for_ties(
                 lambda width: index.kneighbors(Xq, width, n_jobs=n_jobs),
-                dist, ind, k, index.n_train_)
+                dist, ind, k, index.n_train_,
+                lambda rows, r: index.radius_neighbors(Xq[rows], r, n_jobs=n_jobs))
         ytr = y[~test]
         pred = _knn.vote_winner(_knn.class_votes(ytr[ind],
                                                  _knn.tie_weights(dist, k, weights, ties), C))

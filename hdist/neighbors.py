@@ -31,7 +31,7 @@ from sklearn.utils.validation import (_num_samples, check_array, check_is_fitted
                                       column_or_1d)
 
 from . import _knn
-from ._schema import check_sample_weight, missing_mask
+from ._schema import check_sample_weight, missing_mask, take_rows
 from .metrics import Metric
 
 try:  # scikit-learn >= 1.6
@@ -304,9 +304,21 @@ class _SupervisedBase(_NeighborsBase):
         self.n_neighbors_ = _knn.best_k(self.loo_scores_)
 
     def _with_ties(self, X, dist, ind, k):
-        """Widen the lists until every row tied with the k-th neighbor is in them."""
+        """Widen the lists until every row tied with the k-th neighbor is in them: the
+        query rows cut inside a tie are searched again at their k-th distance (the
+        training rows themselves, ``X=None``, by doubling the list)."""
         avail = self.n_samples_fit_ - (1 if X is None else 0)
-        return _knn.widen_for_ties(lambda width: self._query(X, width), dist, ind, k, avail)
+        radius = None
+        if X is not None:
+            valid = []
+
+            def radius(rows, r):
+                if not valid:
+                    valid.append(self._validate_X(X, reset=False))
+                return self._index.radius_neighbors(take_rows(valid[0], rows), r,
+                                                    n_jobs=self.n_jobs)
+        return _knn.widen_for_ties(lambda width: self._query(X, width), dist, ind, k, avail,
+                                   radius)
 
     def _with_mass(self, X, dist, ind, k):
         """Widen the lists until every row's weighted neighborhood is in them
@@ -323,7 +335,10 @@ class _SupervisedBase(_NeighborsBase):
         (``ties="include"``; rows past a query's own ties get weight 0)."""
         check_is_fitted(self)
         k = self.n_neighbors_
-        dist, ind = self._query(X, k, progress)
+        # ties included: one neighbor more shows whether the k-th is tied
+        wider = self.ties == "include" and self._sample_weight is None and X is not None \
+            and k < self.n_samples_fit_
+        dist, ind = self._query(X, k + 1 if wider else k, progress)
         if self._sample_weight is not None:
             dist, ind = self._with_mass(X, dist, ind, k)
             return _knn.mass_weights(dist, self._sample_weight[ind], k, self.weights,

@@ -10,6 +10,7 @@ import math
 from fractions import Fraction
 
 import numpy as np
+import pandas as pd
 import pytest
 
 import hdist
@@ -216,3 +217,40 @@ def test_hypothesis_grid_data_every_path(data):
     if k > 1:
         d1, i1 = m.kneighbors(Q, k - 1)
         np.testing.assert_array_equal(i1, i0[:, :k - 1])
+
+
+@pytest.mark.parametrize("metric", ["heom", "chebyshev", "vdm", "gower"])
+@pytest.mark.parametrize("k", [1, 3, 6])
+@pytest.mark.parametrize("weights", ["uniform", "distance"])
+def test_include_widening_by_radius_equals_doubling(metric, k, weights):
+    """Query rows whose k-th neighbor is tied are searched again at their k-th distance
+    (one radius search per distinct distance); the votes equal those of lists widened by
+    doubling until no tie is cut, on data where most rows tie."""
+    from hdist import _knn
+    from hdist.neighbors import KNeighborsClassifier
+    rng = np.random.default_rng(k)
+    n, q = 400, 150
+
+    def frame(m):
+        return pd.DataFrame({"a": rng.integers(0, 3, m).astype(float),
+                             "b": rng.choice(list("xyz"), m).astype(object),
+                             "c": rng.choice(list("pq"), m).astype(object)})
+    X, Q = frame(n), frame(q)
+    X.loc[rng.random(n) < 0.1, "a"] = np.nan
+    y = rng.integers(0, 3, n)
+    est = KNeighborsClassifier(k, metric=metric, weights=weights, ties="include",
+                               metric_params={"nominal": ["b", "c"]} if metric == "vdm"
+                               else None).fit(X if metric != "vdm" else X[["b", "c"]], y)
+    Qm = Q if metric != "vdm" else Q[["b", "c"]]
+    calls = []
+    search = est._index.radius_neighbors
+    est._index.radius_neighbors = lambda *a, **kw: calls.append(1) or search(*a, **kw)
+    got = est.predict_proba(Qm)
+    assert 0 < len(calls) < q                  # a few radius searches, not one per row
+    d, i = est._index.kneighbors(Qm, k)
+    d, i = _knn.widen_for_ties(lambda width: est._index.kneighbors(Qm, width), d, i, k,
+                               len(X))
+    assert d.shape[1] > 2 * k                  # the ties are real and wide
+    want = _knn.vote_probabilities(_knn.class_votes(y[i], _knn.tie_weights(d, k, weights,
+                                                                            "include"), 3))
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
