@@ -213,6 +213,16 @@ def _reduced_radius(plan, r):
     return reduced_radius(plan.cplan, r)
 
 
+def _train_unseen(metric):
+    """Unseen-value codes for queries against the metric's own training rows: those its
+    training rows already hold (rows of ``sample_weight`` 0, :meth:`hdist.Metric.fit`),
+    so an equal value in a query gets the same code."""
+    known = metric._fitted().unseen
+    if known is None:
+        return [dict() for _ in metric.schema_.nominal_names]
+    return [dict(d) for d in known]
+
+
 class NeighborsIndex:
     """Exact k-nearest-neighbor and radius search over a heterogeneous metric.
 
@@ -265,10 +275,12 @@ class NeighborsIndex:
             self.metric, self.algorithm, self.leaf_size)
 
     # -- fit ------------------------------------------------------------------------------
-    def fit(self, X=None, y=None, *, progress=None):
+    def fit(self, X=None, y=None, sample_weight=None, *, progress=None):
         """Fit the metric on ``X`` (and ``y``) if it is not fitted yet, encode the rows of
         ``X`` and build the search structure.  With a fitted metric, ``X=None`` indexes
-        its training rows.  ``progress``: ``True`` (tqdm bars) or a callable receiving
+        its training rows.  ``sample_weight``: the metric's fit takes it
+        (:meth:`hdist.Metric.fit`: weighted statistics; every row is indexed, weight 0
+        included); with a fitted metric it is an error.  ``progress``: ``True`` (tqdm bars) or a callable receiving
         ``(done, total)``: the metric's fit in steps (:meth:`hdist.Metric.fit`), then the
         tree build in rows placed in leaves, each ending with ``(total, total)``."""
         m = self.metric
@@ -280,16 +292,20 @@ class NeighborsIndex:
             metric = Metric(m.name, **m.params)
         self._unseen = None
         if hasattr(metric, "plan_"):
+            if sample_weight is not None:
+                raise ValueError("sample_weight is used to fit the metric, but the metric "
+                                 "given is already fitted")
             self._unseen = [dict() for _ in metric.schema_.nominal_names]
             if X is None:
                 rows = metric.train_
+                self._unseen = _train_unseen(metric)
             else:
                 rows = metric.encode(X, self._unseen, "X")
         else:
             if X is None:
                 raise ValueError("X is needed to fit the metric %r" % metric.name)
-            metric.fit(X, y, progress=progress)
-            self._unseen = [dict() for _ in metric.schema_.nominal_names]
+            metric.fit(X, y, sample_weight=sample_weight, progress=progress)
+            self._unseen = _train_unseen(metric)
             rows = metric.train_
         if rows.n < 1:
             raise ValueError("X has no rows to index")

@@ -646,3 +646,36 @@ def test_entropy_and_mutual_information_integer_weights_equal_repeated_rows(disc
     assert hdist.entropy(xo, sample_weight=w) == pytest.approx(-np.sum(p * np.log(p)))
     with pytest.raises(ValueError, match="sample_weight"):
         hdist.entropy(xo, sample_weight=-w)
+
+
+@pytest.mark.parametrize("algorithm", ["brute", "kd_tree"])
+def test_neighbors_index_fits_its_metric_with_weights(algorithm):
+    """NeighborsIndex.fit(X, y, sample_weight): the metric's statistics are those of the
+    repeated rows, every row is indexed, and a query holding a value that only rows of
+    weight 0 hold finds it equal (the same unseen code), as the metric's own
+    kneighbors does."""
+    X, y, sw, Q = mixed_data(23)
+    Q = pd.concat([Q, X.iloc[np.flatnonzero(X["c"] == "only-in-weight-0")]],
+                  ignore_index=True)
+    Xr, yr = repeated(X, y, sw)
+    D = Metric("hvdm").fit(Xr, yr).pairwise(Q, X)
+    idx = hdist.NeighborsIndex("hvdm", algorithm=algorithm).fit(X, y, sample_weight=sw)
+    d, i = idx.kneighbors(Q, 5)
+    close(d, np.sort(D, axis=1)[:, :5])
+    close(np.take_along_axis(D, i, axis=1), d)
+    m = Metric("hvdm").fit(X, y, sample_weight=sw)
+    d2, _ = hdist.NeighborsIndex(m, algorithm=algorithm).fit().kneighbors(Q, 5)
+    close(d2, d)
+    close(m.kneighbors(Q, 5)[0], d)
+    with pytest.raises(ValueError, match="sample_weight"):
+        hdist.NeighborsIndex(m).fit(X, sample_weight=sw)
+    # overlap tells two unseen values apart (VDM gives both empty statistics)
+    h = Metric("heom").fit(X, sample_weight=sw)
+    want = h.kneighbors(Q, 5)
+    for index in (hdist.NeighborsIndex("heom", algorithm=algorithm).fit(X, sample_weight=sw),
+                  hdist.NeighborsIndex(h, algorithm=algorithm).fit()):
+        got = index.kneighbors(Q, 5)
+        close(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    k = np.flatnonzero(X["c"] == "only-in-weight-0")[0]
+    assert want[1][-1, 0] == k and want[0][-1, 0] == 0.0
