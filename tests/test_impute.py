@@ -448,3 +448,27 @@ def test_polars_and_arrow_come_back_as_frames():
         got = KNNImputer(n_neighbors=2).fit_transform(table)
         assert isinstance(got, pd.DataFrame)
         assert got.to_dict("list") == want.to_dict("list")
+
+
+def test_auto_rule_is_rerun_on_the_rows_to_impute(monkeypatch):
+    """With ``algorithm="auto"`` and a KD-tree chosen on the training rows, the index's
+    rule is applied again with a pilot of rows to impute; brute force, when chosen, gives
+    the same output."""
+    import hdist.impute as mod
+    train, queries = S.random_table(31, 2300, ["float", "object", "float"], p_missing=0.2,
+                                    n_queries=60)
+    imp = KNNImputer(n_neighbors=4).fit(train.frame())
+    assert imp._index.algorithm_ == "kd_tree"
+    tree_out = imp.transform(queries.frame())
+    seen = []
+
+    def rule(plan, n, pilot):
+        seen.append(pilot())
+        return "brute"
+    monkeypatch.setattr(mod, "auto_algorithm", rule)
+    rows = np.arange(queries.n)
+    assert imp._search_index(queries.frame(), rows).algorithm_ == "brute"
+    assert seen and 0 < seen[0] <= train.n
+    pd.testing.assert_frame_equal(imp.transform(queries.frame()), tree_out)
+    assert imp.set_params(algorithm="kd_tree")._search_index(queries.frame(), rows) \
+        is imp._index
