@@ -115,23 +115,25 @@ SPAN_TOL = 1e-9
 
 
 def _span(E, c):
-    """An orthonormal basis ``[d, r]`` of the span of the rows of ``E - c`` (r <= d; the
-    class-probability vectors of C classes span C - 1 dimensions), or None when it
-    saves nothing or the embedding is too large for the tolerance to be negligible."""
+    """An orthonormal basis ``[d, r]`` of the span of the rows of ``E`` less their mean
+    (r < d; the class-probability vectors of C classes span C - 1 dimensions) and the
+    centre ``c`` moved onto that affine span, or ``(None, c)`` when that saves nothing or
+    the embedding is too large for the tolerance to be negligible."""
     if E.shape[1] < 2 or len(E) == 0:
-        return None
-    U = E - c
-    scale = np.abs(U).max(initial=0)
-    if scale > 1e6:
-        return None
+        return None, c
+    mean = E.mean(axis=0)
+    U = E - mean
+    if np.abs(U).max(initial=0) > 1e6:
+        return None, c
     _, sv, Vt = np.linalg.svd(U, full_matrices=False)
-    r = int(np.count_nonzero(sv > 1e-12 * max(sv[0], 1e-300))) if sv.size else 0
+    r = int(np.count_nonzero(sv > 1e-10 * max(sv[0], 1e-300))) if sv.size else 0
     if r >= E.shape[1]:
-        return None
+        return None, c
     B = Vt[:r].T
-    if not _in_span(U, B):
-        return None
-    return B
+    c = mean + B @ (B.T @ (c - mean))
+    if not _in_span(E - c, B):
+        return None, c
+    return B, c
 
 
 def _in_span(U, B):
@@ -156,8 +158,9 @@ def _reference(plan, R, cache, project=True):
         for E, pres, _, _ in attrs:
             P = E[pres]
             c = 0.5 * (P.min(axis=0) + P.max(axis=0)) if len(P) else np.zeros(E.shape[1])
+            basis, c = _span(P, c) if project else (None, c)
             centres.append(c)
-            bases.append(_span(P, c) if project else None)
+            bases.append(basis)
         miss = tuple(i for i, (_, pres, _, _) in enumerate(attrs) if not pres.all())
         n = R.n
         cols, const = [], np.zeros(n)

@@ -253,3 +253,28 @@ def test_radius_public_paths_use_the_filter(monkeypatch):
     assert calls[-1] is True and len(index2._gemm()) > 0
     rows = m.encode(Q)
     assert _gemm.radius(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), np.inf, 2) is None
+
+
+def test_embeddings_projected_on_their_span_and_off_span_queries():
+    # three classes: each VDM probability row lies on a plane, two product columns; a
+    # query value off that plane (unseen: all probabilities 0) takes the unprojected
+    # features, and both give the direct kernel's answer
+    X, y, nom = mixed(900, missing=0.1, seed=31)
+    m = hdist.get_metric("hvdm", nominal=nom).fit(X[:600], y[:600])
+    cache = {}
+    rows = m.encode(X[600:])
+    F = _gemm._prepare(m.plan_, rows, m.train_, cache, 64)
+    bases = cache["ref"]["bases"]
+    assert [None if b is None else b.shape for b in bases] == [None] * 4 + [(3, 2)] * 4
+    assert "ref-full" not in cache
+    (d1, i1), (d2, i2) = both_paths(m, X[600:], 6, cache=cache)
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_array_equal(d1, d2)
+    Q = X[600:].copy()
+    Q[::5, nom[1]] = 777.0                       # unseen values
+    (d1, i1), (d2, i2) = both_paths(m, Q, 6, cache=cache)
+    assert "ref-full" in cache
+    np.testing.assert_array_equal(i1, i2)
+    np.testing.assert_array_equal(d1, d2)
+    assert F is not None and F.Xg.shape[1] < _gemm._prepare(
+        m.plan_, m.encode(Q), m.train_, cache, 64).Xg.shape[1]
