@@ -15,4 +15,9 @@ def data_dir() -> Path:
                             "the repository")
 
 
-DATA_DIR = data_dir()
+def __getattr__(name):
+    """``DATA_DIR``, resolved when first read, so that modules importing this one load
+    without the data folder (wheel jobs) as long as no test reads a dataset."""
+    if name == "DATA_DIR":
+        return data_dir()
+    raise AttributeError(name)

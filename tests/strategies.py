@@ -294,7 +294,7 @@ def class_labels(draw, n):
 # --------------------------------------------------------------------------------------
 # the real datasets
 
-from datadir import DATA_DIR  # noqa: E402
+from datadir import data_dir  # noqa: E402  (called when a dataset is read)
 
 
 @dataclass
@@ -315,8 +315,8 @@ def load_dataset(name, codes_as_numbers=True):
     nominal; ordinal -> continuous on the rank of its level).  Nominal columns whose
     levels are all integers become numeric codes (``style="code"``) when
     ``codes_as_numbers``, so a frame of them needs ``nominal=`` to be read right."""
-    schema = json.loads((DATA_DIR / (name + ".schema.json")).read_text())
-    with open(DATA_DIR / (name + ".csv"), newline="") as fh:
+    schema = json.loads((data_dir() / (name + ".schema.json")).read_text())
+    with open(data_dir() / (name + ".csv"), newline="") as fh:
         reader = csv.reader(fh)
         header = next(reader)
         raw = list(reader)
@@ -365,7 +365,7 @@ def _is_int(s):
 
 def read_matrix(name):
     """A numeric CSV matrix with a header row (e.g. a peer's distance matrix)."""
-    with open(DATA_DIR / name, newline="") as fh:
+    with open(data_dir() / name, newline="") as fh:
         rows = list(csv.reader(fh))[1:]
     return np.array([[float(v) for v in r] for r in rows])
 
