@@ -297,6 +297,16 @@ def test_numpy_input_gives_arrays():
     clf = PrototypeClassifier("heom", random_state=0).fit(X, y)
     assert isinstance(clf.prototypes_, np.ndarray) and clf.prototypes_.dtype == float
     assert clf.score(X, y) >= 0.99
+    e = clf.explain(X[40])
+    assert e.label == 1 and len(e.terms.terms) == 2
+    assert e.distance == pytest.approx(clf.class_distances(X[[40]]).min(), rel=1e-12)
+    assert list(clf.rules_.columns) == ["0", "1", "class", "n_won", "accuracy"]
+    # mixed object arrays: prototypes as an object array of numbers and labels
+    Xo = np.empty((60, 3), dtype=object)
+    Xo[:, :2] = X
+    Xo[:, 2] = np.where(y == 0, "p", "q")
+    clf = PrototypeClassifier("hvdm", random_state=0).fit(Xo, y)
+    assert clf.prototypes_.dtype == object and set(clf.prototypes_[:, 2]) == {"p", "q"}
 
 
 # -- scikit-learn -----------------------------------------------------------------------------
