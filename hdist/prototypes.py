@@ -75,6 +75,8 @@ GRID_POINTS = 257
 NOMINAL_TERMS_BUDGET = 1 << 22
 #: rows of a class k-medoids works on (a sample when the class is larger; CLARA)
 KMEDOIDS_SAMPLE = 1000
+#: (row, prototype) pairs up to which the update's sums use dense matrices (sparse above)
+DENSE_PAIRS = 1 << 16
 #: groups among a class's misclassified rows, the largest of which gets a new prototype
 NEW_GROUPS = 3
 #: iterations of fuzzy c-means / k-means / k-medoids
@@ -213,7 +215,11 @@ class _Space:
     # -- prototypes as reference rows ---------------------------------------------------
     def encode(self, st):
         """The prototypes as Plan rows (moving posterior vectors put in place)."""
-        rows = self.plan.encode(st.cont, st.nom)
+        cont = st.cont
+        if st.emb is not None and self.emb:
+            cont = cont.copy()            # the vectors replace what these values encode
+            cont[:, [pos for pos, *_ in self.emb]] = np.nan
+        rows = self.plan.encode(cont, st.nom)
         if st.emb is not None:
             for (_, lo, hi, *_), u in zip(self.emb, st.emb):
                 rows.e[:, lo:hi] = u
@@ -290,11 +296,17 @@ class _Space:
     def _weighted_sums(pi, w, X, Xp, P):
         """Per prototype and column: ``Σ w x``, ``Σ w`` and the count over present values,
         as sparse-by-dense products (one entry per (row, prototype) pair)."""
-        from scipy import sparse
         n = pi.size
-        ptr = np.arange(n + 1)
-        Mt = sparse.csr_matrix((w, pi, ptr), shape=(n, P)).T
-        M1 = sparse.csr_matrix((np.ones(n), pi, ptr), shape=(n, P)).T
+        if n * P <= DENSE_PAIRS:
+            Mt = np.zeros((P, n))
+            Mt[pi, np.arange(n)] = w
+            M1 = np.zeros((P, n))
+            M1[pi, np.arange(n)] = 1.0
+        else:
+            from scipy import sparse
+            ptr = np.arange(n + 1)
+            Mt = sparse.csr_matrix((w, pi, ptr), shape=(n, P)).T
+            M1 = sparse.csr_matrix((np.ones(n), pi, ptr), shape=(n, P)).T
         return Mt @ X, Mt @ Xp, M1 @ Xp
 
     def update(self, st, ri, pi, w, rate):
