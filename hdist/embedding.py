@@ -79,18 +79,22 @@ class Embedding:
         return "Embedding(metric=%r, metric_params=%r)" % (self.metric, self.metric_params)
 
     # -- fitting -------------------------------------------------------------------------
-    def fit(self, X, y=None):
-        """Fit the metric on ``X`` (and ``y`` when it learns from classes), unless a fitted
+    def fit(self, X, y=None, sample_weight=None):
+        """Fit the metric on ``X`` (and ``y`` when it learns from classes; its statistics
+        weighted by ``sample_weight``, :meth:`hdist.Metric.fit`), unless a fitted
         :class:`hdist.Metric` was given, and check that its terms are Euclidean."""
         params = {} if self.metric_params is None else dict(self.metric_params)
         if isinstance(self.metric, Metric) and hasattr(self.metric, "plan_") and not params:
+            if sample_weight is not None:
+                raise ValueError("sample_weight is for the metric's fit, and the metric "
+                                 "given is fitted already: fit it with the weights")
             metric = self.metric
         elif isinstance(self.metric, Metric):
             merged = dict(self.metric.params)
             merged.update(params)
-            metric = Metric(self.metric.name, **merged).fit(X, y)
+            metric = Metric(self.metric.name, **merged).fit(X, y, sample_weight)
         elif isinstance(self.metric, str):
-            metric = Metric(self.metric, **params).fit(X, y)
+            metric = Metric(self.metric, **params).fit(X, y, sample_weight)
         else:
             raise TypeError("metric must be a preset name or an hdist.Metric, got %r"
                             % (self.metric,))
@@ -101,8 +105,8 @@ class Embedding:
         self.n_components_ = sum(b[3] for b in self._blocks)
         return self
 
-    def fit_transform(self, X, y=None):
-        return self.fit(X, y).transform(X)
+    def fit_transform(self, X, y=None, sample_weight=None):
+        return self.fit(X, y, sample_weight).transform(X)
 
     def transform(self, X):
         """The embedded rows ``[n, n_components_]`` (NaN coordinates for an attribute whose

@@ -99,3 +99,20 @@ def test_in_a_pipeline_with_pca():
     X, y = table()
     Z = make_pipeline(Embedding("hvdm"), PCA(2)).fit(X, y).transform(X)
     assert Z.shape == (len(X), 2)
+
+
+@pytest.mark.parametrize("name", ["heom", "hvdm", "ivdm"])
+def test_integer_sample_weights_embed_as_repeated_rows(name):
+    rng = np.random.default_rng(4)
+    X = pd.DataFrame({"u": rng.normal(size=60), "s": rng.choice(list("abcd"), 60)})
+    X.loc[rng.random(60) < 0.1, "u"] = np.nan
+    y = rng.integers(0, 3, 60)
+    w = rng.integers(0, 4, 60)
+    Q = pd.DataFrame({"u": rng.normal(size=20), "s": rng.choice(list("abcde"), 20)})
+    a = hdist.Embedding(name).fit(X, y, sample_weight=w).transform(Q)
+    keep = np.repeat(np.arange(60), w)
+    b = hdist.Embedding(name).fit(X.iloc[keep], y[keep]).transform(Q)
+    np.testing.assert_allclose(a, b, rtol=1e-12, equal_nan=True)
+    fitted = hdist.Metric(name).fit(X, y)
+    with pytest.raises(ValueError, match="sample_weight"):
+        hdist.Embedding(fitted).fit(X, y, sample_weight=w)
