@@ -64,6 +64,8 @@ step "fresh environment with the repaired wheel"
 
 step "tests against the installed wheel"
 cp -R "$WORK/src/tests" "$WORK/run/tests"
+# tests/test_examples_*.py run the examples beside them
+cp -R "$WORK/src/examples" "$WORK/run/examples"
 cd "$WORK/run"
 WHERE=$("$WORK/test/bin/python" -c "import os, hdist._kernels as k; print(os.path.dirname(k.__file__))")
 case "$WHERE" in
