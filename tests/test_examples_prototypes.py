@@ -21,6 +21,7 @@ def ex():
         spec = importlib.util.spec_from_file_location("prototype_rules",
                                                       EXAMPLES / "prototype_rules.py")
         mod = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = mod      # its worker function is pickled by name (jobs=2)
         spec.loader.exec_module(mod)
     finally:
         sys.path.remove(str(EXAMPLES))
@@ -81,6 +82,10 @@ def test_tiny_cross_validation(ex):
     assert scores.mean() > 0.8                  # iris is easy for any of them
     again = ex.evaluate(data, settings, params, folds=2, seed=0, jobs=2)
     np.testing.assert_array_equal(scores, again)
+    # --highest: one score per max_iter value, the last one the run above
+    curve = ex.evaluate(data, settings, params, folds=2, seed=0, iterations=[0, 2])
+    assert curve.shape == (2, 1, 2, 2)
+    np.testing.assert_array_equal(curve[..., 1], scores)
 
 
 def test_table_prints_paper_beside_ours(ex):
