@@ -217,15 +217,16 @@ class _Filter:
     """Everything a filtered search needs: features of both sides in the product's
     precision, their norms (the rounding margin) and the missing-query columns."""
 
-    def __init__(self, Xg, nx, Yg, ny_chunk, g, qptr, qidx, eps, r_chunk):
+    def __init__(self, Xg, nx, Yg, ny_chunk, g, gmin, qptr, qidx, eps, r_chunk):
         self.Xg, self.nx, self.Yg, self.ny_chunk = Xg, nx, Yg, ny_chunk
-        self.g, self.qptr, self.qidx, self.eps, self.r_chunk = g, qptr, qidx, eps, r_chunk
+        self.g, self.gmin, self.qptr, self.qidx = g, gmin, qptr, qidx
+        self.eps, self.r_chunk = eps, r_chunk
 
     def extra(self):
         """The keyword arguments of ``gemm_select`` / ``gemm_radius_select``."""
         if self.qidx.size == 0:
             return {}
-        return {"gy": self.g, "qptr": self.qptr, "qidx": self.qidx}
+        return {"gy": self.g, "qptr": self.qptr, "qidx": self.qidx, "gmin": self.gmin}
 
 
 def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
@@ -266,10 +267,15 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
         if dtype == np.float32 and ymax > MAX_ABS32:
             return _prepare(plan, Q, R, cache, r_chunk, np.float64)
         ny = np.sqrt(np.einsum("ij,ij->i", Y, Y) + np.einsum("ij,ij->j", g, g))
-        fr = (Y.astype(dtype), np.ascontiguousarray(g, dtype=dtype),
-              np.maximum.reduceat(ny, np.arange(0, R.n, r_chunk)) if R.n else ny, ymax)
+        gg = np.ascontiguousarray(g, dtype=dtype)
+        starts = np.arange(0, R.n, r_chunk)
+        # per chunk of reference rows, the smallest of each added column as stored
+        gmin = np.ascontiguousarray(np.minimum.reduceat(gg.astype(np.float64), starts, axis=1)
+                                    if R.n and len(g) else np.zeros((len(g), 0)))
+        fr = (Y.astype(dtype), gg, gmin,
+              np.maximum.reduceat(ny, starts) if R.n else ny, ymax)
         cache[key] = fr
-    Yg, gg, ny_chunk, ymax = fr
+    Yg, gg, gmin, ny_chunk, ymax = fr
     if not np.all(np.isfinite(X)):
         return None
     xmax = np.abs(X).max(initial=0)
@@ -286,8 +292,8 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
     else:
         eps = 8.0 * (dim + plan.m + 16) * _U
     nx = np.sqrt(np.einsum("ij,ij->i", X, X) + np.diff(qptr)) + 1e-30 / eps
-    return _Filter(np.ascontiguousarray(X, dtype=dtype), nx, Yg, ny_chunk, gg, qptr, qidx,
-                   eps, r_chunk)
+    return _Filter(np.ascontiguousarray(X, dtype=dtype), nx, Yg, ny_chunk, gg, gmin, qptr,
+                   qidx, eps, r_chunk)
 
 
 def _in_threads(nq, n_threads, run):

@@ -61,6 +61,7 @@ def gemm_select(
     gy: npt.NDArray[np.float32] | Float64Array | None = None,
     qptr: IntpArray | None = None,
     qidx: IntpArray | None = None,
+    gmin: Float64Array | None = None,
 ) -> None: ...
 def gemm_radius_select(
     plan: CPlan,
@@ -79,6 +80,7 @@ def gemm_radius_select(
     gy: npt.NDArray[np.float32] | Float64Array | None = None,
     qptr: IntpArray | None = None,
     qidx: IntpArray | None = None,
+    gmin: Float64Array | None = None,
 ) -> tuple[IntpArray, IntpArray, Float64Array]: ...
 def pairwise(
     plan: CPlan,

@@ -666,9 +666,17 @@ cdef inline real _threshold(double tau, double margin, const real* like) noexcep
     return tau + margin
 
 
+cdef inline real _below(double t, const real* like) noexcept nogil:
+    """``t`` in the product's precision, never above it."""
+    if real is float:
+        return <float> (t - fabs(t) * 2.0 ** -22)
+    return t - fabs(t) * 2.0 ** -50
+
+
 cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                       const real* g, intp nt, intp r0, intp r_chunk, const double* ny_max,
                       double epsx, const real* gy, intp gstride, const intp* mi, intp nm,
+                      const double* gmin, intp mstride,
                       double* hd, intp* hi, intp k, double r, Hit** buf, intp* cap,
                       intp cnt, int excl, intp self_off) noexcept nogil:
     """One query row of :func:`gemm_select` (``buf`` NULL: update the heap ``hd``/``hi``
@@ -678,13 +686,27 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
     cdef const real* e
     cdef double tau = reduced_bound(P, r if buf != NULL else hd[0]), s
     cdef real Sr
-    cdef intp c0 = 0, c1, c = 0, jj, j
+    cdef intp c0 = 0, c1, c = 0, jj, j, t, cg = r0 // r_chunk
+    cdef double lb, mag
     cdef Hit* tmp
     while c0 < nt:
         c1 = c0 + r_chunk
         if c1 > nt:
             c1 = nt
         Sr = _threshold(tau, epsx * ny_max[c], g)
+        if nm > 0 and gmin != NULL and tau < INFINITY:
+            # the chunk's smallest added columns bound its estimates from below: most
+            # chunks are dismissed on the product alone (the slack covers the rounding
+            # of the additions, which are monotone)
+            lb = Sr
+            mag = fabs(Sr)
+            for t in range(nm):
+                lb = lb - gmin[mi[t] * mstride + cg + c]
+                mag = mag + fabs(gmin[mi[t] * mstride + cg + c])
+            if not _any_le(g + c0, c1 - c0, _below(lb - mag * 2.0 ** -20, g)):
+                c0 = c1
+                c = c + 1
+                continue
         e = _chunk_est(g + c0, c1 - c0, gy + r0 + c0, gstride, mi, nm, est)
         if _any_le(e, c1 - c0, Sr):
             for jj in range(c1 - c0):
@@ -739,13 +761,16 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
                 const double[::1] ny_max, intp q0, intp r0, intp r_chunk,
                 double[:, ::1] HD, intp[:, ::1] HI, double eps, int n_threads,
                 bint exclude_self=False, intp self_offset=0, const real[:, ::1] gy=None,
-                const intp[::1] qptr=None, const intp[::1] qidx=None):
+                const intp[::1] qptr=None, const intp[::1] qidx=None,
+                const double[:, ::1] gmin=None):
     """Update the heaps of queries ``q0 .. q0 + G.shape[0]`` with reference rows
     ``r0 .. r0 + G.shape[1]``, using ``G[i, j]`` (a matrix-product estimate of the reduced
     p = 2 distance, see ``hdist._gemm``) as a filter.
 
     The estimate of a pair is ``G[i, j]`` plus ``gy[a, r0 + j]`` for every attribute ``a``
-    missing in query ``q`` (``qidx[qptr[q]:qptr[q + 1]]``).  A pair is computed exactly
+    missing in query ``q`` (``qidx[qptr[q]:qptr[q + 1]]``); ``gmin[a, c]``, the smallest
+    ``gy[a]`` over chunk ``c`` of all reference rows, lets a chunk be dismissed before
+    those additions.  A pair is computed exactly
     (``pair_reduced``) unless ``estimate - eps nx[q] ny > tau``, ``tau`` the reduced bound
     of the query's current k-th distance (``reduced_bound``) and ``ny`` bounded by
     ``ny_max[c]`` over chunk ``c`` of ``r_chunk`` reference rows: that margin bounds the
@@ -759,6 +784,8 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     cdef const real* gyp = &gy[0, 0] if gy is not None and gy.shape[0] > 0 else NULL
     cdef const intp* mi
     cdef int excl = exclude_self
+    cdef const double* gm = &gmin[0, 0] if gmin is not None and gmin.shape[0] > 0 else NULL
+    cdef intp mstride = gmin.shape[1] if gmin is not None else 0
     _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n)
     if nb == 0 or nt == 0:
         return
@@ -767,7 +794,7 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
             q = q0 + ii
             mi = _miss_of(qptr, qidx, q, &nm)
             _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk, &ny_max[0],
-                        eps * nx[q], gyp, gstride, mi, nm, &HD[q, 0], &HI[q, 0], k,
+                        eps * nx[q], gyp, gstride, mi, nm, gm, mstride, &HD[q, 0], &HI[q, 0], k,
                         0.0, NULL, NULL, 0, excl, self_offset)
 
 
@@ -775,7 +802,8 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                        const double[::1] nx, const double[::1] ny_max, intp q0, intp r0,
                        intp r_chunk, double r, double eps, bint exclude_self=False,
                        intp self_offset=0, const real[:, ::1] gy=None,
-                       const intp[::1] qptr=None, const intp[::1] qidx=None):
+                       const intp[::1] qptr=None, const intp[::1] qidx=None,
+                       const double[:, ::1] gmin=None):
     """The pairs of queries ``q0 .. q0 + G.shape[0]`` and reference rows
     ``r0 .. r0 + G.shape[1]`` within true distance ``r`` (inclusive), filtered by the
     estimates as :func:`gemm_select` does against the reduced bound of ``r``.
@@ -795,6 +823,8 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
     cdef intp* owner = NULL
     cdef intp* tmpo
     cdef intp ocap = 0
+    cdef const double* gm = &gmin[0, 0] if gmin is not None and gmin.shape[0] > 0 else NULL
+    cdef intp mstride = gmin.shape[1] if gmin is not None else 0
     _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n)
     try:
         with nogil:
@@ -803,7 +833,8 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                 mi = _miss_of(qptr, qidx, q, &nm)
                 before = cnt
                 cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk, &ny_max[0],
-                                  eps * nx[q], gyp, gstride, mi, nm, NULL, NULL, 0, r,
+                                  eps * nx[q], gyp, gstride, mi, nm, gm, mstride, NULL, NULL,
+                                  0, r,
                                   &buf, &cap, cnt, excl, self_offset)
                 if cnt < 0:
                     break
