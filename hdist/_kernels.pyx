@@ -864,8 +864,8 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
 
 cdef void _pairwise_row(const hd_tplan* T, const PlanS* P, const RowsS* X, intp i,
                         const RowsS* YS, const hd_tr* whole, double* mem, intp jstart,
-                        intp ny, double* out, int red, int sym) noexcept nogil:
-    """Row i of a pairwise matrix from column jstart on (mirrored into column i with sym)."""
+                        intp ny, double* out, int red) noexcept nogil:
+    """Row i of a pairwise matrix from column jstart on."""
     cdef double buf[HD_TB]
     cdef hd_tq qr
     cdef hd_tr Y
@@ -884,16 +884,31 @@ cdef void _pairwise_row(const hd_tplan* T, const PlanS* P, const RowsS* X, intp 
             if not red:
                 s = true_of(P, X, i, YS, j, s)
             out[i * ny + j] = s
-            if sym:
-                out[j * ny + i] = s
         t0 = t1
+
+
+cdef enum:
+    MIRROR = 64   # columns per tile of a symmetric matrix's mirror copy
+
+
+cdef void _mirror_tile(double* out, intp ny, intp b0, intp b1, intp j0) noexcept nogil:
+    """``out[j, i] = out[i, j]`` for the rows ``b0 <= i < b1`` and the columns
+    ``j0 <= j < j0 + MIRROR`` right of the diagonal (``j > i``), 16 rows at a time so the
+    lines read stay in the first-level cache while the written rows are contiguous."""
+    cdef intp i0, i1, i, j, j1 = min(j0 + MIRROR, ny)
+    for i0 in range(b0, b1, 16):
+        i1 = min(i0 + 16, b1)
+        for j in range(j0, j1):
+            for i in range(i0, min(i1, j)):
+                out[j * ny + i] = out[i * ny + j]
 
 
 def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
              bint symmetric=False, bint reduced=False):
     """Fill ``out[i, j]`` with the distance of X row i and Y row j.
 
-    With ``symmetric`` (X is Y), each pair is computed once and mirrored.
+    With ``symmetric`` (X is Y), each pair is computed once, right of the diagonal, and
+    copied to the left by cache-sized tiles after each block of rows.
     ``reduced`` keeps the reduced distance (no root, no mean)."""
     cdef const PlanS* P = &plan.s
     cdef const RowsS* XS = &X.s
@@ -917,7 +932,11 @@ def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
         with nogil:
             for i in prange(b0, b1, num_threads=n_threads, schedule="dynamic"):
                 _pairwise_row(&TP, P, XS, i, YS, &TY, _mem_of(mem, mstride), i if sym else 0,
-                              ny, o, red, sym)
+                              ny, o, red)
+            if sym:   # the block's rows, right of the diagonal, copied into its columns
+                for j in prange((ny - b0 + MIRROR - 1) // MIRROR, num_threads=n_threads,
+                                schedule="static"):
+                    _mirror_tile(o, ny, b0, b1, b0 + j * MIRROR)
         PyErr_CheckSignals()
     return np.asarray(out)
 

@@ -724,6 +724,8 @@ class KMedoids(_ClusterBase):
     FULL_MATRIX_ENTRIES = 1 << 28
     #: candidate rows per tile of distance rows
     TILE = 256
+    #: from this many rows on, the swap phase evaluates candidates on n_jobs threads
+    SWAP_PARALLEL_ROWS = 1 << 15
 
     def __init__(self, n_clusters=8, *, metric="heom", metric_params=None,
                  method="fasterpam", init="k-medoids++", n_init=1, max_iter=100,
@@ -884,6 +886,10 @@ class _MedoidEngine:
         visit = order.size
         state = np.zeros(2, dtype=np.intp)
         step = self.tile if self.full is None else max(self.tile, 4096)
+        # a candidate costs about n ns: below SWAP_PARALLEL_ROWS rows, parallel batches
+        # of candidates (a barrier each) cost more than they save, most of all on a
+        # loaded machine; the swaps made are the same either way
+        threads = self.d.threads if n >= KMedoids.SWAP_PARALLEL_ROWS else 1
         passes = 0
         while passes < max_iter and state[0] < visit:
             passes += 1
@@ -894,7 +900,7 @@ class _MedoidEngine:
                 else:
                     D, at = self.full, idx
                 pam_swaps(D, at, idx, Dm, med, near, seco, dn, ds, w, state, loss, visit,
-                          self.d.threads)
+                          threads)
                 if state[0] >= visit:
                     break
         return med, passes

@@ -131,7 +131,10 @@ def blobs(rng, n_per, centers, missing=0.0):
     return X
 
 
-def test_kmedoids_thread_count_invariance():
+@pytest.mark.parametrize("parallel_swaps", [False, True])
+def test_kmedoids_thread_count_invariance(monkeypatch, parallel_swaps):
+    if parallel_swaps:     # candidates evaluated in parallel batches from 2 rows on
+        monkeypatch.setattr(KMedoids, "SWAP_PARALLEL_ROWS", 2)
     rng = np.random.default_rng(2)
     X = blobs(rng, 150, [(0, 0), (5, 0), (0, 5), (5, 5), (9, 9)], missing=0.05)
     fits = [KMedoids(5, metric="gower", n_init=2, random_state=3, n_jobs=t).fit(X)
@@ -213,3 +216,21 @@ def test_kmedoids_bad_sample_weight():
     w[:3] = 1.0
     with pytest.raises(ValueError, match="sample_weight is 0"):
         KMedoids(2, init=np.array([0, 5])).fit(X, sample_weight=w)
+
+
+@pytest.mark.parametrize("metric", ["gower", "hvdm", "heom"])
+def test_symmetric_matrix_equals_both_sides_computed(monkeypatch, metric):
+    """Metric.pairwise(X) computes each pair once and copies it across the diagonal by
+    tiles after each block of rows: equal, bit for bit, to pairwise(X, X), over several
+    blocks and thread counts (the tile-mode and full-matrix k-medoids rely on it)."""
+    import hdist
+    import hdist._kernels as kern
+    rng = np.random.default_rng(9)
+    X = blobs(rng, 70, [(0, 0), (5, 0), (0, 5)], missing=0.1)
+    y = rng.integers(0, 2, len(X))
+    m = hdist.Metric(metric).fit(X, y)
+    full = m.pairwise(X, X, n_jobs=1)
+    monkeypatch.setattr(kern, "REGION_PAIRS", 37 * len(X))   # blocks of 64 rows
+    for threads in (1, 2, 3):
+        np.testing.assert_array_equal(m.pairwise(X, n_jobs=threads), full)
+    np.testing.assert_array_equal(full, full.T)
