@@ -16,11 +16,25 @@ iterations, total times, final costs and agreement are printed.
 Seconds per iteration = (time with ``max_iter = N`` - time with ``max_iter = 1``) /
 (iterations - 1): the set-up (encoding, the first assignment) cancels out.
 
-Run: ``python benchmarks/bench_cluster.py [--rows 48842] [--k 4] [--max-iter 100]``.
+k-medoids (``--medoids-rows 5000,15000``): ``hdist.cluster.KMedoids`` (FasterPAM, Gower)
+against ``kmedoids.fasterpam`` fed hdist's own Gower matrix (``Metric("gower").pairwise``),
+on Adult rows without the class, ``--medoids-k`` clusters, the same initial medoids (rows
+drawn with ``--seed``).  Each time includes everything from the data frame on: hdist's
+``fit`` (metric, encoding, the distance matrix, the swaps, the final assignment); for
+``kmedoids`` the metric's fit and its matrix, then ``fasterpam`` with its default threads
+(``n_cpu=-1``: its parallel version) and with ``n_cpu=1``.  The two visit the candidate
+rows in different random orders, so they may stop at different local optima: both losses
+(``Σ_i d(i, medoid(i))``) are printed.  Run it from the repository root with
+``PYTHONPATH=.`` (or hdist installed).  ``--sampled`` also clusters all 48 842 rows exactly
+and in sampled mode (``max_exact``, ``sample_size``) and prints the loss ratio.
+
+Run: ``python benchmarks/bench_cluster.py [--rows 48842] [--k 4] [--max-iter 100]
+[--medoids-rows 5000,15000] [--medoids-k 8] [--sampled] [--skip-kprototypes]``.
 """
 from __future__ import annotations
 
 import argparse
+import gc
 import os
 import sys
 import time
@@ -29,7 +43,7 @@ import numpy as np
 import pandas as pd
 
 import hdist
-from hdist.cluster import KPrototypes
+from hdist.cluster import KMedoids, KPrototypes
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "examples"))
@@ -63,6 +77,70 @@ def per_iteration(run, max_iter):
     return ((tn - t1) / (n_iter - 1) if n_iter > 1 else float("nan")), n_iter, res, tn
 
 
+def machine():
+    load = os.getloadavg()
+    return "nproc %d, load average %.2f %.2f %.2f" % (os.cpu_count(), *load)
+
+
+def medoids(rows, k, seed):
+    """hdist KMedoids against kmedoids.fasterpam on hdist's Gower matrix, matrix included."""
+    try:
+        import kmedoids
+    except ImportError:
+        print("kmedoids is not installed")
+        return
+    print("\nk-medoids, Gower, k = %d, the same initial medoids; %s" % (k, machine()))
+    for n in rows:
+        X = adult(n, seed)
+        init = np.random.default_rng(seed).choice(n, k, replace=False)
+        # the first touch of a fresh n x n array can cost the kernel's page compaction
+        # (seconds at 15 000 rows): paid here, outside both timings
+        warm = np.empty((n, n))
+        warm.fill(0.0)
+        del warm
+        gc.collect()
+        t0 = time.perf_counter()
+        ours = KMedoids(k, metric="gower", init=init, random_state=seed).fit(X)
+        t_ours = time.perf_counter() - t0
+        gc.collect()
+        res = {}
+        for label, kw in (("n_cpu=-1", {}), ("n_cpu=1", {"n_cpu": 1})):
+            t0 = time.perf_counter()
+            D = hdist.Metric("gower").fit(X).pairwise(X)
+            t_mat = time.perf_counter() - t0
+            r = kmedoids.fasterpam(D, init.copy(), random_state=seed, **kw)
+            res[label] = (time.perf_counter() - t0, t_mat, r.loss)
+            del D
+            gc.collect()
+        print("%6d rows: hdist KMedoids %.2f s (loss %.6f, %d passes)  |  kmedoids.fasterpam "
+              "%s %.2f s (loss %.6f), %s %.2f s (loss %.6f; the matrix %.2f s)  |  "
+              "kmedoids / hdist %.2fx, %.2fx; loss hdist / kmedoids %.6f"
+              % (n, t_ours, ours.inertia_, ours.n_iter_,
+                 "n_cpu=-1", res["n_cpu=-1"][0], res["n_cpu=-1"][2], "n_cpu=1",
+                 res["n_cpu=1"][0], res["n_cpu=1"][2], res["n_cpu=1"][1],
+                 res["n_cpu=-1"][0] / t_ours, res["n_cpu=1"][0] / t_ours,
+                 ours.inertia_ / res["n_cpu=1"][2]))
+    print("after: %s" % machine())
+
+
+def sampled(k, seed, sample_size, n_init):
+    """Loss of the sampled mode relative to the exact solve on all of Adult."""
+    X = adult(48842, seed)
+    print("\nk-medoids on all %d Adult rows, Gower, k = %d; %s" % (len(X), k, machine()))
+    t0 = time.perf_counter()
+    exact = KMedoids(k, metric="gower", max_exact=None, random_state=seed).fit(X)
+    t_exact = time.perf_counter() - t0
+    print("exact: loss %.6f, %.1f s, %d passes" % (exact.inertia_, t_exact, exact.n_iter_))
+    for ni in n_init:
+        t0 = time.perf_counter()
+        m = KMedoids(k, metric="gower", max_exact=20000, sample_size=sample_size, n_init=ni,
+                     random_state=seed).fit(X)
+        print("sampled (sample_size %d, n_init %d): loss %.6f = %.4f x exact, %.1f s"
+              % (sample_size, ni, m.inertia_, m.inertia_ / exact.inertia_,
+                 time.perf_counter() - t0))
+    print("after: %s" % machine())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=48842)
@@ -70,8 +148,21 @@ def main():
     ap.add_argument("--max-iter", type=int, default=100)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--skip-kmodes", action="store_true")
+    ap.add_argument("--skip-kprototypes", action="store_true")
+    ap.add_argument("--medoids-rows", default="5000,15000",
+                    help="comma-separated row counts for the k-medoids comparison ('' skips)")
+    ap.add_argument("--medoids-k", type=int, default=8)
+    ap.add_argument("--sampled", action="store_true",
+                    help="also the sampled mode's loss against the exact solve on all rows")
+    ap.add_argument("--sample-size", type=int, default=5000)
     args = ap.parse_args()
 
+    if args.medoids_rows:
+        medoids([int(r) for r in args.medoids_rows.split(",")], args.medoids_k, args.seed)
+    if args.sampled:
+        sampled(args.medoids_k, args.seed, args.sample_size, (1, 5))
+    if args.skip_kprototypes:
+        return
     X = adult(args.rows, args.seed)
     print("Adult: %d rows x %d columns" % X.shape)
     t_hds = [timed(lambda: hdist.Metric("hds").fit(X), repeat=3)[0]]
