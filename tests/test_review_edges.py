@@ -342,3 +342,62 @@ def test_kmedoids_duplicates_k1_and_kn():
             b = kernel_swaps(D, med, order, n_threads=2, chunk=5)
             assert np.array_equal(a[0], b[0]) and math.isclose(a[1], b[1], rel_tol=1e-12,
                                                               abs_tol=1e-300)
+
+
+# ------------------------------------------------------------------------------------
+# the matrix-product filter itself (the paths above fall back to the direct kernel where
+# queries hold unseen values or the policy is "ignore"): ties, duplicates, missing values,
+# radii equal to returned distances, tiny tiles and chunks
+
+def _seen_queries(Q):
+    Q = Q.copy()
+    Q[:, 3][Q[:, 3] == "unseen"] = "u"
+    return Q
+
+
+@pytest.mark.parametrize("name", ("euclidean", "hvdm"))
+@pytest.mark.parametrize("missing", ("one", "max"))
+def test_filter_ties_and_radius_at_returned_distances(name, missing):
+    from hdist import _gemm
+    from hdist._kernels import CRows
+    X, Q = tie_table(len(name) + len(missing), 300, 40)
+    Q = _seen_queries(Q)
+    m = Metric(name, missing=missing, nominal=[2, 3]).fit(X, np.arange(len(X)) % 3)
+    st, rows = m._fitted(), m.encode(Q)
+    cQ, cR = CRows(rows), st.crows()
+    tiles = dict(r_chunk=8, r_tile=64, q_block=16)
+    for k in (1, 7, 300):
+        d0, i0 = m._knn_rows(rows, k, False, 1, method="direct")
+        for dtype, kw, nj in ((np.float32, {}, 2), (np.float32, tiles, 1),
+                              (np.float64, {}, 1), (np.float64, tiles, 2)):
+            res = _gemm.knn(st.plan, rows, st.train, cQ, cR, k, nj, dtype=dtype, **kw)
+            assert res is not None
+            assert np.array_equal(res[1], i0) and np.array_equal(res[0], d0)
+    P = m.pairwise(Q, X)
+    for r in [0.0] + sorted(set(P.ravel().tolist()))[::15]:
+        for kw in ({}, tiles):
+            D, I = _gemm.radius(st.plan, rows, st.train, cQ, cR, r, 2, **kw)
+            for q in range(len(Q)):
+                exp = np.flatnonzero(P[q] <= r)
+                order = np.lexsort((exp, P[q, exp]))
+                assert np.array_equal(I[q], exp[order]) and np.array_equal(D[q], P[q, exp[order]])
+
+
+@pytest.mark.parametrize("missing", ("one", "max"))
+def test_filter_extreme_magnitudes_equal_direct(missing):
+    from hdist import _gemm
+    from hdist._kernels import CRows
+    rng = np.random.default_rng(len(missing))
+    X = rng.choice(MAGNITUDES, (200, 3)).astype(object)
+    X[rng.random(X.shape) < 0.1] = None
+    X[0] = 0.0
+    Q = rng.choice(MAGNITUDES, (40, 3)).astype(object)
+    Q[rng.random(Q.shape) < 0.1] = None
+    m = Metric("euclidean", missing=missing).fit(X)
+    st, rows = m._fitted(), m.encode(Q)
+    for nj in (1, 2):
+        res = _gemm.knn(st.plan, rows, st.train, CRows(rows), st.crows(), 9, nj)
+        assert res is not None
+        d0, i0 = m._knn_rows(rows, 9, False, 1, method="direct")
+        assert np.array_equal(res[0], d0) and np.array_equal(res[1], i0)
+    assert_paths_identical(m, Q, 9)
