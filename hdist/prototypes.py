@@ -797,7 +797,8 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
                 c = int(cand[0])
                 wrong = by_class[c][pred_fit[by_class[c]] != c]
                 new = self._new_prototype(space, wrong, c, rng)
-                trial = space.finalize(self._optimize(space, st.copy().concat(space.finalize(new))))
+                trial = st.copy().concat(space.finalize(new))
+                trial = space.finalize(self._optimize(space, trial))
                 t_score, t_recall, _ = self._score(space, trial, val)
                 if t_score > score:
                     st, score, recall = trial, t_score, t_recall
