@@ -401,3 +401,31 @@ def test_filter_extreme_magnitudes_equal_direct(missing):
         d0, i0 = m._knn_rows(rows, 9, False, 1, method="direct")
         assert np.array_equal(res[0], d0) and np.array_equal(res[1], i0)
     assert_paths_identical(m, Q, 9)
+
+
+# ------------------------------------------------------------------------------------
+# "ignore" with zero and tiny weights (known components of weight 0 only: every component
+# counts 1), the mean, and exclude_self on every index
+
+@pytest.mark.parametrize("p", (0.5, 0.3, 1.0, 3.0, math.inf))
+def test_ignore_with_zero_and_tiny_weights(p):
+    kinds = [CONTINUOUS, CONTINUOUS, NOMINAL, NOMINAL]
+    for s, w in enumerate(([0, 1, 0, 2], [0, 0, 1, 0], [1e-20, 1e-20, 1, 1],
+                           [3, 0.5, 0, 0])):
+        for agg in ("sum", "mean"):
+            X, Q = tie_table(int(13 * (p if p < 100 else 3)) + s, 60, 8, p_missing=0.35)
+            m = Metric("minkowski", p=p, missing="ignore", weights=w, aggregate=agg,
+                       nominal=[2, 3]).fit(X)
+            ref = Reference(kinds, p=p, missing="ignore", weights=w,
+                            aggregate=agg).fit([list(X[:, a]) for a in range(4)])
+            D = ref.pairwise([tuple(r) for r in Q], [tuple(r) for r in X])
+            d, i = assert_paths_identical(m, Q, 9)
+            assert close(d, np.take_along_axis(D, i, 1)).all()
+            assert close(d, np.sort(D, axis=1)[:, :9]).all()
+            d0, i0 = m.kneighbors(None, 5, exclude_self=True, n_jobs=1)
+            assert (i0 != np.arange(len(X))[:, None]).all()
+            for algo, leaf in (("brute", 32), ("kd_tree", 1), ("kd_tree", 1000)):
+                idx = NeighborsIndex(m, algorithm=algo, leaf_size=leaf).fit()
+                for nj in (1, 2):
+                    dd, ii = idx.kneighbors(None, 5, exclude_self=True, n_jobs=nj)
+                    assert np.array_equal(dd, d0) and np.array_equal(ii, i0)
