@@ -429,3 +429,24 @@ def test_ignore_with_zero_and_tiny_weights(p):
                 for nj in (1, 2):
                     dd, ii = idx.kneighbors(None, 5, exclude_self=True, n_jobs=nj)
                     assert np.array_equal(dd, d0) and np.array_equal(ii, i0)
+
+
+@pytest.mark.parametrize("p", (0.3, 2.0, math.inf))
+@pytest.mark.parametrize("missing", ("one", "ignore"))
+def test_public_entry_points_above_the_filter_threshold(p, missing):
+    """Metric.kneighbors / radius_neighbors and NeighborsIndex("auto") with enough pairs for
+    the filter (where the plan allows it) equal the direct kernel."""
+    X, Q = tie_table(7, 2000, 200)
+    Q = _seen_queries(Q)
+    m = Metric("minkowski", p=p, missing=missing, nominal=[2, 3]).fit(X)
+    rows = m.encode(Q)
+    assert rows.n * m.n_train_ >= Metric._GEMM_MIN_PAIRS
+    d0, i0 = m._knn_rows(rows, 10, False, 1, method="direct")
+    idx = NeighborsIndex(m).fit()
+    for d, i in (m.kneighbors(Q, 10, n_jobs=2), idx.kneighbors(Q, 10, n_jobs=2)):
+        assert np.array_equal(d, d0) and np.array_equal(i, i0)
+    r = float(np.median(d0))
+    D0, I0 = m._radius_rows(rows, r, False, 1, method="direct")
+    for D, I in (m.radius_neighbors(Q, r, n_jobs=2), idx.radius_neighbors(Q, r, n_jobs=2)):
+        assert all(np.array_equal(a, b) for a, b in zip(I, I0))
+        assert all(np.array_equal(a, b) for a, b in zip(D, D0))
