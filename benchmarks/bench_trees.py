@@ -17,6 +17,10 @@ C. The ``auto`` rule against measurements: 2·10^4 and 2·10^5 rows, 4-16 attrib
    (half nominal), uniform or class-structured, Euclidean (brute force with the
    matrix-product filter) and Manhattan (direct brute force): the faster algorithm and
    the one ``auto`` picks.
+D. ``auto`` on real shapes: the census-like job (``make_census_like.py``: 40 columns, 30
+   nominal with up to 50 values, 5 % missing) and synthetic ones, HEOM, HVDM, Gower and
+   Manhattan: every algorithm's time, the KD-tree pilot's fraction of rows evaluated,
+   auto's pick and its time over the best algorithm's.
 
 Run: ``python benchmarks/bench_trees.py [--quick]`` (full run: a few minutes).
 """
@@ -182,10 +186,62 @@ def case_c(quick, n_jobs):
           % (good, total))
 
 
+def census_job(n_ref, n_query, seed=7):
+    """The census-like frame of ``make_census_like.py`` (40 columns, 30 nominal with 2-50
+    text values, 5 % missing) and its two-class target."""
+    from make_census_like import make
+    frame = make(n_ref + n_query, seed)
+    y = frame.pop("income").to_numpy()
+    X = frame.drop(columns="person_id")
+    return X.iloc[:n_ref], y[:n_ref], X.iloc[n_ref:]
+
+
+def case_d(quick, n_jobs):
+    """auto against every algorithm on real and synthetic shapes: one row per (shape,
+    metric) with each algorithm's time, the KD-tree pilot's fraction of rows evaluated,
+    auto's pick and its time over the best one's."""
+    n_ref, n_q = (50_000, 300) if quick else (200_000, 1000)
+    k = 5
+    header("D. auto on real shapes: %d reference rows, %d queries, k = %d, %d threads "
+           "(ms per 1000 queries)" % (n_ref, n_q, k, n_jobs))
+    print("  %-34s %-9s %9s %9s %9s %7s  %-8s %6s"
+          % ("shape", "metric", "brute", "kd_tree", "ball", "pilot", "auto", "/best"))
+    shapes = [("census-like 10+30, 5% missing", census_job(n_ref, n_q), None)]
+    for kind, maker, nc, nn in (("structured", make_job, 8, 8), ("uniform", uniform_job, 8, 8),
+                                ("structured", make_job, 2, 2), ("uniform", uniform_job, 3, 3),
+                                ("structured", make_job, 4, 4)):
+        Xr, yr, Xq, nom = maker(n_ref, n_q, n_cont=nc, n_nom=nn)
+        shapes.append(("%s %d+%d" % (kind, nc, nn), (Xr, yr, Xq), nom))
+    worst = 1.0
+    for label, (Xr, yr, Xq), nom in shapes:
+        for name in ("heom", "hvdm", "gower", "manhattan"):
+            kw = {} if nom is None else {"nominal": nom}
+            metric = Metric(name, **kw).fit(Xr, yr)
+            times = {}
+            for algo in ("brute", "kd_tree", "ball_tree"):
+                try:
+                    idx = NeighborsIndex(metric, algorithm=algo).fit()
+                except ValueError:
+                    continue            # the ball tree is not exact for this metric
+                idx.kneighbors(Xq[:4], k, n_jobs=n_jobs)
+                times[algo] = timeit(lambda: idx.kneighbors(Xq, k, n_jobs=n_jobs))[0]
+                if algo == "kd_tree":
+                    pilot = idx._pilot() / n_ref
+            auto = NeighborsIndex(metric).fit().algorithm_
+            best = min(times.values())
+            worst = max(worst, times[auto] / best)
+            ms = {a: "%9.0f" % (1e6 * times[a] / n_q) if a in times else "%9s" % "-"
+                  for a in ("brute", "kd_tree", "ball_tree")}
+            print("  %-34s %-9s %s %s %s %6.1f%%  %-8s %5.2fx"
+                  % (label, name, ms["brute"], ms["kd_tree"], ms["ball_tree"], 100 * pilot,
+                     auto, times[auto] / best), flush=True)
+    print("  auto's worst time over the best algorithm's: %.2fx" % worst)
+
+
 def main(argv=None):
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true", help="smaller jobs")
-    ap.add_argument("--cases", default="abc")
+    ap.add_argument("--cases", default="abcd")
     ap.add_argument("--n-jobs", type=int, default=2)
     args = ap.parse_args(argv)
     print("hdist %s; load average %s" % (hdist.__version__,
@@ -197,6 +253,8 @@ def main(argv=None):
         case_b(args.quick, args.n_jobs)
     if "c" in args.cases:
         case_c(args.quick, args.n_jobs)
+    if "d" in args.cases:
+        case_d(args.quick, args.n_jobs)
     print("\ntotal %.0f s; load average %s" % (time.perf_counter() - t0, " ".join(
         "%.1f" % v for v in os.getloadavg())))
 

@@ -25,64 +25,13 @@ import numpy as np
 from . import _progress
 from ._plan import IGNORE
 from ._schema import NotFittedError
+from ._search import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa: F401
+                      AUTO_SURE_DIMS, auto_algorithm, auto_choice, pilot_queries)
 from ._threads import effective_n_jobs
-from .metrics import Metric, _check_k, _check_number
+from .metrics import Metric, _check_k, _check_number, search_record
 
 ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree")
 TREES = ("kd_tree", "ball_tree")
-
-#: the "auto" rule, fitted to measurements on a 2-core machine (benchmarks/bench_trees.py):
-#: brute force below this many indexed rows ...
-AUTO_MIN_ROWS = 2048
-#: ... a KD-tree without further ado up to this many search dimensions ...
-AUTO_SURE_DIMS = 4
-#: ... and otherwise a KD-tree when a pilot of this many queries evaluates at most the
-#: break-even fraction of the rows: brute force costs ~25-55 ns a pair in the direct
-#: kernel, ~3-20 ns with the matrix-product filter (p = 2), a KD-tree ~90 ns an
-#: evaluation including its node bounds
-AUTO_PILOT_QUERIES = 16
-AUTO_BREAK_EVEN = {"direct": 0.4, "gemm": 0.1}
-
-
-def _search_dims(plan):
-    """Dimensions a KD-tree has to cut: attributes of positive weight (a nominal one
-    counts half: it is resolved after a few splits of its value set), an embedded
-    attribute counting one per vector component."""
-    w = plan.weights
-    dims = float(np.count_nonzero(w[plan.c_attr] > 0))
-    dims += 0.5 * (np.count_nonzero(w[plan.o_attr] > 0) + np.count_nonzero(w[plan.t_attr] > 0))
-    for k, a in enumerate(plan.e_attr):
-        if w[a] > 0:
-            dims += int(plan.e_off[k + 1] - plan.e_off[k])
-    return dims
-
-
-def auto_algorithm(plan, n_rows, pilot=None):
-    """The algorithm ``"auto"`` picks for ``n_rows`` indexed rows of ``plan``.
-
-    - fewer than ``AUTO_MIN_ROWS`` rows: brute force (a query costs microseconds either
-      way and nothing needs building);
-    - at most ``AUTO_SURE_DIMS`` search dimensions (:func:`_search_dims`): KD-tree (it was
-      10 to 1000 times faster than brute force in every such measurement);
-    - otherwise the KD-tree is tried: ``pilot()`` returns the mean number of distance
-      evaluations of ``AUTO_PILOT_QUERIES`` queries (indexed rows), and the KD-tree is
-      kept when that is at most ``AUTO_BREAK_EVEN`` of the rows ("gemm" for plans the
-      matrix-product filter of the brute force serves, "direct" otherwise), else brute
-      force.  How well bounds prune depends on the data's structure more than on its
-      dimension (class-structured data with 12 attributes pruned 99.8 %, uniform data with
-      16 attributes 2 %), which a rule on the dimension alone cannot see.
-
-    The ball tree is never chosen: it was slower than the KD-tree in every measured case
-    (its bounds cost a full distance to a pivot) and is not exact for every Plan.
-    Without ``pilot`` the ambiguous case resolves to the KD-tree."""
-    if n_rows < AUTO_MIN_ROWS:
-        return "brute"
-    if _search_dims(plan) <= AUTO_SURE_DIMS or pilot is None:
-        return "kd_tree"
-    from . import _gemm
-    limit = AUTO_BREAK_EVEN["gemm" if _gemm.eligible(plan) else "direct"]
-    return "kd_tree" if pilot() <= limit * n_rows else "brute"
-
 
 def _table_is_metric(T, tol=1e-9):
     """True when a value table (with its unseen row) satisfies the triangle inequality,
@@ -249,7 +198,9 @@ class NeighborsIndex:
     spent in the last (re)build; n_distance_evaluations_ : pair distances computed for
     each query of the last kneighbors / radius_neighbors call (brute force counts every
     pair); tree_nbytes_ : memory of the tree (nodes, permutation and the rows in tree
-    order).
+    order); search_ : which path the last search ran (a dict: ``algorithm``, ``path``
+    -- "kd_tree", "ball_tree", or for brute force "filter" / "direct" --, ``threads``,
+    ``why``).
     """
 
     def __init__(self, metric="heom", algorithm="auto", leaf_size=32, metric_params=None):
@@ -325,11 +276,13 @@ class NeighborsIndex:
         plan = self.metric_.plan_
         if self.algorithm == "auto":
             self._auto_n = n
-            return auto_algorithm(plan, n, lambda: self._pilot(progress))
+            algo, self._why = auto_choice(plan, n, lambda: self._pilot(progress))
+            return algo
         if self.algorithm == "ball_tree":
             reason = ball_tree_refusal(plan, self._rows, self.metric_.schema_.names_)
             if reason is not None:
                 raise ValueError("algorithm='ball_tree' is not exact here: " + reason)
+        self._why = "algorithm=%r was asked for" % self.algorithm
         return self.algorithm
 
     def _pilot(self, progress=None):
@@ -338,8 +291,7 @@ class NeighborsIndex:
         self.algorithm_ = "kd_tree"
         self._build(progress)
         n = self._rows.n
-        q = np.linspace(0, n - 1, AUTO_PILOT_QUERIES).astype(np.intp)
-        self._knn(self._rows.take(q), min(5, n), False, 1)
+        self._knn(self._rows.take(pilot_queries(n)), min(5, n), False, 1)
         return float(np.mean(self.n_distance_evaluations_))
 
     def _build(self, progress=None):
@@ -558,6 +510,8 @@ class NeighborsIndex:
             d, i, cnt = _trees.knn(*self._tree_args(rows), k, threads, exclude_self,
                                    self._two_sided(rows))
             self.n_distance_evaluations_ = cnt
+        self.search_ = search_record(self.algorithm_, getattr(self, "_why", ""), threads,
+                                     getattr(self.metric_, "_brute_path", None))
         return d, i
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
@@ -605,4 +559,6 @@ class NeighborsIndex:
             dl, il, cnt = _trees.radius(*self._tree_args(rows), r, _reduced_radius(plan, r),
                                         threads, exclude_self, self._two_sided(rows))
             self.n_distance_evaluations_ = cnt
+        self.search_ = search_record(self.algorithm_, getattr(self, "_why", ""), threads,
+                                     ("direct", "the direct kernel (radius search)"))
         return dl, il

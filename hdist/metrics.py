@@ -577,15 +577,48 @@ class Metric:
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries (%d rows),"
                              " got %d" % (self.n_train_, rows.n))
+        from ._kernels import CRows
         threads = effective_n_jobs(n_jobs)
+        algo, tree, why = self._search()
+        state = self._fitted()
+
+        def search(part, kk, excl):
+            if tree is None:
+                return self._knn_rows(part, kk, excl, threads)
+            cq = state.crows() if part is state.train else CRows(part)
+            return tree.knn(cq, kk, threads, excl)[:2]
         report = _progress.reporter(progress, rows.n, "kneighbors")
         if report is None:
-            d, i = self._knn_rows(rows, k, bool(exclude_self), threads)
+            d, i = search(rows, k, bool(exclude_self))
         else:
-            d, i = _progress.knn_blocks(
-                lambda part, kk: self._knn_rows(part, kk, False, threads),
-                rows, k, bool(exclude_self), report)
+            d, i = _progress.knn_blocks(lambda part, kk: search(part, kk, False),
+                                        rows, k, bool(exclude_self), report)
+        self._record_search(algo, why, threads)
         return (d, i) if return_distance else i
+
+    def _search(self):
+        """``(algorithm, tree, reason)``: the search :class:`hdist.NeighborsIndex`'s
+        ``"auto"`` rule picks for the training rows (``hdist._search.auto_choice``: brute
+        force, or a KD-tree built here), decided once per fit."""
+        state = self._fitted()
+        if state.search is None:
+            from . import _search
+            built = {}
+
+            def pilot():
+                built["tree"] = _search.KDTree(state.plan, state.train, state.crows())
+                return built["tree"].pilot()
+            algo, why = _search.auto_choice(state.plan, state.train.n, pilot)
+            tree = None
+            if algo == "kd_tree":
+                tree = built.get("tree") or _search.KDTree(state.plan, state.train,
+                                                           state.crows())
+            state.search = (algo, tree, why)
+        return state.search
+
+    def _record_search(self, algo, why, threads):
+        """Set ``search_``: which path the last search ran, on how many threads, and why."""
+        self.search_ = search_record(algo, why, threads, getattr(self, "_brute_path", None))
 
     #: below this many pairs the direct kernel is used without the GEMM filter
     _GEMM_MIN_PAIRS = 1 << 18
@@ -607,9 +640,16 @@ class Metric:
             cache = state.gemm_cache if R is state.train else cache
             res = _gemm.knn(state.plan, rows, R, cQ, cR, k, threads, exclude_self, cache=cache)
             if res is not None:
+                self._brute_path = ("filter", "the matrix-product filter (p = 2)")
                 return res
+            why = "the direct kernel (the matrix-product filter does not apply to this plan)"
         elif method not in ("auto", "direct"):
             raise ValueError("method must be 'auto', 'direct' or 'gemm', got %r" % (method,))
+        else:
+            why = ("the direct kernel (asked for)" if method == "direct" else
+                   "the direct kernel (under %d pairs or 16 queries: no matrix-product "
+                   "filter)" % self._GEMM_MIN_PAIRS)
+        self._brute_path = ("direct", why)
         return knn(state.plan.cplan, cQ, cR, k, threads, exclude_self=exclude_self)
 
     def _radius_rows(self, rows, r, exclude_self, threads, self_offset=0, method="auto",
@@ -630,9 +670,11 @@ class Metric:
             res = _gemm.radius(state.plan, rows, R, cQ, cR, r, threads, exclude_self,
                                self_offset, cache=cache)
             if res is not None:
+                self._brute_path = ("filter", "the matrix-product filter (radius search)")
                 return res
         elif method not in ("auto", "direct"):
             raise ValueError("method must be 'auto', 'direct' or 'gemm', got %r" % (method,))
+        self._brute_path = ("direct", "the direct kernel (radius search)")
         return radius(state.plan.cplan, cQ, cR, r, threads, exclude_self, self_offset)
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
@@ -645,16 +687,29 @@ class Metric:
         rows = self._queries(Q)
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries")
+        from ._kernels import CRows
         threads = effective_n_jobs(n_jobs)
+        state = self._fitted()
+        algo, tree, why = self._search()
         dl, il = [], []
         report = _progress.reporter(progress, rows.n, "radius_neighbors")
         whole = report is None          # one block, as one kernel call
         for a, b in _progress.blocks(rows.n, _progress.silent if whole else report,
                                      max(rows.n, 1) if whole else None):
             part = rows if (a, b) == (0, rows.n) else rows.take(np.arange(a, b))
-            d_, i_ = self._radius_rows(part, r, bool(exclude_self), threads, a)
+            if tree is None:
+                d_, i_ = self._radius_rows(part, r, bool(exclude_self), threads, a)
+            else:
+                own = part is state.train
+                d_, i_, _ = tree.radius(state.crows() if own else CRows(part), r, threads,
+                                        bool(exclude_self) and own)
+                if exclude_self and not own:    # the block's own rows are a..b-1
+                    keep = [i != a + t for t, i in enumerate(i_)]
+                    d_ = [d[m] for d, m in zip(d_, keep)]
+                    i_ = [i[m] for i, m in zip(i_, keep)]
             dl += list(d_)
             il += list(i_)
+        self._record_search(algo, why, threads)
         D = np.empty(len(dl), dtype=object)
         I = np.empty(len(il), dtype=object)
         D[:] = dl
@@ -775,6 +830,8 @@ class FitState:
         self.unseen = unseen
         self._crows = None
         self.gemm_cache = {}
+        # (algorithm, KD-tree or None, reason) of Metric._search, made on first use
+        self.search = None
 
     def crows(self):
         """The training rows as the kernels read them (built once)."""
@@ -868,3 +925,16 @@ def _dict_row(d, schema):
     for n in schema.names_:
         rec[n][0] = d[n]
     return rec
+
+
+def search_record(algo, why, threads, brute_path=None):
+    """The ``search_`` attribute of a Metric or NeighborsIndex after a search:
+    ``algorithm`` ("brute", "kd_tree", "ball_tree"), ``path`` (the algorithm, or for
+    brute force "filter" when the matrix-product filter ran and "direct" for the tile
+    kernel alone), ``threads``, and ``why`` in words.  ``brute_path``: (path, reason) of
+    the brute force's last call."""
+    path = algo
+    if algo == "brute":
+        path, detail = brute_path or ("direct", "")
+        why = why + ("; " + detail if detail else "")
+    return {"algorithm": algo, "path": path, "threads": int(threads), "why": why}

@@ -17,6 +17,7 @@ LAYERS = [
     {"_version", "_presets", "_schema", "_estimators", "_kernels", "_trees"},
     {"_threads", "discretize", "_plan", "_progress"},
     {"_gemm", "_info", "_posteriors", "_cooccurrence", "_config"},
+    {"_search"},
     {"metrics"},
     {"_index"},
     {"_knn"},
