@@ -26,7 +26,7 @@ from . import _progress
 from ._plan import IGNORE
 from ._schema import NotFittedError
 from ._search import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa: F401
-                      AUTO_SURE_DIMS, auto_algorithm, auto_choice, pilot_queries)
+                      AUTO_SURE_DIMS, auto_algorithm, auto_choice, pilot_queries, race)
 from ._threads import effective_n_jobs
 from .metrics import Metric, _check_k, _check_number, search_record
 
@@ -270,13 +270,14 @@ class NeighborsIndex:
             self.algorithm_ = algo
             self._build(progress)
         self.n_distance_evaluations_ = np.zeros(0, dtype=np.intp)
+        self.__dict__.pop("search_", None)      # (set by the pilot queries)
         return self
 
     def _choose(self, n, progress=None):
         plan = self.metric_.plan_
         if self.algorithm == "auto":
             self._auto_n = n
-            algo, self._why = auto_choice(plan, n, lambda: self._pilot(progress))
+            algo, self._why = auto_choice(plan, n, lambda: self._pilot(progress), self._race)
             return algo
         if self.algorithm == "ball_tree":
             reason = ball_tree_refusal(plan, self._rows, self.metric_.schema_.names_)
@@ -293,6 +294,15 @@ class NeighborsIndex:
         n = self._rows.n
         self._knn(self._rows.take(pilot_queries(n)), min(5, n), False, 1)
         return float(np.mean(self.n_distance_evaluations_))
+
+    def _race(self):
+        """Seconds of the pilot's queries on the KD-tree the pilot built and by brute
+        force (``hdist._search.race``)."""
+        n = self._rows.n
+        q = self._rows.take(pilot_queries(n))
+        brute = self.metric_._knn_rows
+        return race(lambda: self._knn(q, min(5, n), False, 1),
+                    lambda: brute(q, min(5, n), False, 1, R=self._rows, cR=self._crows()))
 
     def _build(self, progress=None):
         self._drop_caches()

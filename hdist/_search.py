@@ -22,7 +22,12 @@ AUTO_SURE_DIMS = 4
 #: costs ~40-60 ns an evaluation (node bounds included, one thread), brute force ~3-6 ns
 #: a pair in the direct tile kernel and ~1-3 ns with the matrix-product filter (p = 2)
 AUTO_PILOT_QUERIES = 16
-AUTO_BREAK_EVEN = {"direct": 0.1, "filter": 0.05}
+AUTO_BREAK_EVEN = {"direct": 0.08, "filter": 0.05}
+#: ... but the break-even moves with the shape (how costly a node bound and a filtered
+#: pair are): a pilot between these fractions is settled by timing the pilot queries on
+#: the KD-tree and by brute force, when the caller can (``race``)
+AUTO_SURE_TREE = 0.01
+AUTO_SURE_BRUTE = 0.25
 #: rows per leaf of the trees the rule builds
 LEAF_SIZE = 32
 
@@ -47,7 +52,7 @@ def brute_path(plan):
     return "filter" if _gemm.eligible(plan) else "direct"
 
 
-def auto_choice(plan, n_rows, pilot=None):
+def auto_choice(plan, n_rows, pilot=None, race=None):
     """``(algorithm, reason)`` that ``"auto"`` picks for ``n_rows`` indexed rows:
 
     - fewer than ``AUTO_MIN_ROWS`` rows: brute force (a query costs microseconds either
@@ -60,7 +65,10 @@ def auto_choice(plan, n_rows, pilot=None):
       :func:`brute_path`), else brute force.  How well bounds prune depends on the data's
       structure more than on its dimension (class-structured data with 12 attributes
       pruned 99.8 %, uniform data with 16 attributes 2 %, the census-like job with 40
-      attributes under 1 %), which a rule on the dimension alone cannot see.
+      attributes under 1 %), which a rule on the dimension alone cannot see;
+    - where the pilot's fraction lies between ``AUTO_SURE_TREE`` and ``AUTO_SURE_BRUTE``
+      and ``race()`` is given, it returns the seconds the pilot queries take on the
+      KD-tree and by brute force (one thread, caches warm), and the faster one is kept.
 
     The ball tree is never chosen: it was slower than the KD-tree in almost every measured
     case (its bounds cost a full distance to a pivot) and is not exact for every Plan.
@@ -76,6 +84,13 @@ def auto_choice(plan, n_rows, pilot=None):
     path = brute_path(plan)
     limit = AUTO_BREAK_EVEN[path]
     frac = pilot() / n_rows
+    if race is not None and AUTO_SURE_TREE < frac <= AUTO_SURE_BRUTE:
+        t_tree, t_brute = race()
+        pick = "kd_tree" if t_tree <= t_brute else "brute"
+        return pick, ("a KD-tree pilot of %d queries evaluated %.3g %% of the rows; timed, "
+                      "they took %.3g ms on the KD-tree and %.3g ms by brute force (%s)"
+                      % (AUTO_PILOT_QUERIES, 100 * frac, 1e3 * t_tree, 1e3 * t_brute,
+                         brute_path(plan)))
     pick = "kd_tree" if frac <= limit else "brute"
     against = {"filter": "brute force with the matrix-product filter",
                "direct": "brute force with the direct kernel"}[path]
@@ -85,9 +100,23 @@ def auto_choice(plan, n_rows, pilot=None):
                      100 * limit, against))
 
 
-def auto_algorithm(plan, n_rows, pilot=None):
+def auto_algorithm(plan, n_rows, pilot=None, race=None):
     """The algorithm of :func:`auto_choice`."""
-    return auto_choice(plan, n_rows, pilot)[0]
+    return auto_choice(plan, n_rows, pilot, race)[0]
+
+
+def race(tree_query, brute_query):
+    """Seconds of ``tree_query()`` and ``brute_query()``, each the better of two runs (the
+    first also fills caches both would fill once)."""
+    times = []
+    for fn in (tree_query, brute_query):
+        best = float("inf")
+        for _ in range(2):
+            t0 = time.perf_counter()
+            fn()
+            best = min(best, time.perf_counter() - t0)
+        times.append(best)
+    return tuple(times)
 
 
 def pilot_queries(n_rows):
@@ -134,3 +163,11 @@ class KDTree:
         n = self.rows.n
         q = self.rows.take(pilot_queries(n))
         return float(np.mean(self.knn(CRows(q), min(5, n), 1)[2]))
+
+    def race(self, brute):
+        """``race`` of the pilot's queries on this tree and by ``brute(rows, k)``."""
+        from ._kernels import CRows
+        n = self.rows.n
+        q = self.rows.take(pilot_queries(n))
+        cq = CRows(q)
+        return race(lambda: self.knn(cq, min(5, n), 1), lambda: brute(q, min(5, n)))

@@ -608,7 +608,9 @@ class Metric:
             def pilot():
                 built["tree"] = _search.KDTree(state.plan, state.train, state.crows())
                 return built["tree"].pilot()
-            algo, why = _search.auto_choice(state.plan, state.train.n, pilot)
+            algo, why = _search.auto_choice(
+                state.plan, state.train.n, pilot,
+                lambda: built["tree"].race(lambda q, k: self._knn_rows(q, k, False, 1)))
             tree = None
             if algo == "kd_tree":
                 tree = built.get("tree") or _search.KDTree(state.plan, state.train,
