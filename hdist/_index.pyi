@@ -14,7 +14,7 @@ ObjectArray = npt.NDArray[np.object_]
 ALGORITHMS: tuple[str, ...]
 TREES: tuple[str, ...]
 
-def auto_algorithm(plan: Plan, n_rows: int, pilot: Any = None) -> str: ...
+def auto_algorithm(plan: Plan, n_rows: int, pilot: Any = None, race: Any = None) -> str: ...
 def ball_tree_refusal(plan: Plan, rows: Rows, names: list[str] | None = None) -> str | None: ...
 
 class NeighborsIndex:
@@ -26,6 +26,7 @@ class NeighborsIndex:
     algorithm_: str
     build_time_: float
     n_distance_evaluations_: IntpArray
+    search_: dict[str, Any]
     def __init__(self, metric: str | Metric = "heom",
                  algorithm: Literal["auto", "brute", "kd_tree", "ball_tree"] = "auto",
                  leaf_size: int = 32, metric_params: dict[str, Any] | None = None) -> None: ...

@@ -55,6 +55,7 @@ class Metric:
     train_: Rows
     n_features_in_: int
     n_train_: int
+    search_: dict[str, Any]
     feature_names_in_: ObjectArray
     kinds_: list[str]
     weights_: Float64Array
