@@ -570,5 +570,5 @@ class NeighborsIndex:
                                         threads, exclude_self, self._two_sided(rows))
             self.n_distance_evaluations_ = cnt
         self.search_ = search_record(self.algorithm_, getattr(self, "_why", ""), threads,
-                                     ("direct", "the direct kernel (radius search)"))
+                                     getattr(self.metric_, "_brute_path", None))
         return dl, il
