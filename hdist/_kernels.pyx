@@ -1296,8 +1296,9 @@ cdef double _pam_swap(const double* row, intp n, intp k, intp b, intp j, double*
 def pam_assign(const double[:, ::1] Dm, const intp[::1] med, intp[::1] near, intp[::1] seco,
                double[::1] dn, double[::1] ds, const double[::1] w):
     """Nearest and second nearest medoid slot of every row (ties: the smaller slot; a medoid
-    is its own nearest, at distance 0).  ``Dm[i, o]``: distance of medoid i to row o; ``w``
-    empty for unit weights.  Returns the loss ``sum w dn``."""
+    is its own nearest, at distance 0, whatever ``Dm`` holds for it: a row with missing
+    values is at a positive distance from itself).  ``Dm[i, o]``: distance of medoid i to
+    row o; ``w`` empty for unit weights.  Returns the loss ``sum w dn``."""
     cdef intp k = Dm.shape[0], n = Dm.shape[1], o, i
     cdef double d, loss = 0.0
     cdef const double* wp = &w[0] if w.shape[0] else NULL
@@ -1307,7 +1308,7 @@ def pam_assign(const double[:, ::1] Dm, const intp[::1] med, intp[::1] near, int
     with nogil:
         for o in range(n):
             near[o] = 0
-            dn[o] = Dm[0, o]
+            dn[o] = 0.0 if o == med[0] else Dm[0, o]
             seco[o] = -1
             ds[o] = INFINITY
             for i in range(1, k):
@@ -1335,7 +1336,8 @@ def pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand
               double[::1] loss, intp n_visit, int n_threads):
     """FasterPAM's eager swaps over the candidate rows ``cand`` in order.
 
-    ``D[rows[t]]`` holds the distances of candidate ``cand[t]`` to every row; ``Dm`` the
+    ``D[rows[t]]`` holds the distances of candidate ``cand[t]`` to every row, 0 at its own
+    position (a medoid is at distance 0 from itself, as in :func:`pam_assign`); ``Dm`` the
     medoids' rows, ``med`` their row indices, ``near/seco/dn/ds`` the assignment of
     :func:`pam_assign`, ``w`` the row weights (empty: all 1), ``loss`` ``[1]`` the current
     loss.  ``state = [visited since the last swap, swaps]``.  Stops early once ``n_visit``

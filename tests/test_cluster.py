@@ -254,7 +254,11 @@ def test_prefit_metric_is_used_as_is():
 
 # -- KMedoids ----------------------------------------------------------------------------------
 def total_deviation(D, med):
-    return D[list(med)].min(axis=0).sum()
+    """Σ over rows of the distance to the nearest medoid, a medoid at 0 from itself (a row
+    with missing values is at a positive distance from itself under hds)."""
+    Dm = D[list(med)].copy()
+    Dm[np.arange(len(med)), list(med)] = 0.0
+    return Dm.min(axis=0).sum()
 
 
 @pytest.mark.parametrize("method", ["fasterpam", "alternate"])

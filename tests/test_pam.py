@@ -5,6 +5,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import hdist
+
 from hdist.cluster import KMedoids
 from ref_pam import eager_swaps, fasterpam_state, kernel_swaps, loss_of
 
@@ -234,3 +236,34 @@ def test_symmetric_matrix_equals_both_sides_computed(monkeypatch, metric):
     for threads in (1, 2, 3):
         np.testing.assert_array_equal(m.pairwise(X, n_jobs=threads), full)
     np.testing.assert_array_equal(full, full.T)
+
+
+def test_a_medoid_is_its_own_nearest_in_every_slot():
+    """A row with missing values is at a positive distance from itself; as a medoid it
+    still costs 0 and stays in its own cluster, whatever its slot."""
+    from hdist._kernels import pam_assign
+    D = np.array([[1.0, 0.5, 0.2], [0.5, 0.0, 0.9]])     # row 0 = medoid of slot 0
+    out = []
+    for Dm, med in ((D, [0, 1]), (D[::-1].copy(), [1, 0])):
+        near, seco = np.empty(3, np.intp), np.empty(3, np.intp)
+        dn, ds = np.empty(3), np.empty(3)
+        loss = pam_assign(Dm, np.array(med, np.intp), near, seco, dn, ds, np.empty(0))
+        out.append((loss, np.array(med)[near].tolist()))
+    assert out[0] == out[1] == (0.2, [0, 1, 0])
+
+
+@pytest.mark.parametrize("method", ["fasterpam", "alternate"])
+def test_kmedoids_medoids_with_missing_values_cost_nothing_for_themselves(method):
+    from hdist.cluster import KMedoids
+    X = np.array([[0.0, np.nan], [1.0, 0.0], [0.0, 1.0]])
+    km = KMedoids(3, metric="manhattan", method=method, random_state=0).fit(X)
+    np.testing.assert_array_equal(km.labels_[km.medoid_indices_], np.arange(3))
+    assert km.inertia_ == 0.0
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(120, 3))
+    X[rng.random(X.shape) < 0.3] = np.nan
+    km = KMedoids(4, metric="manhattan", method=method, random_state=1).fit(X)
+    np.testing.assert_array_equal(km.labels_[km.medoid_indices_], np.arange(4))
+    D = hdist.Metric("manhattan").fit(X).pairwise(X)
+    np.fill_diagonal(D, 0.0)
+    assert np.isclose(km.inertia_, D[km.medoid_indices_].min(axis=0).sum(), rtol=1e-12)
