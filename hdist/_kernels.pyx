@@ -666,11 +666,11 @@ cdef inline real _threshold(double tau, double margin, const real* like) noexcep
     return tau + margin
 
 
-cdef inline real _below(double t, const real* like) noexcept nogil:
-    """``t`` in the product's precision, never above it."""
+cdef inline real _above(double t, const real* like) noexcept nogil:
+    """``t`` in the product's precision, never below it."""
     if real is float:
-        return <float> (t - fabs(t) * 2.0 ** -22)
-    return t - fabs(t) * 2.0 ** -50
+        return <float> (t + fabs(t) * 2.0 ** -22)
+    return t + fabs(t) * 2.0 ** -50
 
 
 cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
@@ -696,14 +696,16 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
         Sr = _threshold(tau, epsx * ny_max[c], g)
         if nm > 0 and gmin != NULL and tau < INFINITY:
             # the chunk's smallest added columns bound its estimates from below: most
-            # chunks are dismissed on the product alone (the slack covers the rounding
-            # of the additions, which are monotone)
+            # chunks are dismissed on the product alone.  A chunk is kept unless every
+            # product is certainly above Sr less those columns: the slack is added (it
+            # covers the rounding of the additions, which are monotone) and the
+            # threshold rounded up, so no pair the estimates would keep is dismissed
             lb = Sr
             mag = fabs(Sr)
             for t in range(nm):
                 lb = lb - gmin[mi[t] * mstride + cg + c]
                 mag = mag + fabs(gmin[mi[t] * mstride + cg + c])
-            if not _any_le(g + c0, c1 - c0, _below(lb - mag * 2.0 ** -20, g)):
+            if not _any_le(g + c0, c1 - c0, _above(lb + mag * 2.0 ** -20, g)):
                 c0 = c1
                 c = c + 1
                 continue

@@ -278,3 +278,29 @@ def test_embeddings_projected_on_their_span_and_off_span_queries():
     np.testing.assert_array_equal(d1, d2)
     assert F is not None and F.Xg.shape[1] < _gemm._prepare(
         m.plan_, m.encode(Q), m.train_, cache, 64).Xg.shape[1]
+
+
+@pytest.mark.parametrize("seed", [51, 52, 53, 54])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+def test_chunk_dismissal_keeps_pairs_at_the_bound(seed, dtype):
+    """A chunk dismissed on the product and the smallest of the columns a query's missing
+    attributes add must not hold a pair whose estimate lies just under the threshold: on
+    the float64 product a pair exactly at the radius (or the k-th bound) sits there."""
+    rng = np.random.default_rng(seed)
+    X = np.empty((340, 4), dtype=object)
+    X[:, 0] = rng.choice([0.0, 0.25, 0.5, 1.0], 340)
+    X[:, 1] = rng.choice([0.1, 0.2, 0.7, 1.3], 340)
+    X[:, 2] = rng.choice(["a", "b"], 340)
+    X[:, 3] = rng.choice(["u", "v", "w"], 340)
+    M = rng.random(X.shape) < 0.2
+    M[:2] = False
+    X[M] = None
+    X, Q = X[:300], X[300:]
+    m = hdist.Metric("hvdm", missing="max", nominal=[2, 3]).fit(X, np.arange(300) % 3)
+    st, rows = m._fitted(), m.encode(Q)
+    P = m.pairwise(Q, X)
+    for r in sorted(set(P.ravel().tolist()))[::7]:
+        D, I = _gemm.radius(st.plan, rows, st.train, CRows(rows), st.crows(), r, 1,
+                            dtype=dtype, r_chunk=8, r_tile=64, q_block=16)
+        for q in range(len(Q)):
+            assert sorted(I[q].tolist()) == np.flatnonzero(P[q] <= r).tolist(), (r, q)
