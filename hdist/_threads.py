@@ -49,9 +49,24 @@ def _request_wait_policy():
         _wait = ((user or "").strip().lower() or "spin count %s" % spin.strip(),
                  "environment")
         return None
+    if _openmp_loaded():
+        # another module loaded the runtime first: it has read its environment already
+        _wait = ("the runtime's default", "OpenMP runtime loaded before hdist")
+        return None
     os.environ["OMP_WAIT_POLICY"] = DEFAULT_WAIT_POLICY
     _wait = (DEFAULT_WAIT_POLICY, "hdist default")
     return "OMP_WAIT_POLICY"
+
+
+def _openmp_loaded():
+    """True when an OpenMP runtime is mapped into this process already (Linux: read
+    from ``/proc/self/maps``; elsewhere unknown, so False)."""
+    try:
+        with open("/proc/self/maps") as fh:
+            maps = fh.read()
+    except OSError:
+        return False
+    return any(name in maps for name in ("libgomp", "libomp.so", "libiomp5"))
 
 
 def _kernels_loaded(name):
@@ -62,8 +77,10 @@ def _kernels_loaded(name):
 
 def wait_policy():
     """``(policy, source)``: the OpenMP wait policy requested when hdist was imported --
-    ``("passive", "hdist default")``, or the user's ``OMP_WAIT_POLICY`` /
-    ``GOMP_SPINCOUNT`` with source ``"environment"``."""
+    ``("passive", "hdist default")``, the user's ``OMP_WAIT_POLICY`` / ``GOMP_SPINCOUNT``
+    with source ``"environment"``, or ``("the runtime's default", "OpenMP runtime loaded
+    before hdist")`` when another module (scikit-learn, for one) loaded the runtime
+    first, so that no request could reach it."""
     return _wait
 
 

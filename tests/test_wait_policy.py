@@ -67,3 +67,15 @@ def test_passive_threads_do_not_spin():
     spinning = float(_run(SPIN_PROBE, OMP_WAIT_POLICY="active")[0])
     assert idle < 0.03, idle
     assert spinning > idle + 0.05, (idle, spinning)
+
+
+def test_runtime_loaded_before_hdist_is_reported_as_such():
+    """Another module loaded an OpenMP runtime first: its policy is already read, so hdist
+    sets nothing and says so."""
+    import ctypes.util
+    lib = ctypes.util.find_library("gomp")
+    if lib is None:
+        pytest.skip("no libgomp on this machine to load first")
+    out = _run("import ctypes; ctypes.CDLL(%r); " % lib + REPORT)
+    assert out[0] == str(("the runtime's default", "OpenMP runtime loaded before hdist"))
+    assert out[1] == "None"
