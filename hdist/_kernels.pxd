@@ -342,17 +342,18 @@ cdef inline double reduced_bound(const PlanS* P, double d) noexcept nogil:
     elif P.pmode == 0 or P.pmode == 1:
         return b
     b = b * P.slack + 1e-300
-    if P.pmode == 3 and b < 1e-280:
+    if P.pmode >= 2 and b < 1e-280:
         # a pair under 1e-280 is compared on its exactly recomputed true distance
         return 1e-280
     return b
 
 
 
-# A general p (pmode 3) reduced distance is trusted between these bounds; outside them a term
-# may have underflowed (d^p below the smallest normal float64, e.g. p = 1000, d = 0.3) or the
-# sum overflowed while the true distance is finite, and the true distance is computed again
-# with every term scaled by the largest one (as hypot does).
+# A reduced distance of p = 2 or a general p (pmode 2, 3) is trusted between these bounds;
+# outside them a term may have underflowed (d^p below the smallest normal float64, e.g.
+# p = 1000, d = 0.3, or p = 2, d = 1e-300) or the sum overflowed while the true distance is
+# finite, and the true distance is computed again with every term scaled by the largest one
+# (as hypot does).
 # (literal 1e-280 and 1e280 below; hdist._kernels.SAFE_RANGE exposes them)
 
 
@@ -477,7 +478,7 @@ cdef inline double pair_true_scaled(const PlanS* P, const RowsS* A, intp i, cons
 cdef inline double true_of(const PlanS* P, const RowsS* A, intp i, const RowsS* B, intp j,
                            double s) noexcept nogil:
     """The true distance of a pair whose complete reduced distance is ``s``."""
-    if P.pmode == 3 and not (s >= 1e-280 and s <= 1e280):
+    if P.pmode >= 2 and not (s >= 1e-280 and s <= 1e280):
         return pair_true_scaled(P, A, i, B, j)
     return finalize(P, s)
 

@@ -967,7 +967,7 @@ def reduced_radius(CPlan plan, double r):
     if P.mean:
         red = red * P.w_all
     red = red * (1.0 + 1e-6 + 8.0 * P.p * 2.0 ** -52) + 1e-300
-    if P.pmode == 3 and red < SAFE_RANGE[0]:
+    if P.pmode >= 2 and red < SAFE_RANGE[0]:
         red = SAFE_RANGE[0]     # smaller sums are recomputed exactly (true_of)
     return red
 

@@ -219,8 +219,8 @@ class Plan:
             Vs.append(V)
             off += T.size
         self.t_tab = np.concatenate(tabs) if tabs else np.zeros(0)
-        # unraised tables: only the general-p fallback reads them
-        self.t_raw = np.concatenate(raws) if (raws and self.pmode == 3) else np.zeros(0)
+        # unraised tables: only the exact fallback of p = 2 and general p reads them
+        self.t_raw = np.concatenate(raws) if (raws and self.pmode >= 2) else np.zeros(0)
         self.t_off = np.array(offs, dtype=np.intp)
         self.t_V = np.array(Vs, dtype=np.intc)
 

@@ -140,3 +140,24 @@ def test_large_p_with_nominal_tables():
     assert np.all(D >= E * (1 - 1e-12))
     assert np.all(D <= E * 2 ** (1 / 400) * (1 + 1e-12))
     assert np.all(D[~np.eye(10, dtype=bool)] > 0)
+
+
+def test_p2_distances_outside_the_safe_range_are_exact():
+    """p = 2 squares each term: a difference of 1e-300 underflows and one of 4e200
+    overflows in the reduced sum, while the true distances are ordinary floats; those
+    pairs are computed again with every term scaled, as for a general p."""
+    X = np.array([[0.0], [2e-300], [1.0]])
+    m = hdist.Metric("euclidean").fit(X)
+    assert m.pairwise(X[:1], X[1:2])[0, 0] == pytest.approx(2e-300, rel=1e-12)
+    X = np.array([[0.0, 0.0], [3e200, 4e200]])
+    m = hdist.Metric("minkowski", p=2.0, normalization="none").fit(X)
+    assert m.pairwise(X[:1], X[1:2])[0, 0] == pytest.approx(5e200, rel=1e-12)
+    # order kept: rows at 1e-160 and 2e-160 (range 1) are not tied at 0
+    X = np.array([[0.0], [2e-160], [1e-160], [1.0]])
+    for algorithm in ("brute", "kd_tree", "ball_tree"):
+        idx = hdist.NeighborsIndex("euclidean", algorithm=algorithm).fit(X)
+        d, i = idx.kneighbors([[0.0]], 3)
+        np.testing.assert_array_equal(i, [[0, 2, 1]])
+        np.testing.assert_allclose(d, [[0.0, 1e-160, 2e-160]], rtol=1e-12)
+    d, i = hdist.Metric("euclidean").fit(X).kneighbors([[0.0]], 3)
+    np.testing.assert_array_equal(i, [[0, 2, 1]])

@@ -14,7 +14,7 @@ import zlib
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import assume, given
 from hypothesis import strategies as st
 
 import hdist
@@ -272,6 +272,8 @@ def test_many_values_overlap_buckets():
 def test_random_tables(data, name, policy, p, leaf, k):
     train, queries, y = data
     info = hdist.METRICS[name]
+    # hds and add describe a nominal value by the other columns: they need two or more
+    assume(train.m >= 2 or info.nominal not in ("hds", "add"))
     if info.continuous is None:
         # nominal-only presets: declare every column nominal
         nominal = list(range(train.m))
