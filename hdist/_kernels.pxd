@@ -6,7 +6,7 @@ metric) and :class:`CRows` (encoded rows).  The inline term functions below are 
 the brute-force kernels in ``_kernels.pyx`` and by the trees in ``_trees.pyx``, so every
 algorithm computes a pair's distance with the same floating-point operations.
 """
-from libc.math cimport fabs, sqrt, pow, INFINITY
+from libc.math cimport fabs, fmax, sqrt, pow, INFINITY
 
 cdef extern from "_pw.h":
     # d^p for a general p: sqrt for p = 0.5, pow otherwise (shared with the tile kernel)
@@ -344,7 +344,11 @@ cdef inline double reduced_bound(const PlanS* P, double d) noexcept nogil:
     b = b * P.slack + 1e-300
     if P.pmode >= 2 and b < 1e-280:
         # a pair under 1e-280 is compared on its exactly recomputed true distance
-        return 1e-280
+        b = 1e-280
+    if P.pmode == 3 and P.p < 1.0 and d < 1e-290:
+        # finalize(s) = s^(1/p) underflows below (5e-324)^p (1e-97 at p = 0.3): every such
+        # s has a true distance at most the smallest subnormal, so it may tie with d
+        b = fmax(b, 2.0 * pow(5e-324, P.p) * (P.w_all if P.mean else 1.0))
     return b
 
 

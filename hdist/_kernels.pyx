@@ -969,6 +969,9 @@ def reduced_radius(CPlan plan, double r):
     red = red * (1.0 + 1e-6 + 8.0 * P.p * 2.0 ** -52) + 1e-300
     if P.pmode >= 2 and red < SAFE_RANGE[0]:
         red = SAFE_RANGE[0]     # smaller sums are recomputed exactly (true_of)
+    if P.pmode == 3 and P.p < 1.0 and r < 1e-290:
+        # true distances underflow to 0 below (5e-324)^p (reduced_bound)
+        red = fmax(red, 2.0 * pow(5e-324, P.p) * (P.w_all if P.mean else 1.0))
     return red
 
 

@@ -161,3 +161,26 @@ def test_p2_distances_outside_the_safe_range_are_exact():
         np.testing.assert_allclose(d, [[0.0, 1e-160, 2e-160]], rtol=1e-12)
     d, i = hdist.Metric("euclidean").fit(X).kneighbors([[0.0]], 3)
     np.testing.assert_array_equal(i, [[0, 2, 1]])
+
+
+def test_fractional_p_true_distances_that_underflow_tie_at_zero_on_every_path():
+    """p < 1: a reduced sum below (5e-324)^p has true distance 0; such rows tie with exact
+    duplicates at 0 and are returned in index order by every algorithm and by radius 0."""
+    X = np.array([[1.0, "a"], [0.9, "a"], [0.0, "a"], [0.0, "a"], [0.5, "b"], [1.0, "b"]],
+                 dtype=object)
+    m = hdist.Metric("minkowski", p=0.3, weights=[1e-150, 1.0], nominal=[1]).fit(X)
+    q = np.array([[0.0, "a"]], dtype=object)
+    np.testing.assert_array_equal(m.pairwise(q, X), [[0, 0, 0, 0, 1, 1]])
+    for algorithm in ("brute", "kd_tree", "ball_tree"):
+        for leaf in (1, 2, 8):
+            try:
+                idx = hdist.NeighborsIndex(m, algorithm=algorithm, leaf_size=leaf).fit()
+            except ValueError:          # the ball tree refuses some plans: not this one
+                assert algorithm == "ball_tree"
+                continue
+            d, i = idx.kneighbors(q, 3)
+            np.testing.assert_array_equal(i, [[0, 1, 2]])
+            D, I = idx.radius_neighbors(q, 0.0)
+            np.testing.assert_array_equal(I[0], [0, 1, 2, 3])
+    D, I = m.radius_neighbors(q, 0.0)
+    np.testing.assert_array_equal(I[0], [0, 1, 2, 3])
