@@ -406,14 +406,16 @@ def _huge():
     np.testing.assert_array_equal(d[1], [0.0, 1e308, math.inf, math.inf])
     r = m.radius_neighbors(X[:1], math.inf)[1][0]
     np.testing.assert_array_equal(r, [0, 3, 2, 1])
-    # p = 2: the square of 1e308 overflows too; every path says inf, none NaN
+    # p = 2: the square of 1e308 overflows, but the distance does not: the pair is computed
+    # again with its terms scaled (1e308); 2e308 itself overflows; every path agrees, no NaN
     h = Metric("heom").fit(X)
     D = h.pairwise(X)
-    assert not np.isnan(D).any() and D[0, 2] == math.inf and D[0, 3] == 0.0
+    assert not np.isnan(D).any() and D[0, 2] == 1e308 and D[0, 1] == math.inf
+    assert D[0, 3] == 0.0
     for algorithm in ("brute", "kd_tree"):
         d, i = NeighborsIndex(h, algorithm=algorithm).fit().kneighbors(X, 4)
-        np.testing.assert_array_equal(i, [[0, 3, 1, 2], [1, 0, 2, 3], [2, 0, 1, 3],
-                                          [0, 3, 1, 2]])
+        np.testing.assert_array_equal(i, [[0, 3, 2, 1], [1, 2, 0, 3], [2, 0, 1, 3],
+                                          [0, 3, 2, 1]])
         assert not np.isnan(d).any()
 
 
