@@ -716,6 +716,18 @@ class Schema:
     def nominal_names(self):
         return [n for n, k in zip(self.names_, self.kinds_) if k == NOMINAL]
 
+    def column(self, attribute):
+        """Position of a fitted column given by name or position (negative counts from
+        the end); a ValueError names what is wrong."""
+        names = list(self.names_)
+        if isinstance(attribute, (int, np.integer)) and not isinstance(attribute, bool):
+            if not -len(names) <= attribute < len(names):
+                raise ValueError("attribute position %d is out of range" % attribute)
+            return int(attribute) % len(names)
+        if attribute in names:
+            return names.index(attribute)
+        raise ValueError("no column named %r (columns: %r)" % (attribute, names))
+
     def decode(self, cont, nom):
         """Encoded values back to the original ones: ``cont`` ``[n, m_continuous]`` floats
         and ``nom`` ``[n, m_nominal]`` codes -> an object array ``[n, m]`` of floats and
@@ -768,6 +780,27 @@ def encode_labels(y, n):
         return lut[codes], classes
     classes, codes = np.unique(y, return_inverse=True)
     return codes.astype(np.int64), classes.tolist()
+
+
+class MixedTableTags:
+    """scikit-learn input tags of an estimator that takes the tables :func:`to_columns`
+    reads: missing values and strings allowed, no sparse matrices (pandas categoricals
+    declared too when ``_categorical_input``).  Put it before ``BaseEstimator``."""
+
+    _categorical_input = False
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.input_tags.string = True
+        tags.input_tags.sparse = False
+        if self._categorical_input:
+            tags.input_tags.categorical = True
+        return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"allow_nan": True, "X_types": ["2darray", "string"]
+                + (["categorical"] if self._categorical_input else [])}
 
 
 def column_weights(sw, j):

@@ -44,7 +44,7 @@ import numpy as np
 
 from . import _progress
 from ._plan import SYMBOL
-from ._schema import CONTINUOUS, check_sample_weight
+from ._schema import CONTINUOUS, MixedTableTags, check_sample_weight
 from ._threads import effective_n_jobs
 from .metrics import METRICS, Metric
 
@@ -173,23 +173,15 @@ class _Params:
         return "%s(%s)" % (type(self).__name__, args)
 
 
-_BASES = (ClusterMixin, TransformerMixin, BaseEstimator) if _SKLEARN else (_Params,)
+_BASES = (MixedTableTags, ClusterMixin, TransformerMixin, BaseEstimator) if _SKLEARN \
+    else (_Params,)
 
 
 class _ClusterBase(*_BASES):
     """Input checks, the fitted metric and decoding shared by the estimators."""
 
     _default_metric = "heom"
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.string = True
-        tags.input_tags.categorical = True
-        return tags
-
-    def _more_tags(self):  # scikit-learn < 1.6
-        return {"allow_nan": True, "X_types": ["2darray", "string", "categorical"]}
+    _categorical_input = True
 
     def _check_X(self, X, reset):
         """With scikit-learn: refuse what is not a 2-D table with its messages and check

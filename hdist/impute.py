@@ -39,7 +39,7 @@ from sklearn.utils.validation import _check_feature_names_in, _num_samples, chec
 
 from . import _knn
 from ._index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
-from ._schema import CONTINUOUS
+from ._schema import CONTINUOUS, MixedTableTags
 from .metrics import Metric
 
 try:  # scikit-learn >= 1.6
@@ -77,7 +77,7 @@ def _column_mode(codes, V):
     return int(np.argmax(counts))
 
 
-class KNNImputer(TransformerMixin, BaseEstimator):
+class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
     """Impute missing values of mixed tables from the k nearest training rows.
 
     Parameters
@@ -152,13 +152,6 @@ class KNNImputer(TransformerMixin, BaseEstimator):
         self.algorithm = algorithm
         self.leaf_size = leaf_size
         self.n_jobs = n_jobs
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.string = True
-        tags.input_tags.sparse = False
-        return tags
 
     # -- validation ----------------------------------------------------------------------
     def _check_params(self):

@@ -625,6 +625,15 @@ class Metric:
     #: below this many pairs the direct kernel is used without the GEMM filter
     _GEMM_MIN_PAIRS = 1 << 18
 
+    def _use_filter(self, rows, R, method):
+        """Whether a brute-force search of encoded query rows against ``R`` tries the
+        matrix-product filter: ``method`` "gemm", or "auto" with at least
+        ``_GEMM_MIN_PAIRS`` pairs and 16 queries ("direct": never)."""
+        if method not in ("auto", "direct", "gemm"):
+            raise ValueError("method must be 'auto', 'direct' or 'gemm', got %r" % (method,))
+        return method == "gemm" or (method == "auto" and rows.n * R.n >= self._GEMM_MIN_PAIRS
+                                    and rows.n >= 16)
+
     def _knn_rows(self, rows, k, exclude_self, threads, method="auto", R=None, cR=None,
                   cache=None):
         """Brute-force k-NN of encoded query rows against the training rows (or ``R``).
@@ -637,16 +646,13 @@ class Metric:
         if R is None:
             R, cR = state.train, state.crows()
         cQ = CRows(rows)
-        if method == "gemm" or (method == "auto" and
-                                rows.n * R.n >= self._GEMM_MIN_PAIRS and rows.n >= 16):
+        if self._use_filter(rows, R, method):
             cache = state.gemm_cache if R is state.train else cache
             res = _gemm.knn(state.plan, rows, R, cQ, cR, k, threads, exclude_self, cache=cache)
             if res is not None:
                 self._brute_path = ("filter", "the matrix-product filter (p = 2)")
                 return res
             why = "the direct kernel (the matrix-product filter does not apply to this plan)"
-        elif method not in ("auto", "direct"):
-            raise ValueError("method must be 'auto', 'direct' or 'gemm', got %r" % (method,))
         else:
             why = ("the direct kernel (asked for)" if method == "direct" else
                    "the direct kernel (under %d pairs or 16 queries: no matrix-product "
@@ -666,16 +672,13 @@ class Metric:
         if R is None:
             R, cR = state.train, state.crows()
         cQ = CRows(rows)
-        if method == "gemm" or (method == "auto" and
-                                rows.n * R.n >= self._GEMM_MIN_PAIRS and rows.n >= 16):
+        if self._use_filter(rows, R, method):
             cache = state.gemm_cache if R is state.train else cache
             res = _gemm.radius(state.plan, rows, R, cQ, cR, r, threads, exclude_self,
                                self_offset, cache=cache)
             if res is not None:
                 self._brute_path = ("filter", "the matrix-product filter (radius search)")
                 return res
-        elif method not in ("auto", "direct"):
-            raise ValueError("method must be 'auto', 'direct' or 'gemm', got %r" % (method,))
         self._brute_path = ("direct", "the direct kernel (radius search)")
         return radius(state.plan.cplan, cQ, cR, r, threads, exclude_self, self_offset)
 
@@ -726,14 +729,7 @@ class Metric:
         Returns a pandas DataFrame when pandas is installed, else ``(labels, table)``."""
         self._check_fitted()
         names = self.schema_.names_
-        if isinstance(attribute, (int, np.integer)) and not isinstance(attribute, bool):
-            if not -len(names) <= attribute < len(names):
-                raise ValueError("attribute position %d is out of range" % attribute)
-            j = int(attribute) % len(names)
-        elif attribute in names:
-            j = names.index(attribute)
-        else:
-            raise ValueError("no column named %r (columns: %r)" % (attribute, names))
+        j = self.schema_.column(attribute)
         if self.schema_.kinds_[j] != "nominal":
             raise ValueError("column %r is continuous; value tables exist for nominal "
                              "columns only" % names[j])

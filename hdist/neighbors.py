@@ -31,7 +31,7 @@ from sklearn.utils.validation import (_num_samples, check_array, check_is_fitted
                                       column_or_1d)
 
 from . import _knn
-from ._schema import check_sample_weight, missing_mask, take_rows
+from ._schema import MixedTableTags, check_sample_weight, missing_mask, take_rows
 from .metrics import Metric
 
 try:  # scikit-learn >= 1.6
@@ -76,7 +76,7 @@ def _check_table(X, what="X"):
                          "x.reshape(1, -1) if it is a single row." % what)
 
 
-class _NeighborsBase(BaseEstimator):
+class _NeighborsBase(MixedTableTags, BaseEstimator):
     """Shared fit / query machinery: a metric, an index, and scikit-learn validation."""
 
     def __init__(self, n_neighbors=5, *, metric="heom", metric_params=None,
@@ -87,16 +87,6 @@ class _NeighborsBase(BaseEstimator):
         self.algorithm = algorithm
         self.leaf_size = leaf_size
         self.n_jobs = n_jobs
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.string = True
-        tags.input_tags.sparse = False
-        return tags
-
-    def _more_tags(self):  # scikit-learn < 1.6
-        return {"allow_nan": True, "X_types": ["2darray", "string"]}
 
     # -- validation ------------------------------------------------------------------
     def _validate_X(self, X, reset):

@@ -171,14 +171,7 @@ def _attribute_values(schema, attribute, cont, nom):
     continuous column's values, or a nominal column's codes (NaN where missing) and its
     category labels."""
     names = list(schema.names_)
-    if isinstance(attribute, (int, np.integer)) and not isinstance(attribute, bool):
-        if not -len(names) <= attribute < len(names):
-            raise ValueError("attribute position %d is out of range" % attribute)
-        j = int(attribute) % len(names)
-    elif attribute in names:
-        j = names.index(attribute)
-    else:
-        raise ValueError("no column named %r (columns: %r)" % (attribute, names))
+    j = schema.column(attribute)
     kinds = schema.kinds_
     pos = sum(1 for k in kinds[:j] if k == kinds[j])
     if kinds[j] == "continuous":

@@ -52,7 +52,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 
 from ._plan import SYMBOL
-from ._schema import CONTINUOUS, missing_mask
+from ._schema import CONTINUOUS, MixedTableTags, missing_mask
 from ._threads import effective_n_jobs
 from .metrics import METRICS, Metric, balanced_accuracy
 
@@ -530,7 +530,7 @@ class PrototypeExplanation:
         return self.terms.to_frame()
 
 
-class PrototypeClassifier(ClassifierMixin, BaseEstimator):
+class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
     """Nearest-prototype classifier ("prototype rules") over any hdist metric.
 
     Parameters
@@ -624,16 +624,6 @@ class PrototypeClassifier(ClassifierMixin, BaseEstimator):
         self.random_state = random_state
         self.n_jobs = n_jobs
         self.metric_params = metric_params
-
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.input_tags.allow_nan = True
-        tags.input_tags.string = True
-        tags.input_tags.sparse = False
-        return tags
-
-    def _more_tags(self):  # scikit-learn < 1.6
-        return {"allow_nan": True, "X_types": ["2darray", "string"]}
 
     # -- validation ---------------------------------------------------------------------
     def _check_params(self):
