@@ -1,5 +1,5 @@
-"""Plain reference of the co-occurrence metrics ``hds`` and ``add`` (SPEC §3-5), written
-from the specification with dictionaries and loops, independent of the package.
+"""Plain reference of the co-occurrence metrics ``hds`` and ``add`` (docs/metrics.md §3-4),
+written from the specification with dictionaries and loops, independent of the package.
 
 Columns are Python lists of values (``None`` = missing); ``kinds[k]`` is "continuous" or
 "nominal".  Nothing here imports hdist.
@@ -123,8 +123,8 @@ def value_table(columns, kinds, a, kind="hds", average=True, n_bins=10, policy="
 
 
 class RefMetric:
-    """``hds`` / ``add`` distance between rows (SPEC §2-5): range-normalized differences
-    and the value tables above, Minkowski ``p``, missing "one" or "symbol"."""
+    """``hds`` / ``add`` distance between rows (docs/metrics.md §2-4): range-normalized
+    differences and the value tables above, Minkowski ``p``, missing "one" or "symbol"."""
 
     def __init__(self, kind="hds", p=2.0, average=True, n_bins=10, policy="one"):
         self.kind, self.p, self.average, self.n_bins, self.policy = kind, p, average, \

@@ -1,10 +1,10 @@
-"""A plain, slow reference of SPEC §3 (continuous attributes through class posteriors),
-§5 (the dvdm / ivdm / gvdm / lvdm / pvdm presets), §6 (discretization) and §7 (mutual
-information weights), written from the specification one value at a time.
+"""A plain, slow reference of docs/metrics.md §5 (continuous attributes through class
+posteriors), §7 (the dvdm / ivdm / gvdm / lvdm / pvdm presets), §9 (discretization) and §2
+(mutual information weights), written from the specification one value at a time.
 
 Nothing here imports hdist.  Columns are Python lists (``None`` or NaN = missing); class
-labels are int codes ``0 .. C-1``.  Choices where SPEC is silent are those documented by the
-package and written down here:
+labels are int codes ``0 .. C-1``.  Choices where docs/metrics.md is silent are those
+documented by the package and written down here:
 
 - bins are ``[c_k, c_{k+1})`` with open ends: ``bin(x) = #{cuts <= x}``;
 - equal-width cut points ``lo + (hi - lo) * k / s``; equal-frequency cut points the
@@ -17,7 +17,7 @@ package and written down here:
 - GVDM is the exact sum, each weight multiplied by ``exp(min_j t_j²)`` (which leaves the
   ratio unchanged), and the priors where ``exp(-min_j t_j²)`` underflows to 0;
 - the "max" missing policy acts as "one" on these attributes; "ignore" rescales as in
-  SPEC §4;
+  docs/metrics.md §6;
 - mutual information leaves out the rows where the attribute is missing; natural log.
 """
 from __future__ import annotations
@@ -304,7 +304,8 @@ def mutual_information(xs, ys):
 
 
 def mi_weights(columns, kinds, ys, n_bins=10):
-    """SPEC §7 weights; continuous columns binned by equal frequency first."""
+    """docs/metrics.md §2 weights ("mi"); continuous columns binned by equal frequency
+    first."""
     info = []
     for col, kind in zip(columns, kinds):
         if kind == "continuous":

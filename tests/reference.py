@@ -1,4 +1,4 @@
-"""A plain, slow reference of hdist's foundation formulas, written from SPEC.md.
+"""A plain, slow reference of hdist's foundation formulas, written from docs/metrics.md.
 
 Nothing here imports hdist.  Everything is computed one pair and one attribute at a time,
 in the most literal way the specification allows, so that the compiled package can be
@@ -15,9 +15,9 @@ checked against it:
 - §4 missing values: "one", "max", "ignore", "symbol", or a dict by kind.
 - §8 brute-force neighbors ordered by ``(distance, index)`` and radius neighbors.
 
-Two choices where SPEC.md is silent, written down here:
+Two choices where docs/metrics.md is silent, written down here:
 
-- "ignore" when the components that *are* known all have weight 0: SPEC's rescaling
+- "ignore" when the components that *are* known all have weight 0: the documented rescaling
   ``(Σ_known w d^p) / (Σ_known w)`` is 0/0, so this is treated like "nothing known"
   (every component counts 1).  For ``p = inf`` the same rule applies: the distance is the
   largest ``w_a d_a`` over the known components of positive weight, and ``max_a w_a`` when
@@ -120,7 +120,8 @@ def delta_mean_diff(x):
 
 
 def normalization_factor(values, method, trim=0.05):
-    """δ of SPEC §3; zero or undefined (constant column, one observed value) -> 1."""
+    """δ of docs/metrics.md §3; zero or undefined (constant column, one observed value)
+    -> 1."""
     x = observed(values)
     if method == "none":
         return 1.0
@@ -140,7 +141,7 @@ def normalization_factor(values, method, trim=0.05):
 
 
 # --------------------------------------------------------------------------------------
-# presets of SPEC §5
+# presets of docs/metrics.md §7
 
 PRESETS = {
     "heom": dict(nominal_kind="overlap", normalization="range", p=2.0, missing="one"),
@@ -165,7 +166,8 @@ NEEDS_Y = {"hvdm", "vdm"}
 
 
 def reference_metric(preset, kinds, **params):
-    """The :class:`Reference` that SPEC §5's preset ``preset`` with ``params`` defines."""
+    """The :class:`Reference` that docs/metrics.md §7's preset ``preset`` with ``params``
+    defines."""
     cfg = dict(PRESETS[preset])
     if not cfg.pop("allow_continuous", True) and CONTINUOUS in kinds:
         raise ValueError("preset %r takes nominal attributes only" % preset)
@@ -180,7 +182,8 @@ class Reference:
     ----------
     kinds : list of "continuous" / "nominal", one per attribute
     nominal_kind : "overlap" or "vdm"
-    p, weights, normalization, trim, vdm, missing, unseen, aggregate : as in SPEC §2-4;
+    p, weights, normalization, trim, vdm, missing, unseen, aggregate : as in
+        docs/metrics.md §2-6;
         ``weights`` is a list of m numbers (or None); ``missing`` a policy name or a dict
         ``{"continuous": ..., "nominal": ...}`` (absent kinds default to "one").
     """

@@ -2,19 +2,19 @@
 
 Each row of :data:`REFUSED` is a call that must raise ``ValueError`` or ``TypeError``
 (scikit-learn's ``NotFittedError`` and hdist's are ValueErrors) with a message naming the
-argument or column at fault.  Each row of :data:`DEFINED` is an input that SPEC (or the
-documented floating-point rules of :class:`hdist._plan.Plan`) gives a meaning to, with
+argument or column at fault.  Each row of :data:`DEFINED` is an input that docs/metrics.md
+(or the documented floating-point rules of :class:`hdist._plan.Plan`) gives a meaning to, with
 the exact result expected:
 
 - read-only, memory-mapped, Fortran-ordered and strided inputs work and change nothing;
 - a constant column has ``δ = inf`` (observed values compare as equal; ``δ = 1`` without
   normalization);
 - a query whose values are all missing is at the distance the missing policy defines
-  (SPEC §4): every component 1 under ``"one"``, the "as if every component were 1" rule
-  under ``"ignore"``, the largest possible difference under ``"max"``;
+  (docs/metrics.md §6): every component 1 under ``"one"``, the "as if every component were
+  1" rule under ``"ignore"``, the largest possible difference under ``"max"``;
 - huge magnitudes (±1e308) whose difference overflows float64 give an infinite distance,
   never NaN, and valid neighbor indices; a spread that overflows float64 is an undefined
-  ``δ`` and becomes 1 (SPEC §3); subnormal values are normalized exactly;
+  ``δ`` and becomes 1 (docs/metrics.md §3); subnormal values are normalized exactly;
 - gigantic ``n_jobs`` is capped (results never depend on threads); 10^6 distinct
   nominal values work; object columns may mix types (``1`` and ``1.0`` are one value,
   ``"1"`` another).
@@ -384,8 +384,8 @@ def _only_missing(name, expected, **params):
 
 
 def _max_policy_expected(m):
-    """SPEC §4 "max": |v - min| or |max - v| (the larger) over δ for continuous, 1 for
-    nominal, then Minkowski p = 2."""
+    """docs/metrics.md §6 "max": |v - min| or |max - v| (the larger) over δ for continuous,
+    1 for nominal, then Minkowski p = 2."""
     terms = []
     for col in ("a", "c"):
         v = DF[col].to_numpy()
@@ -398,7 +398,8 @@ def _max_policy_expected(m):
 def _huge():
     X = np.array([[1e308], [-1e308], [0.0], [1e308]])
     m = Metric("manhattan").fit(X)
-    assert m.delta_["0"] == 1.0      # max - min overflows: an undefined δ is 1 (SPEC §3)
+    # max - min overflows: an undefined δ is 1 (docs/metrics.md §3)
+    assert m.delta_["0"] == 1.0
     D = m.pairwise(X)
     assert D[0, 1] == math.inf and D[0, 3] == 0.0 and D[0, 2] == 1e308
     d, i = m.kneighbors(X, 4)
@@ -500,7 +501,7 @@ def _unseen_values():
     D = m.pairwise(q, DF)
     assert np.isfinite(D).all()
     # an unseen value differs from every learned one; two different unseen values
-    # differ, two equal ones do not (SPEC §1)
+    # differ, two equal ones do not (docs/metrics.md §1)
     assert (m.explain(q.iloc[0], DF.iloc[0]).terms[1] == 1.0)
     assert m.explain(q.iloc[0], q.iloc[2]).terms[1] == 1.0
     assert m.explain(q.iloc[0], q.iloc[1]).terms[1] == 0.0

@@ -1,5 +1,6 @@
-"""The co-occurrence metrics hds and add (SPEC §3-5, seed 003) against the plain reference
-in ref_cooccurrence.py, on random mixed data with missing values and on real data."""
+"""The co-occurrence metrics hds and add (docs/metrics.md §4; Zhao, Liu & Wang 2016; Ahmad &
+Dey 2007) against the plain reference in ref_cooccurrence.py, on random mixed data with
+missing values and on real data."""
 import math
 import pickle
 
@@ -175,8 +176,8 @@ def test_adult_workclass_ordering_and_bounds():
     metric = hdist.Metric("hds").fit(X)
     T = metric.value_distances("workclass")
     assert ((T.to_numpy() >= 0) & (T.to_numpy() <= 1)).all()
-    # seed 003's reading of Table 3: government workers are nearer each other than to the
-    # unpaid groups; Never-worked is the farthest value from Private
+    # Zhao, Liu & Wang's (2016) reading of their Table 3: government workers are nearer each
+    # other than to the unpaid groups; Never-worked is the farthest value from Private
     assert T.loc["Local-gov", "State-gov"] < T.loc["Local-gov", "Without-pay"]
     assert T.loc["Private"].drop("Private").idxmax() == "Never-worked"
 

@@ -3,8 +3,8 @@
 Every public function of the foundation (``Metric.fit``, ``pairwise`` with and without
 ``Y`` and ``out=``, ``kneighbors`` with ``Q=None`` and ``exclude_self``,
 ``radius_neighbors``, ``explain``, ``value_distances``, ``get_metric``) is compared with
-the reference, which is written from SPEC.md alone, for every preset of SPEC §5 and the
-parameters of SPEC §2-4, on hypothesis tables, on fixed parameter sweeps and on the real
+the reference, which is written from docs/metrics.md alone, for every preset of its §7 and the
+parameters of its §2-6, on hypothesis tables, on fixed parameter sweeps and on the real
 datasets.  Distances agree to ``rtol = 1e-10``; neighbor indices agree exactly wherever no
 other candidate is within rounding of a tie, and exactly everywhere on data whose
 distances are exact in floating point.
@@ -305,7 +305,7 @@ def test_reference_hand_cases():
 
 
 # ======================================================================================
-# deterministic parameter sweeps: every pair of parameter values of SPEC §2-4 for
+# deterministic parameter sweeps: every pair of parameter values of docs/metrics.md §2-6 for
 # every preset (a greedy all-pairs covering array), on a fixed table with missing
 # values, an all-missing row, a constant column and unseen query values
 

@@ -1,4 +1,5 @@
-"""Entropy, mutual information and weights="mi" (SPEC §7) against the plain reference."""
+"""Entropy, mutual information and weights="mi" (docs/metrics.md §2) against the plain
+reference."""
 import math
 
 import numpy as np

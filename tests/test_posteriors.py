@@ -391,7 +391,8 @@ def test_preset_defaults_in_registry():
 
 
 # --------------------------------------------------------------------------------------
-# mean_diff normalization (SPEC §3): exact O(n log n) against the O(n²) pair average
+# mean_diff normalization (docs/metrics.md §3): exact O(n log n) against the O(n²) pair
+# average
 
 @pytest.mark.parametrize("seed", range(5))
 def test_mean_abs_difference_is_the_pair_average(seed):

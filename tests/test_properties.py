@@ -1,13 +1,14 @@
 """Properties every metric of ``hdist.METRICS`` must have, on generated mixed data.
 
 Each test is parametrized over the registry, so a preset added later is covered without
-touching this file.  Checked (SPEC §2-4, §8):
+touching this file.  Checked (docs/metrics.md §2-6, §8):
 
 - symmetry ``d(x, y) = d(y, x)``, bit for bit;
 - non-negativity, and no NaN or infinity from finite inputs;
 - ``d(x, x) = 0`` for rows with no missing value (also for unseen nominal values);
-- the triangle inequality wherever SPEC promises a metric: ``p >= 1``, no ``"ignore"``
-  policy, and, when rows have missing values, components that can never exceed 2 (SPEC §8);
+- the triangle inequality wherever docs/metrics.md promises a metric: ``p >= 1``, no
+  ``"ignore"`` policy, and, when rows have missing values, components that can never exceed
+  2 (docs/metrics.md §8);
 - monotonicity in ``p`` with unit weights (below);
 - agreement of ``pairwise``, ``kneighbors`` (every search path) and ``radius_neighbors``.
 
@@ -111,8 +112,8 @@ def cases(draw, name, *, missing=True, p_at_least_one=False, bounded=False,
     metric of preset ``name`` with random parameters, fitted on it.
 
     ``bounded``: every component stays <= 2 on the rows produced (range normalization,
-    no query value outside the training range, VDM N3 excluded) -- the condition of SPEC
-    §8 under which rows with missing values keep the triangle inequality."""
+    no query value outside the training range, VDM N3 excluded) -- the condition of
+    docs/metrics.md §8 under which rows with missing values keep the triangle inequality."""
     info = METRICS[name]
     n = draw(st.integers(2, 9))
     nq = draw(st.integers(0, 3))
@@ -134,7 +135,7 @@ def cases(draw, name, *, missing=True, p_at_least_one=False, bounded=False,
                 for i in range(nq):
                     if qcodes[i, a] >= 0:
                         qcodes[i, a] = codes[qcodes[i, a] % n, a]
-    for a in range(m):  # every training column needs an observed value (SPEC §1)
+    for a in range(m):  # every training column needs an observed value (docs/metrics.md §1)
         if (codes[:, a] < 0).all():
             codes[0, a] = 0
     scales = [draw(st.sampled_from(_SCALES)) for _ in range(m)]

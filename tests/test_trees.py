@@ -1,7 +1,7 @@
 """Exactness of the KD-tree and ball tree (hdist.NeighborsIndex) against brute force.
 
-SPEC §8: every algorithm returns the same ``(distances, indices)``, ties broken by the
-smaller training index, for every thread count.  Trees are compared with
+docs/metrics.md §8: every algorithm returns the same ``(distances, indices)``, ties broken by
+the smaller training index, for every thread count.  Trees are compared with
 ``array_equal`` to the brute-force kernel (the same compiled pair function computes every
 distance, so equality is exact), and the brute-force answers are checked against the
 plain reference of ``tests/reference.py`` where it covers the metric.
@@ -333,7 +333,7 @@ def test_real_datasets(dataset, presets_):
 
 
 def test_real_data_against_reference():
-    """The trees agree with the plain reference implementation (SPEC formulas)."""
+    """The trees agree with the plain reference implementation (the documented formulas)."""
     X, y, nom = dataset_arrays("credit-a", limit=150)
     kinds = [NOMINAL if a in nom else CONTINUOUS for a in range(X.shape[1])]
     cols = [list(X[:, a]) for a in range(X.shape[1])]
