@@ -78,7 +78,9 @@ def _attributes(plan, rows):
         return None
     out = []
     for k in range(plan.mc):
-        v = rows.c[:, k] * (plan.c_inv[k] * np.sqrt(plan.c_rw[k]))
+        # from the training minimum before the (inexact) scaling, so that a column of large
+        # values with a small spread keeps its digits
+        v = (rows.c[:, k] - plan.c_elo[k]) * (plan.c_inv[k] * np.sqrt(plan.c_rw[k]))
         pres = ~np.isnan(v)
         out.append((np.where(pres, v, 0.0)[:, None], pres, rows.cpen[:, k], plan.c_both[k]))
     for k, a in enumerate(plan.o_attr):

@@ -29,8 +29,9 @@ ctypedef struct PlanS:
     double w_max     # largest weight (p = inf, nothing known)
     double slack     # 1 + 2^-40 · max(1, p): see reduced_bound
     const double* c_w       # weights: a continuous term is c_w · pw(|x - y| · c_inv)
-    const double* c_inv     # 1 / (δ · 2^e) for values encoded as (x - min) · 2^e
-    const double* c_span    # (max - min) · 2^e: Weka's "max" rule in encoded units
+    const double* c_inv     # 1 / (δ · 2^e) for values encoded as x · 2^e
+    const double* c_elo     # min · 2^e, max · 2^e: the training range in encoded units
+    const double* c_ehi     # (Weka's "max" rule)
     const unsigned char* c_maxp  # the "max" policy (its penalty depends on the value)
     const unsigned char* c_ign
     const double* c_both    # term when both values are missing
@@ -54,7 +55,7 @@ ctypedef struct PlanS:
 
 ctypedef struct RowsS:
     intp n
-    const double* c      # [n, mc] continuous values (x - min) · 2^e, NaN = missing
+    const double* c      # [n, mc] continuous values x · 2^e, NaN = missing
     const double* cpen   # [n, mc] term when the other value is missing
     const int* o         # [n, mo] overlap codes, -1 = missing
     const int* t         # [n, mt] table codes, -1 = missing
@@ -382,7 +383,9 @@ cdef inline int raw_component(const PlanS* P, const RowsS* A, intp i, const Rows
         if x == x or y == y:
             v = x if x == x else y
             if P.c_maxp[a] and P.c_inv[a] > 0.0:
-                pen = v if v > P.c_span[a] - v else P.c_span[a] - v
+                pen = v - P.c_elo[a]
+                if P.c_ehi[a] - v > pen:
+                    pen = P.c_ehi[a] - v
                 d[0] = (pen if pen > 0.0 else 0.0) * P.c_inv[a]
             elif w[0] > 0.0:
                 d[0] = pow((A.cpen[i * P.mc + a] if x == x else B.cpen[j * P.mc + a]) / w[0],
@@ -390,7 +393,7 @@ cdef inline int raw_component(const PlanS* P, const RowsS* A, intp i, const Rows
             else:
                 d[0] = 0.0
         elif P.c_maxp[a] and P.c_inv[a] > 0.0:
-            d[0] = P.c_span[a] * P.c_inv[a]
+            d[0] = (P.c_ehi[a] - P.c_elo[a]) * P.c_inv[a]
         else:
             d[0] = pow(P.c_both[a] / w[0], P.inv_p) if w[0] > 0.0 else 0.0
         return 0

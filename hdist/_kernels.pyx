@@ -188,7 +188,8 @@ cdef class CPlan:
 
         cdef double[::1] c_w = arr("c_rw", np.float64)
         cdef double[::1] c_inv = arr("c_inv", np.float64)
-        cdef double[::1] c_span = arr("c_span", np.float64)
+        cdef double[::1] c_elo = arr("c_elo", np.float64)
+        cdef double[::1] c_ehi = arr("c_ehi", np.float64)
         cdef unsigned char[::1] c_maxp = arr("c_maxp", np.uint8)
         cdef double[::1] t_raw = arr("t_raw", np.float64)
         cdef unsigned char[::1] c_ign = arr("c_ign", np.uint8)
@@ -231,7 +232,8 @@ cdef class CPlan:
         self.s.slack = 1.0 + 2.0 ** -40 * max(1.0, plan.p if plan.pmode != 0 else 1.0)
         self.s.c_w = &c_w[0]
         self.s.c_inv = &c_inv[0]
-        self.s.c_span = &c_span[0]
+        self.s.c_elo = &c_elo[0]
+        self.s.c_ehi = &c_ehi[0]
         self.s.c_maxp = &c_maxp[0]
         self.s.t_raw = &t_raw[0]
         self.s.c_ign = &c_ign[0]

@@ -8,8 +8,8 @@ per-attribute switch on kind:
 ========  =====================================================  =====================
 block     term of attribute a for values x, y                     encoded per row
 ========  =====================================================  =====================
-c         ``|x' - y'|^p`` on values shifted by the training      float64 value, and the
-          minimum, then scaled by w^(1/p)/δ                       term used when the
+c         ``w · (|x' - y'| / δ')^p`` on values scaled by a       float64 value, and the
+          power of two (``x' = x · 2^e``, ``δ' = δ · 2^e``)       term used when the
                                                                   other side is missing
 o         ``w`` if the codes differ, else 0 (overlap)             int32 code
 t         ``T_a[x, y]`` from a table pre-weighted, pre-raised     int32 code
@@ -128,12 +128,13 @@ class Plan:
         encoded arrays (-1 where not of that kind)
     names : column names, for error messages (optional)
 
-    Floating-point range: the weights must keep ``Σ w`` and ``Σ w / min(w > 0)`` finite
-    (else ValueError), and a continuous value whose encoded form ``(x - min) · 2^e`` (``2^e``
-    the power of two that brings δ near 1) overflows float64 is refused by :meth:`encode`
-    naming its column.  Every term of the kernels is then a finite number or ``+inf``, so a difference
-    or a power that overflows gives an infinite distance, never NaN; a zero weight removes
-    its term even when ``d^p`` overflows.
+    Floating-point range: the weights must keep ``Σ w``, ``Σ w / min(w > 0)`` and, for a
+    sum (not the mean), ``(Σ w)^(1/p)`` finite (else ValueError), and a continuous value
+    whose encoded form ``x · 2^e`` (``2^e`` the power of two that brings δ near 1)
+    overflows float64 is refused by :meth:`encode` naming its column.  Every term of the
+    kernels is then a finite number or ``+inf``, so a difference or a power that overflows
+    gives an infinite distance, never NaN; a zero weight removes its term even when ``d^p``
+    overflows.
     """
 
     def __init__(self, components, weights, p, mean, cont_pos, nom_pos, names=None):
@@ -141,9 +142,9 @@ class Plan:
         self.weights = np.asarray(weights, dtype=np.float64)
         self.names = None if names is None else list(names)
         self.p = float(p)
-        _check_weight_range(self.weights, self.p)
-        self.pmode = p_mode(self.p)
         self.mean = bool(mean)
+        _check_weight_range(self.weights, self.p, self.mean)
+        self.pmode = p_mode(self.p)
         self.cont_pos = np.asarray(cont_pos, dtype=np.intp)
         self.nom_pos = np.asarray(nom_pos, dtype=np.intp)
         m = len(components)
@@ -167,14 +168,17 @@ class Plan:
 
         cs = [components[a] for a in by["c"]]
         self.c_rw = w[by["c"]].copy()
-        # A pair's continuous term is  w · (|x - y| · c_inv)^p  on values shifted by the
-        # training minimum and multiplied by a power of two (both exact), so that two rows
-        # at the same difference from a query get bit-identical terms.  The power of two
-        # brings δ towards [1, 2), so that 1/δ never overflows (subnormal spreads).  The weight
-        # multiplies the raised term: no w^(1/p) (it underflows for small p).  A column
-        # that contributes nothing (zero weight, or a constant column: δ = inf) keeps only
-        # its missing pattern: its present values are encoded as 0.
-        self.c_shift = np.array([c.lo if np.isfinite(c.hi - c.lo) else 0.0 for c in cs])
+        # A pair's continuous term is  w · (|x - y| · c_inv)^p  on values multiplied by a
+        # power of two (exact), so that two rows at the same difference from a query get
+        # bit-identical terms: fl(x' - y') is a function of the exact difference.  The values
+        # are not shifted (by the training minimum, say): a shift by a much larger value
+        # rounds small values away.  The power of two brings δ towards [1, 2), so that 1/δ
+        # never overflows (subnormal spreads).  The weight multiplies the raised term: no
+        # w^(1/p) (it underflows for small p).  A column that contributes nothing (zero
+        # weight, or a constant column: δ = inf) keeps only its missing pattern: its present
+        # values are encoded as 0.  (c_shift is 0; a plan pickled by hdist 0.1 shifted by the
+        # training minimum, and so were its pickled training rows: it keeps doing so.)
+        self.c_shift = np.zeros(len(cs))
         self.c_void = np.array([(w[a] == 0.0) or not np.isfinite(c.delta)
                                 for a, c in zip(by["c"], cs)], dtype=bool)
         self.c_pow2 = np.ones(len(cs))
@@ -187,10 +191,7 @@ class Plan:
         self.c_lo = np.array([c.lo for c in cs])
         self.c_hi = np.array([c.hi for c in cs])
         self.c_delta = np.array([c.delta for c in cs])
-        # Weka's "max" penalty in encoded units, for the exact general-p fallback
-        with np.errstate(over="ignore", invalid="ignore"):
-            self.c_span = np.where(self.c_void, 0.0, (self.c_hi - self.c_lo) * self.c_pow2) \
-                if cs else np.zeros(0)
+        self._encoded_range()
         self.c_maxp = self.c_max.astype(np.uint8)
         with np.errstate(over="ignore"):
             both = np.where(self.c_max, (self.c_hi - self.c_lo) / self.c_delta, 1.0) \
@@ -233,11 +234,24 @@ class Plan:
         self.D = int(self.e_off[-1])
         self._cplan = None
 
+    def _encoded_range(self):
+        """The training range in encoded units (``c_elo``, ``c_ehi``): Weka's "max" penalty
+        of the exact recomputation, the centre of the matrix-product filter and the
+        embedding's origin."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            self.c_elo = np.where(self.c_void, 0.0, (self.c_lo - self.c_shift) * self.c_pow2)
+            self.c_ehi = np.where(self.c_void, 0.0, (self.c_hi - self.c_shift) * self.c_pow2)
+
     # -- pickling: the compiled view is rebuilt on demand ---------------------
     def __getstate__(self):
         st = dict(self.__dict__)
         st["_cplan"] = None
         return st
+
+    def __setstate__(self, st):
+        self.__dict__.update(st)
+        if "c_elo" not in st:      # pickled by hdist 0.1
+            self._encoded_range()
 
     @property
     def cplan(self):
@@ -269,8 +283,8 @@ class Plan:
                     c[:, k] = np.where(np.isnan(v), np.nan, 0.0)
                 else:
                     c[:, k] = (v - self.c_shift[k]) * self.c_pow2[k]
-            self._check_scaled(c[:, k], v, a, "shifted by the training minimum and scaled "
-                               "towards the spread δ = %r" % comp.delta)
+            self._check_scaled(c[:, k], v, a, "scaled towards the spread δ = %r"
+                               % comp.delta)
             if comp.policy == MAX:
                 with np.errstate(over="ignore"):
                     pen = np.maximum(v - comp.lo, comp.hi - v) / comp.delta
@@ -334,9 +348,13 @@ def _pow2_split(delta):
     return math.ldexp(1.0, a), math.ldexp(1.0 / (2.0 * mant), need - a)
 
 
-def _check_weight_range(w, p):
+def _check_weight_range(w, p, mean=False):
     """Weights whose sum, or whose sum over the smallest positive weight (the "ignore"
-    rescaling), overflows float64 cannot be applied: refuse them, naming the argument."""
+    rescaling), overflows float64 cannot be applied: refuse them, naming the argument.
+    For a sum (not the mean) with ``p < 1`` the root can overflow too: ``(Σ w)^(1/p)``,
+    the distance of two rows 1 apart in every attribute (the range-normalized maximum, and
+    a missing value under "one"), must be finite, else every pair with a difference in a
+    heavy attribute would be at distance inf and lose its order."""
     with np.errstate(over="ignore", divide="ignore"):
         total = w.sum()
         pos = w[w > 0]
@@ -345,6 +363,19 @@ def _check_weight_range(w, p):
         raise ValueError("weights %r are out of float64's range for p = %r: the sum and the "
                          "ratio of the sum to the smallest positive weight must be finite"
                          % (w.tolist(), p))
+    if not mean and p < 1.0 and not _pow_finite(float(total), 1.0 / p):
+        raise ValueError("weights %r are out of float64's range for p = %r: the largest "
+                         "distance of rows within the training ranges, (Σ w)^(1/p), "
+                         "overflows float64; use smaller weights (or aggregate='mean')"
+                         % (w.tolist(), p))
+
+
+def _pow_finite(x, e):
+    """True when ``x ** e`` (libm's pow, as the kernels' root) is finite."""
+    try:
+        return math.isfinite(math.pow(x, e))
+    except OverflowError:
+        return False
 
 
 def _as_int32(codes, n_values):

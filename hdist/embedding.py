@@ -120,7 +120,7 @@ class Embedding:
         for kind, k, scale, width, extra in self._blocks:
             block = out[:, col:col + width]
             if kind == "c":
-                v = rows.c[:, k]
+                v = rows.c[:, k] - plan.c_elo[k]      # 2^e · (x - min), rounded once
                 block[:, 0] = v * plan.c_inv[k] * scale
             elif kind == "o":
                 codes = rows.o[:, k]
