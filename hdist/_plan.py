@@ -286,8 +286,11 @@ class Plan:
             self._check_scaled(c[:, k], v, a, "scaled towards the spread δ = %r"
                                % comp.delta)
             if comp.policy == MAX:
-                with np.errstate(over="ignore"):
-                    pen = np.maximum(v - comp.lo, comp.hi - v) / comp.delta
+                # Weka's penalty max(x - min, max - x) / δ in encoded units, as the pair
+                # terms: it overflows only where the encoded value itself would
+                with np.errstate(over="ignore", invalid="ignore"):
+                    x = c[:, k]
+                    pen = np.maximum(x - self.c_elo[k], self.c_ehi[k] - x) * self.c_inv[k]
                     pen = np.where(np.isnan(pen), 0.0, np.maximum(pen, 0.0))
                     cpen[:, k] = _weighted(self.c_rw[k], pen if (inf or self.pmode == 1)
                                            else np.power(pen, self.p))

@@ -165,6 +165,16 @@ def test_overflowing_scaled_value_names_its_column():
         m.pairwise(np.array([[1e300]]))
 
 
+def test_huge_values_whose_encoded_form_fits():
+    """Near float64's largest value the encoded form x · 2^-1000 fits where x - min does
+    not: the distance, and Weka's "max" penalty against a missing value, are finite."""
+    X = np.array([[-1.5e308, 0.0], [np.nan, 1.0], [-1e308, 0.2]])
+    m = Metric("manhattan", missing="max").fit(X)
+    D = m.pairwise(np.array([[1.7e308, 0.5]]), X)
+    far, near = 1.7e308 / 5e307 + 1.5e308 / 5e307, 1.7e308 / 5e307 + 1e308 / 5e307
+    np.testing.assert_allclose(D, [[far + 0.5, far + 0.5, near + 0.3]], rtol=1e-15)
+
+
 # ------------------------------------------------------------------------------------
 # p < 1: weights whose largest distance overflows
 
