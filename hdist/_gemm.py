@@ -8,11 +8,16 @@ absence ``q = 1 − p``, penalty ``A`` (the term when the other value is missing
 both-missing term ``B``, one attribute contributes, under the "one"/"max"/"symbol"
 policies,
 
-    s_x + s_y − 2 ẽ_x·ẽ_y + q_y · p_x (A_x − s_x) + q_x · (p_y (A_y − s_y) + q_y B),
+    s_x + s_y − 2 ẽ_x·ẽ_y + q_y · (p_x (A_x − s_x) + q_x B) + q_x · p_y (A_y − s_y),
 
-so the reduced distance of all pairs of a tile is one matrix product of augmented
-features (one extra column per attribute missing in some reference row) plus, for each
-attribute a query misses, one reference-side column added to that query's estimates.
+so the reduced distance of all pairs of a tile is one matrix product of the centred
+embeddings (plus their squared norms) and two sparse additions: for each attribute a
+query misses, one reference-side column ``g = p_y (A_y − s_y)`` added to that query's
+estimates, and for each attribute a reference row misses, the query's
+``h = p_x (A_x − s_x) + q_x B``.  The latter is added only to the pairs whose estimate
+with a lower bound of it (the row's number of missing attributes times the query's
+smallest ``h``, or the sum of its negative ones) passes the threshold: the product keeps
+the length of the data without missing values.
 Each embedding is projected on the span of its reference values first (C class
 probabilities span C − 1 dimensions), which shortens the product without changing it.
 
@@ -147,9 +152,10 @@ def _in_span(U, B):
 def _reference(plan, R, cache, project=True):
     """The reference side, computed once per reference set (kept in ``cache``): per
     attribute the embedding's centre and (``project``) a basis of its span, the
-    attributes missing somewhere in ``R`` and, in float64,
-    ``Y = [-2 ẽ per attribute, q per attribute of that set, 1, Σ s]`` and the
-    missing-query columns ``g [m, n]``; None when the plan or rows do not allow it."""
+    attributes missing somewhere in ``R`` (``miss``), per row the positions in ``miss``
+    of those it misses (``rptr``/``ridx``, compressed rows) and, in float64,
+    ``Y = [-2 ẽ per attribute, 1, Σ s]`` and the missing-query columns ``g [m, n]``;
+    None when the plan or rows do not allow it."""
     key = "ref" if project else "ref-full"
     ref = cache.get(key)
     if ref is None:
@@ -172,10 +178,14 @@ def _reference(plan, R, cache, project=True):
             s = np.einsum("ij,ij->i", Et, Et)
             cols.append(-2.0 * Et)
             const += s
-            g[a] = np.where(pres, A - s, B)
-        extra = [(~attrs[a][1]).astype(np.float64) for a in miss]
-        Y = np.hstack(cols + [np.column_stack(extra + [np.ones(n), const])])
-        ref = {"centres": centres, "bases": bases, "miss": miss, "Y": Y, "g": g}
+            g[a] = np.where(pres, A - s, 0.0)
+        absent = np.column_stack([~attrs[a][1] for a in miss] + [np.zeros(n, bool)])
+        rptr = np.zeros(n + 1, dtype=np.intp)
+        np.cumsum(absent.sum(axis=1), out=rptr[1:])
+        ridx = np.nonzero(absent)[1].astype(np.intp)
+        Y = np.hstack(cols + [np.column_stack([np.ones(n), const])])
+        ref = {"centres": centres, "bases": bases, "miss": miss, "Y": Y, "g": g,
+               "rptr": rptr, "ridx": ridx}
         cache[key] = ref
     return ref
 
@@ -188,10 +198,11 @@ def _centred(E, pres, c, B):
 
 
 def _queries(plan, Q, ref):
-    """The query side against ``ref``: ``X = [ẽ per attribute, p (A - s) per attribute of
-    ref["miss"], Σ s, 1]`` and, per row, the attributes it misses (``qptr``, ``qidx``: the
-    rows of ``ref["g"]`` its estimates add); None when the rows do not allow it, "off-span"
-    when a value lies off the span ``ref`` projects on."""
+    """The query side against ``ref``: ``X = [ẽ per attribute, Σ s, 1]``,
+    ``H = p (A - s) + q B`` per attribute of ref["miss"] (float64, [n, len(miss)]) and, per row,
+    the attributes it misses (``qptr``, ``qidx``: the rows of ``ref["g"]`` its estimates
+    add); None when the rows do not allow it, "off-span" when a value lies off the span
+    ``ref`` projects on."""
     attrs = _attributes(plan, Q)
     if attrs is None:
         return None
@@ -206,43 +217,55 @@ def _queries(plan, Q, ref):
         s = np.einsum("ij,ij->i", Et, Et)
         cols.append(Et)
         const += s
-        hs[a] = np.where(pres, A - s, 0.0)
+        hs[a] = np.where(pres, A - s, B)
         absent[:, a] = ~pres
-    X = np.hstack(cols + [np.column_stack([hs[a] for a in ref["miss"]] + [const, np.ones(n)])])
+    X = np.hstack(cols + [np.column_stack([const, np.ones(n)])])
+    H = np.column_stack([hs[a] for a in ref["miss"]] + [np.zeros(n)])[:, :-1]
     qptr = np.zeros(n + 1, dtype=np.intp)
     np.cumsum(absent.sum(axis=1), out=qptr[1:])
     qidx = np.nonzero(absent)[1].astype(np.intp)
-    return X, qptr, qidx
+    return X, np.ascontiguousarray(H), qptr, qidx
 
 
 class _Filter:
     """Everything a filtered search needs: features of both sides in the product's
     precision, their norms (the rounding margin) and the missing-query columns."""
 
-    def __init__(self, Xg, nx, Yg, ny_chunk, g, gmin, qptr, qidx, eps, r_chunk):
+    def __init__(self, Xg, nx, Yg, ny_chunk, g, gmin, qptr, qidx, eps, r_chunk, H, rptr,
+                 ridx, hc):
         self.Xg, self.nx, self.Yg, self.ny_chunk = Xg, nx, Yg, ny_chunk
         self.g, self.gmin, self.qptr, self.qidx = g, gmin, qptr, qidx
         self.eps, self.r_chunk = eps, r_chunk
+        self.H, self.rptr, self.ridx, self.hc = H, rptr, ridx, hc
 
     def extra(self):
         """The keyword arguments of ``gemm_select`` / ``gemm_radius_select``."""
-        if self.qidx.size == 0:
-            return {}
-        return {"gy": self.g, "qptr": self.qptr, "qidx": self.qidx, "gmin": self.gmin}
+        kw = {}
+        if self.qidx.size:
+            kw.update(gy=self.g, qptr=self.qptr, qidx=self.qidx, gmin=self.gmin)
+        if self.ridx.size:
+            kw.update(hq=self.H, rptr=self.rptr, ridx=self.ridx, hc=self.hc)
+        return kw
 
 
 def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
     """A :class:`_Filter` for queries ``Q`` against ``R``, or None when the plan, the rows
     or their magnitudes do not allow the filter.
 
-    ``reduced(q, j) = X[q] · Y[j] + Σ g[a, j]`` over the attributes ``a`` missing in ``q``:
+    ``reduced(q, j) = X[q] · Y[j] + Σ g[a, j] + Σ H[q, t]``, the first sum over the
+    attributes ``a`` missing in ``q``, the second over those ``t`` missing in ``j``:
     with ``ẽ`` an attribute's embedding less its centre (0 when missing), ``s = ‖ẽ‖²``,
     ``p``/``q`` presence/absence, ``A`` the term against a missing value and ``B`` the
     term of two missing values, one attribute contributes
-    ``s_x + s_y - 2 ẽ_x·ẽ_y + q_y p_x (A_x - s_x) + q_x (p_y (A_y - s_y) + q_y B)``:
-    the product carries the first part (one extra column per attribute missing in some
-    reference row), and the last, which only queries missing that attribute need, is a
-    column of ``g`` added to their estimates."""
+    ``s_x + s_y - 2 ẽ_x·ẽ_y + q_y (p_x (A_x - s_x) + q_x B) + q_x p_y (A_y - s_y)``:
+    the product carries the first three terms, the fourth (which only reference rows
+    missing that attribute need) is ``H[q, a]``, and the last, which only queries missing
+    that attribute need, is a column of ``g`` added to their estimates.
+
+    The rounding margin ``eps nx[q] ny[j]`` is that of the whole sum of products of the
+    augmented vectors ``[X, H, 1 per attribute q misses]`` and
+    ``[Y, 1 per attribute j misses, g]``, whichever way it is split between the product
+    and the additions (every partial sum rounds with the same relative bound)."""
     if not eligible(plan):
         return None
     # the projection on the reference values' span is exact only up to SPAN_TOL: the
@@ -258,7 +281,7 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
         side = _queries(plan, Q, ref)
     if side is None:
         return None
-    X, qptr, qidx = side
+    X, H, qptr, qidx = side
     key = ("Y", np.dtype(dtype).str, r_chunk, project)
     fr = cache.get(key)
     if fr is None:
@@ -268,24 +291,26 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
         ymax = max(np.abs(Y).max(initial=0), np.abs(g).max(initial=0))
         if dtype == np.float32 and ymax > MAX_ABS32:
             return _prepare(plan, Q, R, cache, r_chunk, np.float64)
-        ny = np.sqrt(np.einsum("ij,ij->i", Y, Y) + np.einsum("ij,ij->j", g, g))
+        ny = np.sqrt(np.einsum("ij,ij->i", Y, Y) + np.diff(ref["rptr"])
+                     + np.einsum("ij,ij->j", g, g))
         gg = np.ascontiguousarray(g, dtype=dtype)
         starts = np.arange(0, R.n, r_chunk)
         # per chunk of reference rows, the smallest of each added column as stored
         gmin = np.ascontiguousarray(np.minimum.reduceat(gg.astype(np.float64), starts, axis=1)
                                     if R.n and len(g) else np.zeros((len(g), 0)))
         fr = (Y.astype(dtype), gg, gmin,
-              np.maximum.reduceat(ny, starts) if R.n else ny, ymax)
+              np.maximum.reduceat(ny, starts) if R.n else ny, ymax,
+              np.diff(ref["rptr"]).astype(dtype))
         cache[key] = fr
-    Yg, gg, gmin, ny_chunk, ymax = fr
-    if not np.all(np.isfinite(X)):
+    Yg, gg, gmin, ny_chunk, ymax, hc = fr
+    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(H))):
         return None
-    xmax = np.abs(X).max(initial=0)
+    xmax = max(np.abs(X).max(initial=0), np.abs(H).max(initial=0))
     if max(xmax, ymax) > MAX_ABS:
         return None
     if dtype == np.float32 and max(xmax, ymax) > MAX_ABS32:
         return _prepare(plan, Q, R, cache, r_chunk, np.float64)
-    dim = X.shape[1] + plan.m      # the product's terms and the added g columns
+    dim = X.shape[1] + H.shape[1] + plan.m   # the product's terms, the added H and g
     if dtype == np.float32:
         # rounding of the inputs to float32 (2 u), the float32 product of dim terms
         # (dim u) and the kernel's float64 sum; doubled for safety.  Underflowing products
@@ -293,9 +318,10 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
         eps = 4.0 * (dim + 8) * 2.0 ** -24
     else:
         eps = 8.0 * (dim + plan.m + 16) * _U
-    nx = np.sqrt(np.einsum("ij,ij->i", X, X) + np.diff(qptr)) + 1e-30 / eps
+    nx = np.sqrt(np.einsum("ij,ij->i", X, X) + np.einsum("ij,ij->i", H, H)
+                 + np.diff(qptr)) + 1e-30 / eps
     return _Filter(np.ascontiguousarray(X, dtype=dtype), nx, Yg, ny_chunk, gg, gmin, qptr,
-                   qidx, eps, r_chunk)
+                   qidx, eps, r_chunk, H, ref["rptr"], ref["ridx"], hc)
 
 
 def _in_threads(nq, n_threads, run):

@@ -62,6 +62,10 @@ def gemm_select(
     qptr: IntpArray | None = None,
     qidx: IntpArray | None = None,
     gmin: Float64Array | None = None,
+    hq: Float64Array | None = None,
+    rptr: IntpArray | None = None,
+    ridx: IntpArray | None = None,
+    hc: npt.NDArray[np.float32] | Float64Array | None = None,
 ) -> None: ...
 def gemm_radius_select(
     plan: CPlan,
@@ -81,6 +85,10 @@ def gemm_radius_select(
     qptr: IntpArray | None = None,
     qidx: IntpArray | None = None,
     gmin: Float64Array | None = None,
+    hq: Float64Array | None = None,
+    rptr: IntpArray | None = None,
+    ridx: IntpArray | None = None,
+    hc: npt.NDArray[np.float32] | Float64Array | None = None,
 ) -> tuple[IntpArray, IntpArray, Float64Array]: ...
 def pairwise(
     plan: CPlan,

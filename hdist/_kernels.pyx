@@ -640,6 +640,34 @@ cdef inline int _any_le(const real* g, intp n, real s) noexcept nogil:
     return hit
 
 
+cdef inline int _any_le_lb(const real* g, const real* hc, real hm, intp n,
+                           real s) noexcept nogil:
+    """1 when some ``g[j] + hc[j] hm <= s`` (vectorised like :func:`_any_le`)."""
+    cdef intp j
+    cdef int hit = 0
+    for j in range(n):
+        hit |= g[j] + hc[j] * hm <= s
+    return hit
+
+
+cdef inline int _any_le_lb2(const real* g, const real* c1, const real* c2, const real* hc,
+                            real hm, intp n, real s) noexcept nogil:
+    """1 when some ``g[j] (+ c1[j] (+ c2[j])) + hc[j] hm <= s`` (``c1``, ``c2`` NULL: left
+    out), summed in :func:`_chunk_est`'s order."""
+    cdef intp j
+    cdef int hit = 0
+    if c1 == NULL:
+        for j in range(n):
+            hit |= g[j] + hc[j] * hm <= s
+    elif c2 == NULL:
+        for j in range(n):
+            hit |= (g[j] + c1[j]) + hc[j] * hm <= s
+    else:
+        for j in range(n):
+            hit |= ((g[j] + c1[j]) + c2[j]) + hc[j] * hm <= s
+    return hit
+
+
 cdef inline const real* _chunk_est(const real* g, intp n, const real* gy, intp gstride,
                                    const intp* mi, intp nm, real* est) noexcept nogil:
     """The estimates of one chunk: the product ``g``, plus, for each attribute ``mi[t]``
@@ -659,6 +687,15 @@ cdef inline const real* _chunk_est(const real* g, intp n, const real* gy, intp g
     return est
 
 
+cdef inline real _below(double t, const real* like) noexcept nogil:
+    """``t >= 0`` in the product's precision, never above it (0 below 1e-30)."""
+    if t < 1e-30:
+        return 0
+    if real is float:
+        return <float> (t * (1.0 - 2.0 ** -22))
+    return t * (1.0 - 2.0 ** -50)
+
+
 cdef inline real _threshold(double tau, double margin, const real* like) noexcept nogil:
     """``tau + margin`` (> 0) in the product's precision (that of ``like``), never below
     it: enlarged by 2^-22 before the conversion, which rounds by at most 2^-24 (the
@@ -675,69 +712,157 @@ cdef inline real _above(double t, const real* like) noexcept nogil:
     return t + fabs(t) * 2.0 ** -50
 
 
+cdef inline real _lower(real Sr, double sub, double mag, const real* like) noexcept nogil:
+    """``Sr - sub`` in the product's precision, never below its exact value: ``mag``
+    bounds the magnitudes summed into ``sub`` and the slack ``mag 2^-20`` covers the
+    rounding of those float64 additions (and subtractions), which are monotone."""
+    if mag == 0.0:
+        return Sr
+    return _above(Sr - sub + (fabs(Sr) + mag) * 2.0 ** -20, like)
+
+
+ctypedef struct _Complete:
+    int unused
+
+
+ctypedef struct _Missing:
+    int unused
+
+
+# the kind of one query row of the filter: no missing value on either side (the pair's
+# estimate is the product alone), or some (added columns and terms); chosen per row so
+# that the common complete case keeps the shortest loop
+ctypedef fused miss_t:
+    _Complete
+    _Missing
+
+
 cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                       const real* g, intp nt, intp r0, intp r_chunk, const double* ny_max,
                       double epsx, const real* gy, intp gstride, const intp* mi, intp nm,
-                      const double* gmin, intp mstride,
+                      const double* gmin, intp mstride, const double* hq, intp nh,
+                      const intp* rptr, const intp* ridx, const real* hc,
                       double* hd, intp* hi, intp k, double r, Hit** buf, intp* cap,
-                      intp cnt, int excl, intp self_off) noexcept nogil:
+                      intp cnt, int excl, intp self_off, miss_t* kind) noexcept nogil:
     """One query row of :func:`gemm_select` (``buf`` NULL: update the heap ``hd``/``hi``
     of ``k`` entries) or of :func:`gemm_radius_select` (append the hits within ``r`` to
-    ``buf[0]`` from position ``cnt``).  Returns the new count, or -1 when out of memory."""
+    ``buf[0]`` from position ``cnt``).  Returns the new count, or -1 when out of memory.
+
+    ``hq`` (NULL: none) holds the query's ``nh`` terms against the attributes missing in
+    reference rows (``rptr``/``ridx``: those of each row, ``hc`` their number).  When
+    they are all >= 0, ``hc[j]`` times the smallest, ``hm``, else ``lbq``, the sum of their
+    negative parts, bounds row ``j``'s from below: the estimates with that bound are
+    tested against ``Sr - lbq`` first, and a pair passing is tested again, with its own
+    terms added in float64, against ``Sr``.  ``kind`` (a NULL pointer) selects the
+    compiled variant: ``_Complete`` only when ``nm == 0`` and ``hq`` is NULL."""
     cdef real est[GEMM_MAX_CHUNK_C]
     cdef const real* e
-    cdef double tau = reduced_bound(P, r if buf != NULL else hd[0]), s
-    cdef real Sr
+    cdef double tau = reduced_bound(P, r if buf != NULL else hd[0]), s, corr
+    cdef real Sr, Sl
     cdef intp c0 = 0, c1, c = 0, jj, j, t, cg = r0 // r_chunk
-    cdef double lb, mag
+    cdef double lb, mag, lbq = 0.0, hmin = INFINITY
+    cdef real hm = 0
+    cdef const real* hcc = NULL
     cdef Hit* tmp
+    if miss_t is _Missing:
+        for t in range(nh):
+            if hq[t] < 0.0:
+                lbq = lbq + hq[t]
+            if hq[t] < hmin:
+                hmin = hq[t]
+        hm = _below(hmin, g) if nh > 0 and lbq == 0.0 else 0
     while c0 < nt:
         c1 = c0 + r_chunk
         if c1 > nt:
             c1 = nt
         Sr = _threshold(tau, epsx * ny_max[c], g)
-        if nm > 0 and gmin != NULL and tau < INFINITY:
-            # the chunk's smallest added columns bound its estimates from below: most
-            # chunks are dismissed on the product alone.  A chunk is kept unless every
-            # product is certainly above Sr less those columns: the slack is added (it
-            # covers the rounding of the additions, which are monotone) and the
-            # threshold rounded up, so no pair the estimates would keep is dismissed
-            lb = Sr
-            mag = fabs(Sr)
-            for t in range(nm):
-                lb = lb - gmin[mi[t] * mstride + cg + c]
-                mag = mag + fabs(gmin[mi[t] * mstride + cg + c])
-            if not _any_le(g + c0, c1 - c0, _above(lb + mag * 2.0 ** -20, g)):
+        if miss_t is _Complete:
+            if not _any_le(g + c0, c1 - c0, Sr):
                 c0 = c1
                 c = c + 1
                 continue
-        e = _chunk_est(g + c0, c1 - c0, gy + r0 + c0, gstride, mi, nm, est)
-        if _any_le(e, c1 - c0, Sr):
-            for jj in range(c1 - c0):
+            e = g + c0
+        else:
+            Sl = _lower(Sr, lbq, fabs(lbq), g)
+            if hm != 0:
+                # one vectorised test of the estimates with hm per attribute row j
+                # misses (each of the query's terms against them is at least hm) for up
+                # to two added columns, the estimates then computed only for the chunks
+                # kept
+                hcc = hc + r0 + c0
+                if nm <= 2 and not _any_le_lb2(g + c0, gy + r0 + c0 + mi[0] * gstride
+                                               if nm > 0 else NULL,
+                                               gy + r0 + c0 + mi[1] * gstride
+                                               if nm > 1 else NULL, hcc, hm, c1 - c0, Sl):
+                    c0 = c1
+                    c = c + 1
+                    continue
+            elif tau < INFINITY and (nm == 0 or gmin != NULL):
+                # the chunk's smallest added columns bound its estimates from below: most
+                # chunks are dismissed on the product alone.  A chunk is kept unless
+                # every product is certainly above Sl less those columns: the slack is
+                # added (it covers the rounding of the additions, which are monotone)
+                # and the threshold rounded up, so no pair the estimates would keep is
+                # dismissed (the terms of the attributes reference rows miss are left
+                # out: they are >= lbq)
+                lb = lbq
+                mag = fabs(lbq)
+                for t in range(nm):
+                    lb = lb + gmin[mi[t] * mstride + cg + c]
+                    mag = mag + fabs(gmin[mi[t] * mstride + cg + c])
+                if not _any_le(g + c0, c1 - c0, _lower(Sr, lb, mag, g)):
+                    c0 = c1
+                    c = c + 1
+                    continue
+            e = _chunk_est(g + c0, c1 - c0, gy + r0 + c0, gstride, mi, nm, est)
+            if hm != 0:
+                if nm > 2 and not _any_le_lb(e, hcc, hm, c1 - c0, Sl):
+                    c0 = c1
+                    c = c + 1
+                    continue
+            elif not _any_le(e, c1 - c0, Sl):
+                c0 = c1
+                c = c + 1
+                continue
+        for jj in range(c1 - c0):
+            if miss_t is _Complete:
                 if e[jj] > Sr:
                     continue
-                j = r0 + c0 + jj
-                if excl and j == q + self_off:
+            else:
+                if (e[jj] + hcc[jj] * hm if hm != 0 else e[jj]) > Sl:
                     continue
-                s = pair_reduced(P, QS, q, RS, j, 2, tau)
-                if s > tau:
-                    continue
-                s = true_of(P, QS, q, RS, j, s)
-                if buf == NULL:
-                    if _before(s, j, hd[0], hi[0]):
-                        heap_push(hd, hi, k, s, j)
-                        tau = reduced_bound(P, hd[0])
-                        Sr = _threshold(tau, epsx * ny_max[c], g)
-                elif s <= r:
-                    if cnt == cap[0]:
-                        cap[0] = 2 * cap[0] + 16
-                        tmp = <Hit*> realloc(buf[0], cap[0] * sizeof(Hit))
-                        if tmp == NULL:
-                            return -1
-                        buf[0] = tmp
-                    buf[0][cnt].d = s
-                    buf[0][cnt].j = j
-                    cnt = cnt + 1
+            j = r0 + c0 + jj
+            if miss_t is _Missing:
+                if hq != NULL:
+                    # the terms of the attributes row j misses, added in float64
+                    corr = 0.0
+                    for t in range(rptr[j], rptr[j + 1]):
+                        corr = corr + hq[ridx[t]]
+                    if <double> e[jj] + corr > <double> Sr:
+                        continue
+            if excl and j == q + self_off:
+                continue
+            s = pair_reduced(P, QS, q, RS, j, 2, tau)
+            if s > tau:
+                continue
+            s = true_of(P, QS, q, RS, j, s)
+            if buf == NULL:
+                if _before(s, j, hd[0], hi[0]):
+                    heap_push(hd, hi, k, s, j)
+                    tau = reduced_bound(P, hd[0])
+                    Sr = _threshold(tau, epsx * ny_max[c], g)
+                    if miss_t is _Missing:
+                        Sl = _lower(Sr, lbq, fabs(lbq), g)
+            elif s <= r:
+                if cnt == cap[0]:
+                    cap[0] = 2 * cap[0] + 16
+                    tmp = <Hit*> realloc(buf[0], cap[0] * sizeof(Hit))
+                    if tmp == NULL:
+                        return -1
+                    buf[0] = tmp
+                buf[0][cnt].d = s
+                buf[0][cnt].j = j
+                cnt = cnt + 1
         c0 = c1
         c = c + 1
     return cnt
@@ -761,12 +886,48 @@ def _check_select(G, intp r_chunk, gy, qptr, qidx, intp nq_all):
         raise ValueError("qptr must have one entry per query row plus one")
 
 
+cdef int _ref_miss_ok(const intp[::1] rptr, const intp[::1] ridx, const real[::1] hc,
+                      intp ncol, intp r0, intp nt) noexcept nogil:
+    """1 when the rows ``r0 .. r0 + nt`` of ``rptr``/``ridx`` index ``ridx`` and ``ncol``
+    columns within bounds and ``hc`` counts their entries (O(nt) per tile, against
+    O(nt) per query of the tile)."""
+    cdef intp j, t
+    if r0 < 0 or r0 + nt + 1 > rptr.shape[0] or r0 + nt > hc.shape[0] or rptr[r0] < 0 \
+            or rptr[r0 + nt] > ridx.shape[0]:
+        return 0
+    for j in range(r0, r0 + nt):
+        if rptr[j + 1] < rptr[j] or hc[j] != rptr[j + 1] - rptr[j]:
+            return 0
+    for t in range(rptr[r0], rptr[r0 + nt]):
+        if ridx[t] < 0 or ridx[t] >= ncol:
+            return 0
+    return 1
+
+
+def _check_ref_miss(hq, rptr, ridx, hc, intp nq_all, intp nr_all, intp r0, intp nt):
+    """Validate the reference-missing arguments (all None, or all given and consistent:
+    the kernels index them without bounds checks)."""
+    given = [a is None for a in (hq, rptr, ridx, hc)]
+    if all(given):
+        return
+    if any(given):
+        raise ValueError("hq, rptr, ridx and hc go together")
+    if hc.shape[0] != nr_all:
+        raise ValueError("hc must have one entry per reference row")
+    if hq.shape[0] != nq_all:
+        raise ValueError("hq must have one row per query row")
+    if rptr.shape[0] != nr_all + 1:
+        raise ValueError("rptr must have one entry per reference row plus one")
+
+
 def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double[::1] nx,
                 const double[::1] ny_max, intp q0, intp r0, intp r_chunk,
                 double[:, ::1] HD, intp[:, ::1] HI, double eps, int n_threads,
                 bint exclude_self=False, intp self_offset=0, const real[:, ::1] gy=None,
                 const intp[::1] qptr=None, const intp[::1] qidx=None,
-                const double[:, ::1] gmin=None):
+                const double[:, ::1] gmin=None, const double[:, ::1] hq=None,
+                const intp[::1] rptr=None, const intp[::1] ridx=None,
+                const real[::1] hc=None):
     """Update the heaps of queries ``q0 .. q0 + G.shape[0]`` with reference rows
     ``r0 .. r0 + G.shape[1]``, using ``G[i, j]`` (a matrix-product estimate of the reduced
     p = 2 distance, see ``hdist._gemm``) as a filter.
@@ -774,7 +935,10 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     The estimate of a pair is ``G[i, j]`` plus ``gy[a, r0 + j]`` for every attribute ``a``
     missing in query ``q`` (``qidx[qptr[q]:qptr[q + 1]]``); ``gmin[a, c]``, the smallest
     ``gy[a]`` over chunk ``c`` of all reference rows, lets a chunk be dismissed before
-    those additions.  A pair is computed exactly
+    those additions.  ``hq[q, t]`` (``hdist._gemm``: the query's term against a missing
+    value, less its product share) is added for every attribute ``t`` reference row ``j``
+    misses (``ridx[rptr[j]:rptr[j + 1]]``; ``hc[j]`` of them), after a first test that
+    adds a lower bound of those instead.  A pair is computed exactly
     (``pair_reduced``) unless ``estimate - eps nx[q] ny > tau``, ``tau`` the reduced bound
     of the query's current k-th distance (``reduced_bound``) and ``ny`` bounded by
     ``ny_max[c]`` over chunk ``c`` of ``r_chunk`` reference rows: that margin bounds the
@@ -790,16 +954,31 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     cdef int excl = exclude_self
     cdef const double* gm = &gmin[0, 0] if gmin is not None and gmin.shape[0] > 0 else NULL
     cdef intp mstride = gmin.shape[1] if gmin is not None else 0
+    cdef int has_h
     _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n)
+    _check_ref_miss(hq, rptr, ridx, hc, Q.s.n, R.s.n, r0, nt)
+    has_h = hq is not None and hq.shape[1] > 0 and ridx.shape[0] > 0
+    if has_h and not _ref_miss_ok(rptr, ridx, hc, hq.shape[1], r0, nt):
+        raise ValueError("rptr and ridx must index ridx and the columns of hq, hc count "
+                         "the entries of each row")
     if nb == 0 or nt == 0:
         return
     with nogil:
         for ii in prange(nb, num_threads=n_threads, schedule="static"):
             q = q0 + ii
             mi = _miss_of(qptr, qidx, q, &nm)
-            _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk, &ny_max[0],
-                        eps * nx[q], gyp, gstride, mi, nm, gm, mstride, &HD[q, 0], &HI[q, 0], k,
-                        0.0, NULL, NULL, 0, excl, self_offset)
+            if nm == 0 and not has_h:
+                _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk, &ny_max[0],
+                            eps * nx[q], gyp, gstride, mi, nm, gm, mstride, NULL, 0, NULL,
+                            NULL, NULL, &HD[q, 0], &HI[q, 0], k, 0.0, NULL, NULL, 0, excl,
+                            self_offset, <_Complete*> NULL)
+            else:
+                _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk, &ny_max[0],
+                            eps * nx[q], gyp, gstride, mi, nm, gm, mstride,
+                            &hq[q, 0] if has_h else NULL, hq.shape[1] if has_h else 0,
+                            &rptr[0] if has_h else NULL, &ridx[0] if has_h else NULL,
+                            &hc[0] if has_h else NULL, &HD[q, 0], &HI[q, 0], k, 0.0, NULL,
+                            NULL, 0, excl, self_offset, <_Missing*> NULL)
 
 
 def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
@@ -807,7 +986,9 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                        intp r_chunk, double r, double eps, bint exclude_self=False,
                        intp self_offset=0, const real[:, ::1] gy=None,
                        const intp[::1] qptr=None, const intp[::1] qidx=None,
-                       const double[:, ::1] gmin=None):
+                       const double[:, ::1] gmin=None, const double[:, ::1] hq=None,
+                       const intp[::1] rptr=None, const intp[::1] ridx=None,
+                       const real[::1] hc=None):
     """The pairs of queries ``q0 .. q0 + G.shape[0]`` and reference rows
     ``r0 .. r0 + G.shape[1]`` within true distance ``r`` (inclusive), filtered by the
     estimates as :func:`gemm_select` does against the reduced bound of ``r``.
@@ -829,17 +1010,33 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
     cdef intp ocap = 0
     cdef const double* gm = &gmin[0, 0] if gmin is not None and gmin.shape[0] > 0 else NULL
     cdef intp mstride = gmin.shape[1] if gmin is not None else 0
+    cdef int has_h
     _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n)
+    _check_ref_miss(hq, rptr, ridx, hc, Q.s.n, R.s.n, r0, nt)
+    has_h = hq is not None and hq.shape[1] > 0 and ridx.shape[0] > 0
+    if has_h and not _ref_miss_ok(rptr, ridx, hc, hq.shape[1], r0, nt):
+        raise ValueError("rptr and ridx must index ridx and the columns of hq, hc count "
+                         "the entries of each row")
     try:
         with nogil:
             for ii in range(nb):
                 q = q0 + ii
                 mi = _miss_of(qptr, qidx, q, &nm)
                 before = cnt
-                cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk, &ny_max[0],
-                                  eps * nx[q], gyp, gstride, mi, nm, gm, mstride, NULL, NULL,
-                                  0, r,
-                                  &buf, &cap, cnt, excl, self_offset)
+                if nm == 0 and not has_h:
+                    cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk,
+                                      &ny_max[0], eps * nx[q], gyp, gstride, mi, nm, gm,
+                                      mstride, NULL, 0, NULL, NULL, NULL, NULL, NULL, 0, r,
+                                      &buf, &cap, cnt, excl, self_offset, <_Complete*> NULL)
+                else:
+                    cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk,
+                                      &ny_max[0], eps * nx[q], gyp, gstride, mi, nm, gm,
+                                      mstride, &hq[q, 0] if has_h else NULL,
+                                      hq.shape[1] if has_h else 0,
+                                      &rptr[0] if has_h else NULL,
+                                      &ridx[0] if has_h else NULL,
+                                      &hc[0] if has_h else NULL, NULL, NULL, 0, r, &buf,
+                                      &cap, cnt, excl, self_offset, <_Missing*> NULL)
                 if cnt < 0:
                     break
                 if cnt > ocap:

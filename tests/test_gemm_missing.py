@@ -1,0 +1,93 @@
+"""The matrix-product filter with values missing in the reference rows.
+
+The terms of the attributes a reference row misses are not in the product: a pair is
+first tested with a lower bound of them (the row's number of missing attributes times
+the query's smallest term, or the sum of the query's negative terms) and then with its
+own terms.  Radius searches at every distance some pair has exactly put pairs right at
+the threshold, where a bound that is too high would lose them.
+"""
+import numpy as np
+import pytest
+
+import hdist
+from hdist import _gemm
+from hdist._kernels import CRows, gemm_select
+
+
+def table(n, seed, levels, missing):
+    rng = np.random.default_rng(seed)
+    X = np.empty((n, 5), dtype=object)
+    X[:, 0] = rng.choice([0.0, 0.25, 0.5, 1.0], n)
+    X[:, 1] = rng.choice([0.1, 0.2, 0.7, 1.3], n)
+    X[:, 2] = rng.choice(["a", "b"], n)
+    X[:, 3] = rng.choice(["u%d" % v for v in range(levels)], n)
+    X[:, 4] = rng.choice(["p", "q", "r"], n)
+    M = rng.random(X.shape) < missing
+    M[:3] = False                       # every value seen in the first rows
+    X[M] = None
+    return X
+
+
+# hvdm: every query term against a missing value is > 0 (the count bound); heom with a
+# 12-valued attribute on the float64 product (no projection on the span of the one-hot
+# codes): a code farther from the centre than the missing penalty gives negative terms
+# (the bound of their sum)
+@pytest.mark.parametrize("name,levels,sign", [("hvdm", 3, 1), ("heom", 12, -1)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("seed", [61, 62])
+def test_radius_at_every_distance_with_missing_reference_values(name, levels, sign, dtype,
+                                                                 seed):
+    X = table(330, seed, levels, 0.3)
+    X, Q = X[:290], X[290:]
+    m = hdist.Metric(name, nominal=[2, 3, 4]).fit(X, np.arange(290) % 3)
+    st, rows = m._fitted(), m.encode(Q)
+    F = _gemm._prepare(st.plan, rows, st.train, {}, 8, dtype)
+    assert F.ridx.size > 0 and F.H.shape[1] == 5
+    assert (F.H.min() < 0) == (sign < 0 and dtype == np.float64)
+    P = m.pairwise(Q, X)
+    for r in sorted(set(P.ravel().tolist()))[::5]:
+        D, I = _gemm.radius(st.plan, rows, st.train, CRows(rows), st.crows(), r, 1,
+                            dtype=dtype, r_chunk=8, r_tile=64, q_block=16)
+        for q in range(len(Q)):
+            assert sorted(I[q].tolist()) == np.flatnonzero(P[q] <= r).tolist(), (r, q)
+
+
+@pytest.mark.parametrize("name,levels", [("hvdm", 3), ("heom", 12)])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_knn_with_missing_reference_values_equals_direct(name, levels, n_jobs):
+    X = table(700, 63, levels, 0.25)
+    m = hdist.Metric(name, nominal=[2, 3, 4]).fit(X[:500], np.arange(500) % 3)
+    rows = m.encode(X[500:])
+    d1, i1 = m._knn_rows(rows, 9, False, n_jobs, "direct")
+    res = _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), 9, n_jobs,
+                    r_chunk=16, r_tile=128, q_block=32)
+    assert res is not None
+    np.testing.assert_array_equal(i1, res[1])
+    np.testing.assert_array_equal(d1, res[0])
+
+
+def test_reference_missing_arguments_are_checked():
+    X = table(200, 64, 3, 0.3)
+    m = hdist.Metric("hvdm", nominal=[2, 3, 4]).fit(X[:150], np.arange(150) % 3)
+    st, rows = m._fitted(), m.encode(X[150:])
+    F = _gemm._prepare(st.plan, rows, st.train, {}, 8)
+    G = (F.Xg @ F.Yg.T).astype(np.float32)
+    HD = np.full((rows.n, 3), np.inf)
+    HI = np.full((rows.n, 3), st.train.n, dtype=np.intp)
+    kw = F.extra()
+    args = (st.plan.cplan, CRows(rows), st.crows(), G, F.nx, F.ny_chunk, 0, 0, 8, HD, HI,
+            F.eps, 1)
+    with pytest.raises(ValueError, match="go together"):
+        gemm_select(*args, **{**kw, "hc": None})
+    with pytest.raises(ValueError, match="one row per query"):
+        gemm_select(*args, **{**kw, "hq": np.ascontiguousarray(F.H[1:])})
+    bad = F.hc.copy()
+    bad[np.flatnonzero(bad)[0]] += 1           # a count above the row's entries
+    with pytest.raises(ValueError, match="count"):
+        gemm_select(*args, **{**kw, "hc": bad})
+    ridx = F.ridx.copy()
+    ridx[0] = F.H.shape[1]                      # past the columns of hq
+    with pytest.raises(ValueError, match="index"):
+        gemm_select(*args, **{**kw, "ridx": ridx})
+    gemm_select(*args, **kw)                    # consistent: runs
+    assert np.isfinite(HD).all()
