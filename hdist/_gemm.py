@@ -367,9 +367,13 @@ def _tiles(F, nr, q0, q1, q_block, r_tile, stop):
             yield a0, r0, G
 
 
-def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=256, r_tile=2048,
+def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=512, r_tile=512,
         r_chunk=64, dtype=np.float32, cache=None):
     """Exact k-NN through the GEMM filter; None when the plan or data do not allow it.
+
+    ``q_block`` x ``r_tile`` float32 estimates (1 MiB by default) stay in a core's L2
+    cache between the product and the selection, and each product reuses its packed
+    block of reference rows for ``q_block`` queries.
 
     ``cache`` (a dict kept by the caller for a fixed reference set ``R``) keeps the
     reference side's features between calls."""
