@@ -12,7 +12,9 @@ A. Low-dimensional mixed data: 3 continuous + 2 nominal attributes (2-12 values)
    distance equals HVDM; their distances are compared with hdist's.
 B. 16 attributes (8 continuous + 8 nominal): class-structured data and uniform,
    independent values (no structure: the trees' bad case), 2·10^5 rows, 2000 queries,
-   HVDM and Manhattan; brute force vs KD-tree vs ball tree, and what ``auto`` picks.
+   HVDM and Manhattan; brute force vs KD-tree vs ball tree, and what ``auto`` picks;
+   then brute force and the KD-tree on one thread, in CPU time per query (the figure
+   least moved by other jobs on the machine; the README's one-thread tree figures).
 C. The ``auto`` rule against measurements: 2·10^4 and 2·10^5 rows, 4-16 attributes
    (half nominal), uniform or class-structured, Euclidean (brute force with the
    matrix-product filter) and Manhattan (direct brute force): the faster algorithm and
@@ -98,6 +100,17 @@ def hdist_runs(metric, Q, k, algos, n_jobs=2, brute_queries=None, leaf_size=32):
     return out
 
 
+def cpu_per_query(idx, Q, k, repeat=2):
+    """Seconds of CPU time per query of ``idx.kneighbors(Q, k)`` on one thread (best of
+    ``repeat``)."""
+    best = np.inf
+    for _ in range(repeat):
+        t0 = time.process_time()
+        idx.kneighbors(Q, k, n_jobs=1)
+        best = min(best, time.process_time() - t0)
+    return best / len(Q)
+
+
 def case_a(quick, n_jobs):
     n_ref, n_q = (100_000, 2_000) if quick else (1_000_000, 10_000)
     k = 5
@@ -151,6 +164,12 @@ def case_b(quick, n_jobs):
             ta = time.perf_counter() - t0
             print("  fastest: %s; auto picks %s (decided in %.2f s)"
                   % (best, auto.algorithm_, ta))
+            one = {a: cpu_per_query(res[a][4], Xq, k) for a in ("brute", "kd_tree")}
+            print("  one thread, CPU time per query: brute %.0f us, kd_tree %.0f us "
+                  "(%.1f %% of the rows evaluated); load average %.1f"
+                  % (1e6 * one["brute"], 1e6 * one["kd_tree"],
+                     100 * res["kd_tree"][4].n_distance_evaluations_.mean() / n_ref,
+                     os.getloadavg()[0]), flush=True)
 
 
 def case_c(quick, n_jobs):

@@ -354,8 +354,9 @@ class NeighborsIndex:
         if getattr(self, "_leaf_rows", None) is None:
             from . import _trees
             t = self._tree
-            self._leaf_rows = _trees.leaf_major(self.metric_.plan_.cplan, self._crows(),
-                                                t["perm"], t["nodes"])
+            self._leaf_rows = _trees.leaf_major(
+                self.metric_.plan_.cplan, self._crows(), t["perm"], t["nodes"],
+                _trees.KD_UNIT if self.algorithm_ == "kd_tree" else 0)
         return self._leaf_rows
 
     def __getstate__(self):

@@ -18,16 +18,18 @@ AUTO_MIN_ROWS = 2048
 #: ... a KD-tree without further ado up to this many search dimensions ...
 AUTO_SURE_DIMS = 4
 #: ... and otherwise a KD-tree when a pilot of this many queries evaluates at most the
-#: break-even fraction of the rows.  With leaves scanned by the tile kernel a KD-tree
-#: costs ~40-60 ns an evaluation (node bounds included, one thread), brute force ~3-6 ns
-#: a pair in the direct tile kernel and ~1-3 ns with the matrix-product filter (p = 2)
+#: break-even fraction of the rows.  A KD-tree k-NN query scans blocks of up to 128 rows
+#: (``hdist._trees.KD_UNIT``) in batches of queries that share them: ~6-8 ns an evaluation
+#: with p = 1 (node bounds included, one thread, 2·10^5 rows of 16 attributes; ~17 ns for
+#: HVDM, whose table attributes' bounds cost more), brute force ~3 ns a pair in the direct
+#: tile kernel and ~1 ns with the matrix-product filter (p = 2)
 AUTO_PILOT_QUERIES = 16
-AUTO_BREAK_EVEN = {"direct": 0.08, "filter": 0.05}
+AUTO_BREAK_EVEN = {"direct": 0.3, "filter": 0.08}
 #: ... but the break-even moves with the shape (how costly a node bound and a filtered
 #: pair are): a pilot between these fractions is settled by timing the pilot queries on
 #: the KD-tree and by brute force, when the caller can (``race``)
-AUTO_SURE_TREE = 0.01
-AUTO_SURE_BRUTE = 0.25
+AUTO_SURE_TREE = 0.03
+AUTO_SURE_BRUTE = 0.6
 #: rows per leaf of the trees the rule builds
 LEAF_SIZE = 32
 
@@ -138,7 +140,8 @@ class KDTree:
         self.nodes, self.perm, self.rowdist = _trees.build("kd_tree", plan.cplan, crows,
                                                            leaf_size)
         self.depth = int(self.nodes["depth"].max())
-        self.leaf_rows = _trees.leaf_major(plan.cplan, crows, self.perm, self.nodes)
+        self.leaf_rows = _trees.leaf_major(plan.cplan, crows, self.perm, self.nodes,
+                                           _trees.KD_UNIT)
         self.build_time = time.perf_counter() - t0
 
     def _args(self, cq):

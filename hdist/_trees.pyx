@@ -38,6 +38,7 @@ import numpy as np
 cimport numpy as cnp
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, free, realloc, qsort
+from libc.string cimport memcpy
 from libc.math cimport INFINITY, sqrt, fabs
 from libc.stdint cimport uint64_t
 
@@ -491,10 +492,22 @@ cdef double kd_lower(const PlanS* P, const TreeS* T, const QCtx* C, intp node, i
     cdef unsigned char fl
     cdef bint sk
     cdef uint64_t m
+    cdef bint fast = not ign and pm <= 2
+    cdef double g, h, d
     base = node * P.mc
     for a in range(P.mc):
         fl = T.c_fl[base + a]
         x = C.qc[a]
+        if fast and fl == F_PRESENT and x == x:
+            # the common case, without branches on the data: the gap between x and the
+            # node's interval (the same operations as below where it is positive)
+            g = T.c_lo[base + a] - x
+            h = x - T.c_hi[base + a]
+            g = h if h > g else g
+            d = g * P.c_inv[a]
+            t = P.c_w[a] * (d * d if pm == 2 else d)
+            s = acc(s, t if g > 0.0 else 0.0, pm)
+            continue
         sk = ign and P.c_ign[a]
         if skipped(sk, x != x, fl, P.c_w[a], &skipw):
             continue
@@ -1096,7 +1109,9 @@ ctypedef struct QueryS:
     double r              # radius queries: the true-distance radius
     const void* tview     # the tile kernel's view of the plan (tile_view)
     intp tnb              # most rows per tile_block call
-    AttrRows lm           # R leaf-major: leaf [s, e) attribute-major at s * m, ld = e - s
+    AttrRows lm           # R block by block: block [s, e) attribute-major at s * m, ld = e - s
+    const intp* blk       # [nodes, 2]: the block [s, e) holding a node's rows; s < 0 for
+                          # the nodes above the blocks (``leaf_major``)
 
 
 cdef inline double* leaf_buffer(const QueryS* S) noexcept nogil:
@@ -1108,9 +1123,9 @@ cdef inline void leaf_prefetch(const QueryS* S, intp node) noexcept nogil:
     """Start loading the rows of leaf ``node`` (the blocks the tile kernel reads when
     the query has no missing value) so that the loads overlap."""
     cdef const PlanS* P = S.P
-    if S.T.left[node] >= 0:
+    cdef intp s0 = S.blk[2 * node], nl = S.blk[2 * node + 1] - S.blk[2 * node]
+    if s0 < 0:
         return
-    cdef intp s0 = S.T.start[node], nl = S.T.end[node] - S.T.start[node]
     if P.mc:
         hdist_prefetch(S.lm.c + s0 * P.mc, nl * P.mc * sizeof(double))
     if P.mo:
@@ -1140,12 +1155,13 @@ cdef inline intp leaf_chunk(const QueryS* S, intp q, intp node, intp e0, intp e1
 cdef inline int leaf_tile(const QueryS* S, intp q, intp node, intp e0, intp nb,
                           double bound, double* out) noexcept nogil:
     """Reduced distances of query q to the rows at tree positions [e0, e0 + nb) of leaf
-    ``node`` (its rows stored attribute-major, ``leaf_major``) by the tile kernel: those
-    of pair_reduced, bit for bit.  Returns 1 when every row exceeds ``bound``."""
+    ``node`` (its block's rows stored attribute-major, ``leaf_major``) by the tile
+    kernel: those of pair_reduced, bit for bit.  Returns 1 when every row exceeds
+    ``bound``."""
     cdef const PlanS* P = S.P
-    cdef intp s0 = S.T.start[node]
+    cdef intp s0 = S.blk[2 * node]
     cdef AttrRows L
-    L.ld = S.T.end[node] - s0
+    L.ld = S.blk[2 * node + 1] - s0
     L.c = S.lm.c + s0 * P.mc
     L.cpen = S.lm.cpen + s0 * P.mc
     L.o = S.lm.o + s0 * P.mo
@@ -1315,6 +1331,346 @@ cdef int knn_chunk(const QueryS* S, intp q0, intp q1, double* Dd, intp* Ii, intp
     return 0
 
 
+cdef inline intp leaf_knn(const QueryS* S, intp q, intp node, intp e0, intp e1, double* hd,
+                          intp* hi, intp k, intp self_j, double* lbuf,
+                          double* kth) noexcept nogil:
+    """Scan the rows at tree positions [e0, e1) of KD-tree node ``node`` (inside a block)
+    for query q: their reduced distances by the tile kernel, candidates into q's sorted
+    list hd/hi (``kth[0]``: the reduced bound of its last entry, kept current).  Returns
+    the number of distances computed."""
+    cdef intp nb, pos, j, c = 0
+    cdef double s
+    while e0 < e1:
+        nb = e1 - e0 if e1 - e0 < S.tnb else S.tnb
+        c += nb
+        if not leaf_tile(S, q, node, e0, nb, kth[0], lbuf):
+            for pos in range(e0, e0 + nb):
+                s = lbuf[pos - e0]
+                if s > kth[0]:
+                    continue
+                j = S.perm[pos]
+                if j == self_j:
+                    continue
+                s = true_of(S.P, S.Q, q, S.Ro, j, s)
+                if before(s, j, hd[k - 1], hi[k - 1]):
+                    sorted_insert(hd, hi, k, s, j)
+                    kth[0] = reduced_bound(S.P, hd[k - 1])
+        e0 += nb
+    return c
+
+
+cdef intp kd_home(const PlanS* P, const TreeS* T, const RowsS* Q, intp q, intp D) noexcept nogil:
+    """The leaf that query row q falls in by the split rules (as an inserted row would)."""
+    cdef intp node = 0
+    while T.left[node] >= 0:
+        node = T.right[node] if kd_route(P, T, node, Q, q, D) else T.left[node]
+    return node
+
+
+ctypedef struct BatchW:
+    # one thread's scratch for batches of up to nb queries (kd_batch)
+    intp nb
+    intp* snode           # [cap] stack of nodes
+    double* slb           # [cap * nb] each member's lower bound of each stacked node
+    double* bl            # [nb] scratch bounds of the left child
+    double* br            # [nb] ... and of the right one
+    double* kth           # [nb] each member's reduced k-th bound
+    intp* act             # [nb] members that need the current node
+    intp* home            # [nb] each member's home leaf (scanned first)
+    double* bm            # [nb * mt * 64]
+    double* tun           # [nb * mt]
+    QCtx* C               # [nb]
+    double* lbuf
+    # the members' bounds side by side (kd_lower_batch)
+    int vec               # the plan allows it (no "ignore", p in {1, 2, inf}, no embedding)
+    unsigned char* clean  # [nb] the member's query has every value present and seen
+    unsigned char* isact  # [nb] the member needs the current node
+    double* qcT           # [mc * nb] continuous values, attribute by attribute
+    int* qoT              # [mo * nb] overlap codes
+    double* bmT           # [mt * 64 * nb] table bounds per bucket (QCtx.bm), side by side
+    double* tv            # [nb] scratch
+
+
+cdef void batch_free(BatchW* W) noexcept nogil:
+    free(W.snode)
+    free(W.slb)
+    free(W.bl)
+    free(W.br)
+    free(W.kth)
+    free(W.act)
+    free(W.home)
+    free(W.bm)
+    free(W.tun)
+    free(W.C)
+    free(W.lbuf)
+    free(W.clean)
+    free(W.isact)
+    free(W.qcT)
+    free(W.qoT)
+    free(W.bmT)
+    free(W.tv)
+
+
+cdef int batch_alloc(const QueryS* S, intp nb, BatchW* W) noexcept nogil:
+    """0, or -1 when out of memory (everything freed)."""
+    cdef intp cap = S.stack_cap, mt = S.P.mt
+    W.nb = nb
+    W.snode = <intp*> malloc(cap * sizeof(intp))
+    W.slb = <double*> malloc(cap * nb * sizeof(double))
+    W.bl = <double*> malloc(nb * sizeof(double))
+    W.br = <double*> malloc(nb * sizeof(double))
+    W.kth = <double*> malloc(nb * sizeof(double))
+    W.act = <intp*> malloc(nb * sizeof(intp))
+    W.home = <intp*> malloc(nb * sizeof(intp))
+    W.bm = <double*> malloc((nb * mt * 64 + 1) * sizeof(double))
+    W.tun = <double*> malloc((nb * mt + 1) * sizeof(double))
+    W.C = <QCtx*> malloc(nb * sizeof(QCtx))
+    W.lbuf = leaf_buffer(S)
+    W.clean = <unsigned char*> malloc(nb)
+    W.isact = <unsigned char*> malloc(nb)
+    W.qcT = <double*> malloc((S.P.mc * nb + 1) * sizeof(double))
+    W.qoT = <int*> malloc((S.P.mo * nb + 1) * sizeof(int))
+    W.bmT = <double*> malloc((mt * 64 * nb + 1) * sizeof(double))
+    W.tv = <double*> malloc(nb * sizeof(double))
+    if W.snode == NULL or W.slb == NULL or W.bl == NULL or W.br == NULL or W.kth == NULL \
+            or W.act == NULL or W.home == NULL or W.bm == NULL or W.tun == NULL \
+            or W.C == NULL or W.lbuf == NULL or W.clean == NULL or W.isact == NULL \
+            or W.qcT == NULL or W.qoT == NULL or W.bmT == NULL or W.tv == NULL:
+        batch_free(W)
+        return -1
+    return 0
+
+
+cdef void unit_knn(const QueryS* S, intp node, const intp* qs, BatchW* W, intp na,
+                   double* Dd, intp* Ii, intp k, intp* cnt) noexcept nogil:
+    """Scan the rows of ``node`` (inside one block: one tile per member) for the members
+    W.act[0 .. na), except each member's home leaf (scanned first)."""
+    cdef const TreeS* T = S.T
+    cdef intp i, m, q, h, s0 = T.start[node], e0 = T.end[node], hs, he, sj
+    for i in range(na):
+        m = W.act[i]
+        q = qs[m]
+        sj = q if S.excl else -1
+        h = W.home[m]
+        hs = T.start[h]
+        he = T.end[h]
+        if hs < s0 or he > e0:
+            hs = he = e0
+        if hs > s0:
+            cnt[q] += leaf_knn(S, q, node, s0, hs, Dd + q * k, Ii + q * k, k, sj, W.lbuf,
+                               &W.kth[m])
+        if e0 > he:
+            cnt[q] += leaf_knn(S, q, node, he, e0, Dd + q * k, Ii + q * k, k, sj, W.lbuf,
+                               &W.kth[m])
+
+
+cdef void batch_prepare(const QueryS* S, const intp* qs, BatchW* W) noexcept nogil:
+    """The members' query values side by side, and which members are clean (every value
+    present and, for tables, seen in fit); QCtx must be prepared."""
+    cdef const PlanS* P = S.P
+    cdef intp B = W.nb, m, a, v, q
+    cdef int cx
+    cdef unsigned char ok
+    W.vec = not P.has_ignore and P.pmode <= 2 and P.me == 0
+    for m in range(B):
+        q = qs[m]
+        ok = 1
+        for a in range(P.mc):
+            W.qcT[a * B + m] = S.Q.c[q * P.mc + a]
+            if S.Q.c[q * P.mc + a] != S.Q.c[q * P.mc + a]:
+                ok = 0
+        for a in range(P.mo):
+            cx = S.Q.o[q * P.mo + a]
+            W.qoT[a * B + m] = cx
+            if cx < 0:
+                ok = 0
+        for a in range(P.mt):
+            cx = S.Q.t[q * P.mt + a]
+            if cx < 0 or cx >= P.t_V[a]:
+                ok = 0
+            for v in range(64):
+                W.bmT[(a * 64 + v) * B + m] = W.C[m].bm[a * 64 + v]
+        W.clean[m] = ok
+
+
+cdef void kd_lower_batch(const QueryS* S, BatchW* W, intp node, intp na,
+                         double* out) noexcept nogil:
+    """``kd_lower`` of ``node`` for the members W.act[0 .. na) into out[m] (INFINITY for
+    the others).  Where the plan and the node allow (every row of the node with every
+    value present and seen) and a quarter of the members or more need the node, the clean
+    members' bounds are computed side by side without
+    branches on the data: the operations of ``kd_lower`` on each member's terms, in the
+    same attribute order, but without its early exits (a full sum is a bound too)."""
+    cdef const PlanS* P = S.P
+    cdef const TreeS* T = S.T
+    cdef intp B = W.nb, a, m, i, b
+    cdef int pm = P.pmode
+    cdef bint vec = W.vec and 4 * na >= B     # worth it when many members need the node
+    cdef double lo, hi, w, inv, x, g, h, d, t, ow
+    cdef const double* xs
+    cdef const double* row
+    cdef const int* cs
+    cdef uint64_t mask
+    if vec:
+        for a in range(P.mc):
+            if T.c_fl[node * P.mc + a] != F_PRESENT:
+                vec = False
+        for a in range(P.mo):
+            if T.o_fl[node * P.mo + a] != F_PRESENT:
+                vec = False
+        for a in range(P.mt):
+            if T.t_fl[node * P.mt + a] != F_PRESENT:
+                vec = False
+    for m in range(B):
+        out[m] = 0.0
+    if vec:
+        for a in range(P.mc):
+            lo = T.c_lo[node * P.mc + a]
+            hi = T.c_hi[node * P.mc + a]
+            w = P.c_w[a]
+            inv = P.c_inv[a]
+            xs = W.qcT + a * B
+            for m in range(B):
+                x = xs[m]
+                g = lo - x
+                h = x - hi
+                g = h if h > g else g
+                d = g * inv
+                t = w * (d * d if pm == 2 else d)
+                out[m] = acc(out[m], t if g > 0.0 else 0.0, pm)
+        for a in range(P.mo):
+            mask = T.o_mask[node * P.mo + a]
+            ow = P.o_w[a]
+            cs = W.qoT + a * B
+            for m in range(B):
+                t = 0.0 if (mask >> (cs[m] & 63)) & 1 else ow
+                out[m] = acc(out[m], t, pm)
+        for a in range(P.mt):
+            for m in range(B):
+                W.tv[m] = INFINITY
+            mask = T.t_mask[node * P.mt + a]
+            while mask:
+                b = hdist_ctz64(mask)
+                row = W.bmT + (a * 64 + b) * B
+                for m in range(B):
+                    W.tv[m] = row[m] if row[m] < W.tv[m] else W.tv[m]
+                mask &= mask - 1
+            for m in range(B):
+                out[m] = acc(out[m], W.tv[m], pm)
+    for m in range(B):
+        W.isact[m] = 0
+    for i in range(na):
+        m = W.act[i]
+        W.isact[m] = 1
+        if not (vec and W.clean[m]):
+            out[m] = kd_lower(P, T, &W.C[m], node, S.D, W.kth[m])
+    for m in range(B):
+        if not W.isact[m]:
+            out[m] = INFINITY
+
+
+cdef int kd_batches(const QueryS* S, const intp* qs, const intp* homes, intp nq, intp per,
+                    double* Dd, intp* Ii, intp k, intp* cnt) noexcept nogil:
+    """``kd_batch`` on the queries qs[0 .. nq) in batches of ``per`` (one scratch for
+    all).  Returns -1 when out of memory."""
+    cdef BatchW W
+    cdef intp b
+    if batch_alloc(S, per, &W) < 0:
+        return -1
+    b = 0
+    while b < nq:
+        kd_batch(S, qs + b, homes + b, min(per, nq - b), &W, Dd, Ii, k, cnt)
+        b += per
+    batch_free(&W)
+    return 0
+
+
+cdef void kd_batch(const QueryS* S, const intp* qs, const intp* homes, intp nq, BatchW* Wp,
+                   double* Dd, intp* Ii, intp k, intp* cnt) noexcept nogil:
+    """k nearest rows of the queries qs[0 .. nq) by the KD-tree, traversed together.
+
+    Each member first scans its home leaf ``homes[m]`` (its list holds close candidates
+    from the start); then the batch descends the tree once: a node is entered when its
+    lower bound passes some member's k-th bound, its children's bounds are computed for
+    those members only, and a leaf's rows are scanned for each member that needs it, one
+    after the other, so that they are read from memory once for the batch.  Every member
+    keeps its own sorted list of (true distance, index) and counts its evaluations; the
+    lists do not depend on the order in which rows reach them, so the answer is brute
+    force's for any batch.  ``Wp``: scratch for at least nq members."""
+    cdef const PlanS* P = S.P
+    cdef const TreeS* T = S.T
+    cdef BatchW W = Wp[0]
+    cdef intp m, i, q, sp, node, na, L, Rn, vote, B = nq, mt = P.mt
+    cdef double* lb
+    cdef double* hd
+    cdef intp* hi
+    W.nb = nq
+    for m in range(B):
+        q = qs[m]
+        W.C[m].bm = W.bm + m * mt * 64
+        W.C[m].tun = W.tun + m * mt
+        W.C[m].margin = S.margin
+        kd_prepare(P, S.Q, q, &W.C[m])
+        W.kth[m] = INFINITY
+        W.home[m] = homes[m]
+        cnt[q] = leaf_knn(S, q, homes[m], T.start[homes[m]], T.end[homes[m]], Dd + q * k,
+                          Ii + q * k, k, q if S.excl else -1, W.lbuf, &W.kth[m])
+        W.slb[m] = kd_lower(P, T, &W.C[m], 0, S.D, W.kth[m])
+    batch_prepare(S, qs, &W)
+    W.snode[0] = 0
+    sp = 1
+    while sp > 0:
+        sp -= 1
+        node = W.snode[sp]
+        lb = W.slb + sp * B
+        na = 0
+        for m in range(B):
+            if lb[m] > W.kth[m]:
+                continue
+            q = qs[m]
+            hd = Dd + q * k
+            hi = Ii + q * k
+            if T.minidx[node] > hi[k - 1] and lb[m] < INFINITY \
+                    and finalize(P, lb[m]) >= hd[k - 1]:
+                # every row of the node is at a distance >= finalize(lb) (the root and
+                # the mean are monotone): at best a tie with the k-th, larger index
+                continue
+            W.act[na] = m
+            na += 1
+        if na == 0:
+            continue
+        L = T.left[node]
+        if L < 0 or S.blk[2 * node] >= 0:
+            # a leaf, or a subtree inside one block (small enough that scanning it costs
+            # less than the bounds below it): its rows (contiguous, attribute-major) are
+            # scanned for every member in turn, so they stay in cache
+            leaf_prefetch(S, node)
+            if sp > 0:
+                leaf_prefetch(S, W.snode[sp - 1])     # often the next one scanned
+            unit_knn(S, node, qs, &W, na, Dd, Ii, k, cnt)
+            continue
+        Rn = T.right[node]
+        kd_lower_batch(S, &W, L, na, W.bl)
+        kd_lower_batch(S, &W, Rn, na, W.br)
+        vote = 0
+        for i in range(na):
+            m = W.act[i]
+            if W.bl[m] <= W.br[m]:
+                vote += 1
+        # the child nearer for most members is visited first (pushed last)
+        if 2 * vote >= na:
+            W.snode[sp] = Rn
+            W.snode[sp + 1] = L
+            memcpy(W.slb + sp * B, W.br, B * sizeof(double))
+            memcpy(W.slb + (sp + 1) * B, W.bl, B * sizeof(double))
+        else:
+            W.snode[sp] = L
+            W.snode[sp + 1] = Rn
+            memcpy(W.slb + sp * B, W.bl, B * sizeof(double))
+            memcpy(W.slb + (sp + 1) * B, W.br, B * sizeof(double))
+        sp += 2
+
+
 ctypedef struct HitBuf:
     double* d
     intp* j
@@ -1460,8 +1816,13 @@ cdef class _Query:
             if (a is None or a.dtype != dt or not a.flags.c_contiguous
                     or a.shape != (max(1, n * width),)):
                 raise ValueError("leaf_rows must come from leaf_major over these rows")
+        blk = lm.get("block")
+        if (blk is None or blk.dtype != np.intp or not blk.flags.c_contiguous
+                or blk.shape != (nodes.nn, 2)):
+            raise ValueError("leaf_rows must come from leaf_major over this tree")
         view = tile_view(plan)
         self.keep = (plan, nodes, Q, Rorig, perm, rowdist, two_sided, view, lm)
+        self.s.blk = <const intp*> cnp.PyArray_DATA(blk)
         self.s.tview = <const void*> cnp.PyArray_DATA(view)
         self.s.tnb = TILE_ROWS
         self.s.lm.ld = 0
@@ -1509,27 +1870,67 @@ cdef void leaf_transpose(const PlanS* P, const RowsS* R, const intp* perm, intp 
             e[s0 * D + a * nl + j] = R.e[r * D + a]
 
 
-def leaf_major(CPlan plan, CRows R, perm, dict arrays):
-    """The indexed rows R in tree order (row ``perm[pos]`` at position ``pos``), leaf by
-    leaf, each leaf's rows attribute-major as the tile kernel reads them: arrays ``c``,
-    ``cpen``, ``o``, ``t``, ``e`` with leaf ``[s, e)`` at offset ``s * width`` and leading
-    dimension ``e - s``.  Made once per tree by its owner and passed to ``knn`` and
-    ``radius`` as ``leaf_rows`` (a leaf's rows sit together in memory, and its tile reads
-    a few contiguous runs instead of one cache line per attribute)."""
+def _blocks(const intp[::1] parent, const intp[::1] left, const intp[::1] start,
+            const intp[::1] end, intp unit, unsigned char[::1] inside, unsigned char[::1] own,
+            intp[:, ::1] blk):
+    """Mark the blocks of ``leaf_major`` (parents come before their children)."""
+    cdef intp i, nn = parent.shape[0]
+    with nogil:
+        for i in range(nn):
+            if parent[i] >= 0 and inside[parent[i]]:
+                inside[i] = 1
+                blk[i, 0] = blk[parent[i], 0]
+                blk[i, 1] = blk[parent[i], 1]
+            elif left[i] < 0 or end[i] - start[i] <= unit:
+                inside[i] = 1
+                own[i] = 1
+                blk[i, 0] = start[i]
+                blk[i, 1] = end[i]
+
+
+def leaf_major(CPlan plan, CRows R, perm, dict arrays, intp unit=0):
+    """The indexed rows R in tree order (row ``perm[pos]`` at position ``pos``), block by
+    block, each block's rows attribute-major as the tile kernel reads them: arrays ``c``,
+    ``cpen``, ``o``, ``t``, ``e`` with block ``[s, e)`` at offset ``s * width`` and
+    leading dimension ``e - s``, and ``block`` ``[nodes, 2]``: the block ``[s, e)``
+    holding each node's rows (``s = -1`` for the nodes above the blocks).  The blocks are
+    the leaves (``unit`` 0) or the largest subtrees of at most ``unit`` rows (and the
+    larger leaves): a KD-tree k-NN query scans a block's rows in one tile instead of
+    bounding the nodes inside it.  Made once per tree by its owner and passed to ``knn``
+    and ``radius`` as ``leaf_rows`` (a leaf's rows sit together in memory, and its tile
+    reads a few contiguous runs instead of one cache line per attribute)."""
     cdef const PlanS* P = &plan.s
     _check_state("kd_tree", arrays, perm, np.zeros(0), R.s.n)
     left = np.asarray(arrays["left"]).reshape(-1)
-    leaves = np.flatnonzero(left < 0)
-    starts = np.asarray(arrays["start"]).reshape(-1)[leaves]
-    ends = np.asarray(arrays["end"]).reshape(-1)[leaves]
-    cdef intp n = R.s.n, D = R.s.D, i, nl = leaves.shape[0]
+    right = np.asarray(arrays["right"]).reshape(-1)
+    start = np.asarray(arrays["start"]).reshape(-1).astype(np.intp)
+    end = np.asarray(arrays["end"]).reshape(-1).astype(np.intp)
+    nn = left.shape[0]
+    # a node is a block when it is a leaf or small enough and its parent is not inside one
+    inside = np.zeros(nn, dtype=bool)       # the node is a block or lies inside one
+    own = np.zeros(nn, dtype=bool)          # the node is a block
+    blk = np.full((nn, 2), -1, dtype=np.intp)
+    if nn:
+        parent = np.full(nn, -1, dtype=np.intp)
+        inner = np.flatnonzero(left >= 0)
+        if (left[inner] <= inner).any() or (right[inner] <= inner).any():
+            raise ValueError("the tree's children must come after their parents")
+        parent[left[inner]] = inner
+        parent[right[inner]] = inner
+        _blocks(parent, left.astype(np.intp), start, end, unit, inside.view(np.uint8),
+                own.view(np.uint8), blk)
+    blocks = np.flatnonzero(own)
+    starts = start[blocks]
+    ends = end[blocks]
+    cdef intp n = R.s.n, D = R.s.D, i, nl = blocks.shape[0]
     cdef const intp* pm = <const intp*> cnp.PyArray_DATA(perm)
     out = {"c": np.zeros(max(1, n * P.mc)), "cpen": np.zeros(max(1, n * P.mc)),
            "o": np.zeros(max(1, n * P.mo), dtype=np.intc),
-           "t": np.zeros(max(1, n * P.mt), dtype=np.intc), "e": np.zeros(max(1, n * D))}
+           "t": np.zeros(max(1, n * P.mt), dtype=np.intc), "e": np.zeros(max(1, n * D)),
+           "block": blk}
     order = np.argsort(starts)
     if nl == 0 or starts[order[0]] != 0 or ends[order[-1]] != n or \
-            (starts[order[1:]] != ends[order[:-1]]).any():
+            (starts[order[1:]] != ends[order[:-1]]).any() or (left[~inside] < 0).any():
         raise ValueError("the tree's leaves do not partition the %d rows" % n)
     if n and (perm.min() < 0 or perm.max() >= n):
         raise ValueError("perm holds positions outside the %d rows" % n)
@@ -1567,7 +1968,7 @@ def _nodes_view(kind, CPlan plan, CRows rows, dict arrays):
 
 def knn(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, rowdist,
         intp depth, intp k, int n_threads, bint exclude_self=False, two_sided=None,
-        intp block=0):
+        intp block=0, intp batch=0):
     """Exact k nearest rows of each query by a tree.
 
     ``R``: the indexed rows (index order); ``leaf_rows``: ``leaf_major(plan, R, perm,
@@ -1575,8 +1976,13 @@ def knn(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, r
     of a triangle (see ``ball_row_lower``); None means 0 for every query.
     Returns ``(dist, ind, n_evaluations)``: true distances and row indices ``[n_q, k]``
     sorted by (distance, index) exactly as the brute-force kernel sorts them, and the
-    number of pair distances computed for each query."""
-    cdef intp nq = Q.s.n, n = R.s.n, b0, b1, nch, ch, per = 4, q, i
+    number of pair distances computed for each query.
+
+    The KD-tree answers queries in batches of ``batch`` (0: ``KD_BATCH``) that traverse
+    the tree together (``kd_batch``), the queries ordered by the leaf they fall in, and
+    scan a block of ``leaf_rows`` (a subtree of at most ``unit`` rows, see
+    ``leaf_major``) at once; the ball tree answers queries one at a time."""
+    cdef intp nq = Q.s.n, n = R.s.n, b0, b1, nch, ch, per = 4, q, i, task = 4
     _check_state(kind, arrays, perm, rowdist, n)
     if k < 1 or k > n - (1 if exclude_self else 0):
         raise ValueError("k must be in [1, %d], got %d" % (n - (1 if exclude_self else 0), k))
@@ -1594,21 +2000,58 @@ def knn(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, r
     cdef intp* Cc = <intp*> cnp.PyArray_DATA(counts)
     if block <= 0:
         block = max(256, 128 * n_threads)
+    cdef bint kd = kind == "kd_tree"
+    cdef intp* od = NULL
+    cdef intp* hm = NULL
+    if kd:
+        # batches of queries in the order of their home leaves (ties by index)
+        per = batch if batch > 0 else KD_BATCH
+        order, homes = _kd_order(&S.s, nq)
+        od = <intp*> cnp.PyArray_DATA(order)
+        hm = <intp*> cnp.PyArray_DATA(homes)
+        task = per * max(1, 64 // per)           # queries per task: one scratch each
+        block = (max(block, task * n_threads) + task - 1) // task * task
     status = np.zeros(max(1, (block + per - 1) // per), dtype=np.intc)
     cdef int* st = <int*> cnp.PyArray_DATA(status)
     cdef int nt
     for b0 in range(0, nq, block):
         b1 = min(nq, b0 + block)
-        nch = (b1 - b0 + per - 1) // per
+        nch = (b1 - b0 + (task if kd else per) - 1) // (task if kd else per)
         nt = min(n_threads, nch)
         with nogil:
             for ch in prange(nch, num_threads=nt, schedule="dynamic"):
-                st[ch] = knn_chunk(&S.s, b0 + ch * per, min(b1, b0 + ch * per + per),
-                                   Dd, Ii, k, Cc)
+                if kd:
+                    st[ch] = kd_batches(&S.s, od + b0 + ch * task, hm + b0 + ch * task,
+                                        min(task, b1 - b0 - ch * task), per, Dd, Ii, k, Cc)
+                else:
+                    st[ch] = knn_chunk(&S.s, b0 + ch * per, min(b1, b0 + ch * per + per),
+                                       Dd, Ii, k, Cc)
         PyErr_CheckSignals()
         if (status < 0).any():
             raise MemoryError("tree query ran out of memory")
     return dist, ind, counts
+
+
+#: queries per KD-tree batch (``kd_batch``)
+KD_BATCH = 16
+#: rows of the largest KD-tree subtree stored (``leaf_major``) and scanned as one block
+KD_UNIT = 128
+
+
+cdef _kd_order(const QueryS* S, intp nq):
+    """``(order, homes)``: the queries ordered by the tree position of their home leaf
+    (``kd_home``; ties by index), and those leaves in that order."""
+    cdef intp q
+    homes = np.empty(max(1, nq), dtype=np.intp)
+    pos = np.empty(max(1, nq), dtype=np.intp)
+    cdef intp* hm = <intp*> cnp.PyArray_DATA(homes)
+    cdef intp* hp = <intp*> cnp.PyArray_DATA(pos)
+    with nogil:
+        for q in range(nq):
+            hm[q] = kd_home(S.P, S.T, S.Q, q, S.D)
+            hp[q] = S.T.start[hm[q]]
+    order = np.ascontiguousarray(np.argsort(pos[:nq], kind="stable"), dtype=np.intp)
+    return order, np.ascontiguousarray(homes[:nq][order])
 
 
 def radius(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, rowdist,
