@@ -19,7 +19,16 @@ J. Stat. Softw. 74(7), 2016) does for mixed data:
   (``continuous="median"``, VIM's ``numFun = median``); a nominal cell the (weighted) mode,
   ties going to the value that sorts first among the column's training labels;
 - weights are ``"uniform"`` or ``"distance"`` (``1/d``; donors at distance 0 take the
-  whole weight), as in :mod:`hdist.neighbors`.
+  whole weight), as in :mod:`hdist.neighbors`;
+- ``fit(X, sample_weight=w)`` takes frequency weights (docs/metrics.md, section 10): a
+  training row of weight ``m`` counts as ``m`` copies of itself, in the metric's
+  statistics, in the column statistics and among the donors.  The ``k`` donors of a cell
+  are the ``k`` nearest *copies*: donors are taken in ``(distance, position)`` order until
+  their weight reaches ``k``, the last one counted with the part of its weight still
+  needed (a donor of weight 3 fills up to 3 of the ``k`` places), and each donor enters
+  the mean, median or mode with its counted weight times its distance weight.  Integer
+  weights therefore impute exactly as the training rows repeated by their weights; rows of
+  weight 0 are never donors.
 
 A row with no observed value at all has no distance to anything: each of its cells gets
 the column's training mean (median with ``continuous="median"``) or mode, as
@@ -39,7 +48,7 @@ from sklearn.utils.validation import _check_feature_names_in, _num_samples, chec
 
 from . import _knn
 from ._index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
-from ._schema import CONTINUOUS, MixedTableTags
+from ._schema import CONTINUOUS, MixedTableTags, check_sample_weight
 from .metrics import Metric
 
 try:  # scikit-learn >= 1.6
@@ -51,29 +60,36 @@ except ImportError:  # pragma: no cover - older scikit-learn
 __all__ = ["KNNImputer"]
 
 CONTINUOUS_STATISTICS = ("mean", "median")
+#: a cumulative weight within this part of the total from half of it is on half
+MEDIAN_HALF_RTOL = 1e-12
 
 
 def weighted_median(values, w):
     """Row-wise weighted median of ``values`` ``[n, k]`` with weights ``w`` ``[n, k]``
     (each row's weights positive in total): the value where the cumulative weight of the
-    sorted values reaches half the total; where it lands exactly on half, the mean of that
-    value and the next one of positive weight.  With equal weights this is the ordinary
-    median (``numpy.median``)."""
+    sorted values reaches half the total; where it lands on half, the mean of that value
+    and the next one of positive weight.  "On half" allows the rounding of the sums
+    (``MEDIAN_HALF_RTOL`` of the total), so that a weight ``3 w`` and three weights ``w``
+    -- a row of sample weight 3 and its three copies -- give the same median.  With equal
+    weights this is the ordinary median (``numpy.median``)."""
     values = np.asarray(values, dtype=np.float64)
     order = np.argsort(values, axis=1, kind="stable")
     v = np.take_along_axis(values, order, axis=1)
     cum = np.cumsum(np.take_along_axis(np.asarray(w, dtype=np.float64), order, axis=1),
                     axis=1)
     half = cum[:, -1:] / 2.0
+    tol = MEDIAN_HALF_RTOL * cum[:, -1:]
     rows = np.arange(v.shape[0])
-    lo = v[rows, np.argmax(cum >= half, axis=1)]
-    hi = v[rows, np.argmax(cum > half, axis=1)]
+    lo = v[rows, np.argmax(cum >= half - tol, axis=1)]
+    hi = v[rows, np.argmax(cum > half + tol, axis=1)]
     return (lo + hi) / 2.0
 
 
-def _column_mode(codes, V):
-    """The most frequent code of ``codes`` (``-1`` missing); ties: the smallest code."""
-    counts = np.bincount(codes[codes >= 0], minlength=V)
+def _column_mode(codes, V, w=None):
+    """The most frequent code of ``codes`` (``-1`` missing), each counted with its weight
+    ``w`` (None: 1); ties: the smallest code."""
+    ok = codes >= 0
+    counts = np.bincount(codes[ok], weights=None if w is None else w[ok], minlength=V)
     return int(np.argmax(counts))
 
 
@@ -120,7 +136,8 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         The column's training mean (median) or mode: the value a row with no observed
         attribute gets.
     indicator_features_ : ndarray of int
-        Positions of the features that get an indicator column (``add_indicator``).
+        Positions of the features that get an indicator column (``add_indicator``):
+        those with a missing value in a training row (of positive ``sample_weight``).
     n_features_in_, feature_names_in_ (named columns only)
 
     Notes
@@ -228,15 +245,21 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         return X
 
     # -- fit -----------------------------------------------------------------------------
-    def fit(self, X, y=None):
+    def fit(self, X, y=None, sample_weight=None):
         """Fit the metric on ``X`` (with ``y`` when the metric learns from classes) and
-        index its rows as donors."""
+        index its rows as donors.
+
+        ``sample_weight`` ``[n]`` (finite, non-negative, not all zero): frequency weights;
+        a row of weight ``m`` counts as ``m`` copies of itself in the metric's statistics
+        (:meth:`hdist.Metric.fit`), in ``statistics_`` and among the ``k`` donors of a
+        cell (module notes).  Rows of weight 0 are never donors."""
         self._check_params()
         X = self._validate(X, reset=True)
         n = _num_samples(X)
         if n < 2:
             raise ValueError("KNNImputer needs at least 2 training rows, got %d sample(s)"
                              % n)
+        sw = check_sample_weight(sample_weight, n)
         if self.n_features_in_ == 0:
             raise ValueError("Found array with 0 feature(s) (shape=(%d, 0)) while a minimum "
                              "of 1 is required." % n)
@@ -248,32 +271,46 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
                                  % metric.name)
             labels = y
         index = _knn.make_index(metric, self.algorithm, int(self.leaf_size))
-        index.fit(X, labels)
+        index.fit(X, labels, sample_weight=sw)
         self._index = index
         self.metric_ = index.metric_
         schema = self.metric_.schema_
         values, present = self._encode(X)
+        # a row of weight 0 donates nothing and shows no missing value to the indicator
+        missing = ~present
+        if sw is not None:
+            present &= (sw > 0)[:, None]
+            missing &= (sw > 0)[:, None]
         m = len(values)
         for j in range(m):
             if not present[:, j].any():
-                raise ValueError("column %r has no observed value in the training data; "
-                                 "there is nothing to impute it from" % schema.names_[j])
+                raise ValueError("column %r has no observed value in the training data%s; "
+                                 "there is nothing to impute it from"
+                                 % (schema.names_[j], "" if sw is None
+                                    else " (rows of positive sample_weight)"))
         self._values = values
         self._present = present
+        self._mass = sw
         self._n_donors = present.sum(axis=0)
         stats = np.empty(m, dtype=object)
         for j in range(m):
             v = values[j]
+            wj = None if sw is None else sw[present[:, j]]
             if schema.kinds_[j] == CONTINUOUS:
                 obs = v[present[:, j]]
-                stats[j] = float(np.mean(obs) if self.continuous == "mean"
-                                 else np.median(obs))
+                if wj is None:
+                    stats[j] = float(np.mean(obs) if self.continuous == "mean"
+                                     else np.median(obs))
+                elif self.continuous == "mean":
+                    stats[j] = float(_knn.weighted_mean(obs[None, :], wj[None, :])[0])
+                else:
+                    stats[j] = float(weighted_median(obs[None, :], wj[None, :])[0])
             else:
-                stats[j] = _column_mode(v, len(schema.categories_[j]))
+                stats[j] = _column_mode(v, len(schema.categories_[j]), sw)
         self._stat_codes = stats
         self.statistics_ = np.array([self._label(j, s) for j, s in enumerate(stats)],
                                     dtype=object)
-        self.indicator_features_ = np.flatnonzero(~present.all(axis=0)) \
+        self.indicator_features_ = np.flatnonzero(missing.any(axis=0)) \
             if self.add_indicator else np.zeros(0, dtype=np.intp)
         self.n_samples_fit_ = n
         return self
@@ -342,7 +379,12 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
             for j in np.flatnonzero(todo.any(axis=0)):
                 sel = np.flatnonzero(todo[:, j])
                 has = self._present[ind[sel], j]
-                done = (has.sum(axis=1) >= need[j]) | (width >= n)
+                if self._mass is None:
+                    done = has.sum(axis=1) >= need[j]
+                else:       # k copies listed, or every donor of the column
+                    done = (np.where(has, self._mass[ind[sel]], 0.0).sum(axis=1) >= k) | \
+                        (has.sum(axis=1) >= self._n_donors[j])
+                done |= width >= n
                 ok = sel[done]
                 if ok.size:
                     out[j][0].append(rows[ok])
@@ -375,11 +417,26 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
     def _combine(self, j, dist, ind, has, kk):
         """The imputed value of column ``j`` for query rows whose neighbor lists
         ``(dist, ind)`` ``[r, width]`` (sorted by distance, then position) hold at least
-        ``kk`` donors (``has``): their first ``kk`` donors' weighted mean, median or mode."""
-        pos = np.argsort(~has, axis=1, kind="stable")[:, :kk]
+        ``kk`` donors (``has``): their first ``kk`` donors' weighted mean, median or mode.
+        With sample weights, the donors up to ``n_neighbors`` copies, each weighted by its
+        counted copies (``_knn.mass_weights``, ties by position)."""
+        pos = np.argsort(~has, axis=1, kind="stable")
+        if self._mass is None:
+            pos = pos[:, :kk]
         d = np.take_along_axis(dist, pos, axis=1)
         donors = np.take_along_axis(ind, pos, axis=1)
-        w = _knn.neighbor_weights(d, self.weights)
+        if self._mass is None:
+            w = _knn.neighbor_weights(d, self.weights)
+        else:
+            mass = np.where(np.take_along_axis(has, pos, axis=1), self._mass[donors], 0.0)
+            k = int(self.n_neighbors)
+            # the counted donors are a prefix of each list: keep the longest one
+            used = (mass > 0) & (np.cumsum(mass, axis=1) - mass < k)
+            L = max(1, int(used.sum(axis=1).max()))
+            d, donors, mass = d[:, :L], donors[:, :L], mass[:, :L]
+            w = _knn.mass_weights(d, mass, k, self.weights, "index")
+            # a listed row that is no donor (weight 0) holds no value: any stands in
+            donors = np.where(mass > 0, donors, donors[:, :1])
         vals = self._values[j][donors]
         if self.metric_.schema_.kinds_[j] != CONTINUOUS:
             V = len(self.metric_.schema_.categories_[j])

@@ -48,13 +48,14 @@ def ref_weights(dists, weights):
 
 
 def ref_median(vals, w):
-    """Weighted median, literally: walk the sorted values until half the weight."""
+    """Weighted median, literally: walk the sorted values until half the weight (on half
+    up to rounding: within 1e-12 of the total)."""
     pairs = sorted(zip(vals, w))
     total = sum(w)
     cum = 0.0
     for t, (v, wt) in enumerate(pairs):
         cum += wt
-        if cum == total / 2:
+        if abs(cum - total / 2) <= 1e-12 * total:
             nxt = next(u for u, wu in pairs[t + 1:] if wu > 0)
             return (v + nxt) / 2
         if cum > total / 2:
@@ -345,6 +346,10 @@ def test_weighted_median():
     np.testing.assert_array_equal(weighted_median(v, np.ones_like(v)), np.median(v, axis=1))
     w = np.array([[1.0, 1.0, 1.0, 5.0], [0.0, 1.0, 1.0, 0.0]])
     np.testing.assert_array_equal(weighted_median(v, w), [4.0, 2.5])
+    # half the weight reached up to rounding: three weights 1/d against one of 3/d
+    a = 1 / 1.7192315334490438
+    assert weighted_median([[-135.0, -135, -135, 93, 93, 93]], [[a] * 6])[0] == -21.0
+    assert weighted_median([[-135.0, 93]], [[3 * a, 3 * a]])[0] == -21.0
 
 
 def test_pipeline_pickle_and_clone():
