@@ -409,7 +409,7 @@ def radius(plan, Q, R, cQ, cR, r, n_threads, exclude_self=False, self_offset=0,
     F = _prepare(plan, Q, R, {} if cache is None else cache, r_chunk, dtype)
     if F is None:
         return None
-    from ._kernels import gemm_radius_select
+    from ._kernels import gemm_radius_lists, gemm_radius_select
     nq, nr = Q.n, R.n
     cplan = plan.cplan
     extra = F.extra()
@@ -426,8 +426,4 @@ def radius(plan, Q, R, cQ, cR, r, n_threads, exclude_self=False, self_offset=0,
         qs, js, ds = (np.concatenate(z) for z in zip(*found))
     else:
         qs, js, ds = np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)
-    order = np.lexsort((js, ds, qs))
-    qs, js, ds = qs[order], js[order], ds[order]
-    cut = np.searchsorted(qs, np.arange(nq + 1))
-    return ([ds[cut[q]:cut[q + 1]] for q in range(nq)],
-            [js[cut[q]:cut[q + 1]] for q in range(nq)])
+    return gemm_radius_lists(qs, js, ds, nq)

@@ -90,6 +90,9 @@ def gemm_radius_select(
     ridx: IntpArray | None = None,
     hc: npt.NDArray[np.float32] | Float64Array | None = None,
 ) -> tuple[IntpArray, IntpArray, Float64Array]: ...
+def gemm_radius_lists(
+    qs: IntpArray, js: IntpArray, ds: Float64Array, nq: int
+) -> tuple[list[Float64Array], list[IntpArray]]: ...
 def pairwise(
     plan: CPlan,
     X: CRows,

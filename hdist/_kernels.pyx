@@ -1008,6 +1008,8 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
     cdef intp* owner = NULL
     cdef intp* tmpo
     cdef intp ocap = 0
+    cdef intp[::1] qv, jv
+    cdef double[::1] dv
     cdef const double* gm = &gmin[0, 0] if gmin is not None and gmin.shape[0] > 0 else NULL
     cdef intp mstride = gmin.shape[1] if gmin is not None else 0
     cdef int has_h
@@ -1053,14 +1055,112 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
         qs = np.empty(cnt, dtype=np.intp)
         js = np.empty(cnt, dtype=np.intp)
         ds = np.empty(cnt)
+        qv, jv, dv = qs, js, ds
         for h in range(cnt):
-            qs[h] = owner[h]
-            js[h] = buf[h].j
-            ds[h] = buf[h].d
+            qv[h] = owner[h]
+            jv[h] = buf[h].j
+            dv[h] = buf[h].d
         return qs, js, ds
     finally:
         free(buf)
         free(owner)
+
+
+cdef void _sort_hits(Hit* a, Hit* tmp, intp n) noexcept nogil:
+    """Sort ``a[0:n]`` by (distance, index): insertion sort on runs of 16, then bottom-up
+    merges through ``tmp`` (n entries), comparisons inlined (``qsort``'s indirect calls
+    cost most of the time on the short lists of a radius search)."""
+    cdef intp lo, hi, i, j, w, m, e, x, y, k
+    cdef Hit h
+    cdef Hit* src = a
+    cdef Hit* dst = tmp
+    cdef Hit* sw
+    for lo in range(0, n, 16):
+        hi = lo + 16 if lo + 16 < n else n
+        for i in range(lo + 1, hi):
+            h = a[i]
+            j = i - 1
+            while j >= lo and _before(h.d, h.j, a[j].d, a[j].j):
+                a[j + 1] = a[j]
+                j = j - 1
+            a[j + 1] = h
+    w = 16
+    while w < n:
+        lo = 0
+        while lo < n:
+            m = lo + w if lo + w < n else n
+            e = lo + 2 * w if lo + 2 * w < n else n
+            x = lo
+            y = m
+            k = lo
+            while x < m and y < e:
+                if _before(src[y].d, src[y].j, src[x].d, src[x].j):
+                    dst[k] = src[y]
+                    y = y + 1
+                else:
+                    dst[k] = src[x]
+                    x = x + 1
+                k = k + 1
+            while x < m:
+                dst[k] = src[x]
+                x = x + 1
+                k = k + 1
+            while y < e:
+                dst[k] = src[y]
+                y = y + 1
+                k = k + 1
+            lo = e
+        sw = src
+        src = dst
+        dst = sw
+        w = 2 * w
+    if src != a:
+        for i in range(n):
+            a[i] = src[i]
+
+
+def gemm_radius_lists(const intp[::1] qs, const intp[::1] js, const double[::1] ds,
+                      intp nq):
+    """The hits ``(query, index, distance)`` of :func:`gemm_radius_select`, in any order,
+    as :func:`radius` returns them: two lists of ``nq`` arrays (distances, indices), each
+    query's sorted by (distance, index)."""
+    cdef intp n = qs.shape[0], h, q
+    cdef Hit* buf
+    if js.shape[0] != n or ds.shape[0] != n:
+        raise ValueError("qs, js and ds must have the same length")
+    starts = np.zeros(nq + 1, dtype=np.intp)
+    pos = np.empty(nq + 1, dtype=np.intp)
+    D = np.empty(n)
+    I = np.empty(n, dtype=np.intp)
+    cdef intp[::1] st = starts, ps = pos, Iv = I
+    cdef double[::1] Dv = D
+    for h in range(n):
+        q = qs[h]
+        if q < 0 or q >= nq:
+            raise ValueError("query %d of a hit is not in [0, %d)" % (q, nq))
+        st[q + 1] += 1
+    for q in range(nq):
+        st[q + 1] += st[q]
+    ps[:] = st
+    buf = <Hit*> malloc(2 * max(1, n) * sizeof(Hit))
+    if buf == NULL:
+        raise MemoryError("radius search ran out of memory")
+    try:
+        with nogil:
+            for h in range(n):
+                q = qs[h]
+                buf[ps[q]].d = ds[h]
+                buf[ps[q]].j = js[h]
+                ps[q] += 1
+            for q in range(nq):
+                _sort_hits(&buf[st[q]], &buf[n + st[q]], st[q + 1] - st[q])
+            for h in range(n):
+                Dv[h] = buf[h].d
+                Iv[h] = buf[h].j
+    finally:
+        free(buf)
+    return ([D[st[q]:st[q + 1]] for q in range(nq)],
+            [I[st[q]:st[q + 1]] for q in range(nq)])
 
 
 cdef void _pairwise_row(const hd_tplan* T, const PlanS* P, const RowsS* X, intp i,
