@@ -7,6 +7,13 @@
  * is within 0.52 ulp), the same on every instruction set, and several times faster than
  * pow.  d is never -0 here (a product of fabs and a positive scale, or a sum of such), so
  * sqrt(-0) = -0 does not arise.
+ *
+ * p = 3 and p = 4: products, (d * d) * d and (d * d) * (d * d).  Each rounding is monotone,
+ * so the term never decreases as d grows (the trees' bounds rely on it); the relative
+ * error is below 2 ulps (3 for p = 4), far inside the 1e-12 the distances promise; and a
+ * multiplication is the same on every instruction set and vectorizes, where pow costs
+ * about 20 ns.  Overflow gives +inf and underflow 0 as pow does; sums outside the safe
+ * range are recomputed on scaled terms by the callers, as for every p.
  */
 #ifndef HDIST_PW_H
 #define HDIST_PW_H
@@ -15,7 +22,16 @@
 
 static inline double hd_pw_gen(double d, double p)
 {
-    return p == 0.5 ? sqrt(d) : pow(d, p);
+    double s;
+    if (p == 0.5)
+        return sqrt(d);
+    if (p == 3.0)
+        return (d * d) * d;
+    if (p == 4.0) {
+        s = d * d;
+        return s * s;
+    }
+    return pow(d, p);
 }
 
 #endif
