@@ -51,8 +51,9 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 
+from ._estimators import weighted_quantile
 from ._plan import SYMBOL
-from ._schema import CONTINUOUS, MixedTableTags, missing_mask
+from ._schema import CONTINUOUS, MixedTableTags, check_sample_weight, missing_mask
 from ._threads import effective_n_jobs
 from .metrics import METRICS, Metric, balanced_accuracy
 
@@ -156,11 +157,14 @@ class _Space:
     encoding and in the schema's (values and codes), and per attribute what a prototype
     update needs."""
 
-    def __init__(self, metric, cont, nom, rows, y, threads):
+    def __init__(self, metric, cont, nom, rows, y, threads, mass=None):
         plan = metric.plan_
         self.metric, self.plan, self.threads = metric, plan, threads
         self.cont, self.nom, self.rows, self.y = cont, nom, rows, y
         self.n = rows.n
+        # frequency weights of the rows (None: 1 each); ``ones`` where they are needed
+        self.mass = mass
+        self.ones = np.ones(self.n) if mass is None else mass
         e_pos = {int(a): k for k, a in enumerate(plan.e_attr)}
         self.diff = []      # (position in cont, lo, hi)
         self.emb = []       # (position in cont, lo, hi offsets in e, component, grid, G)
@@ -188,7 +192,9 @@ class _Space:
         cand = np.arange(learned)
         if (V + 1) * max(learned, 1) > NOMINAL_TERMS_BUDGET:
             keep = max(1, NOMINAL_TERMS_BUDGET // (V + 1))
-            freq = np.bincount(codes[(codes >= 0) & (codes < learned)], minlength=learned)
+            ok = (codes >= 0) & (codes < learned)
+            freq = np.bincount(codes[ok], minlength=learned,
+                               weights=None if self.mass is None else self.mass[ok])
             cand = np.sort(np.argsort(-freq, kind="stable")[:keep])
         if comp.block == "o":
             k = int(np.flatnonzero(plan.o_attr == a)[0])
@@ -293,43 +299,49 @@ class _Space:
         return self._X0, self._Xp, self._E0, self._Ep, self._B
 
     @staticmethod
-    def _weighted_sums(pi, w, X, Xp, P):
-        """Per prototype and column: ``Σ w x``, ``Σ w`` and the count over present values,
-        as sparse-by-dense products (one entry per (row, prototype) pair)."""
+    def _weighted_sums(pi, w, m, X, Xp, P):
+        """Per prototype and column: ``Σ w x``, ``Σ w`` and ``Σ m`` (the rows' frequency
+        weights: their count without sample weights) over present values, as
+        sparse-by-dense products (one entry per (row, prototype) pair)."""
         n = pi.size
         if n * P <= DENSE_PAIRS:
             Mt = np.zeros((P, n))
             Mt[pi, np.arange(n)] = w
             M1 = np.zeros((P, n))
-            M1[pi, np.arange(n)] = 1.0
+            M1[pi, np.arange(n)] = m
         else:
             from scipy import sparse
             ptr = np.arange(n + 1)
             Mt = sparse.csr_matrix((w, pi, ptr), shape=(n, P)).T
-            M1 = sparse.csr_matrix((np.ones(n), pi, ptr), shape=(n, P)).T
+            M1 = sparse.csr_matrix((m, pi, ptr), shape=(n, P)).T
         return Mt @ X, Mt @ Xp, M1 @ Xp
 
     def update(self, st, ri, pi, w, rate):
         """Move every prototype ``j`` by the weighted pairs ``(row ri, prototype pi,
-        weight w)`` (``ri=None``: every training row once).  ``rate=None``: set it to the
-        weighted centre of its rows (non-negative weights); else the batch LVQ step
-        ``x_j += rate · Σ_i w_i (x_i - x_j) / n_j`` (``n_j`` its rows with the attribute
-        present) on continuous values and posterior vectors, and the class-weighted best
-        value on nominal attributes.  Prototypes without such rows keep their values."""
+        weight w)`` (``ri=None``: every training row once; ``w`` includes the rows'
+        frequency weights).  ``rate=None``: set it to the weighted centre of its rows
+        (non-negative weights); else the batch LVQ step
+        ``x_j += rate · Σ_i w_i (x_i - x_j) / n_j`` (``n_j`` the frequency weight of its
+        rows with the attribute present: their number without sample weights) on
+        continuous values and posterior vectors, and the class-weighted best value on
+        nominal attributes.  Prototypes without such rows keep their values."""
         X0, Xp, E0, Ep, B = self._sums()
         P = st.n
         w = np.asarray(w, dtype=np.float64)
 
         def take(a):
             return a if ri is None else a[ri]
+        m = take(self.ones)
         if self.diff:
             pos = [p for p, _, _ in self.diff]
             cur = st.cont[:, pos]
-            new = self._step(cur, *self._weighted_sums(pi, w, take(X0), take(Xp), P), rate)
+            new = self._step(cur, *self._weighted_sums(pi, w, m, take(X0), take(Xp), P),
+                             rate)
             st.cont[:, pos] = np.clip(new, self._lo, self._hi)
         if st.emb is not None and self.emb:
             cur = np.hstack(st.emb)
-            new = self._step(cur, *self._weighted_sums(pi, w, take(E0), take(Ep), P), rate)
+            new = self._step(cur, *self._weighted_sums(pi, w, m, take(E0), take(Ep), P),
+                             rate)
             a = 0
             for u in st.emb:
                 u[:] = new[:, a:a + u.shape[1]]
@@ -392,13 +404,19 @@ def _grid(x):
 
 # -- initial prototypes of one class ---------------------------------------------------
 def _center(space, idx, label):
-    """One prototype at the centre of rows ``idx`` (mean values, best nominal values,
-    mean posterior vectors mapped back)."""
+    """One prototype at the centre of rows ``idx`` (weighted mean values, best nominal
+    values, mean posterior vectors mapped back)."""
     st = _blank(space, 1, label)
     for pos, _, _ in space.diff:        # start from the middle of the range
         col = space.cont[:, pos]
-        st.cont[0, pos] = np.nanmean(col) if (~np.isnan(col)).any() else np.nan
-    space.update(st, idx, np.zeros(idx.size, dtype=np.intp), np.ones(idx.size), None)
+        ok = ~np.isnan(col)
+        if not ok.any():
+            st.cont[0, pos] = np.nan
+        elif space.mass is None:
+            st.cont[0, pos] = np.nanmean(col)
+        else:
+            st.cont[0, pos] = np.dot(space.mass[ok], col[ok]) / space.mass[ok].sum()
+    space.update(st, idx, np.zeros(idx.size, dtype=np.intp), space.ones[idx], None)
     return st
 
 
@@ -410,8 +428,41 @@ def _blank(space, P, label):
         st.nom[:, pos] = cand[0] if cand.size else -1
     for pos, *_ in space.emb:
         col = space.cont[:, pos]
-        st.cont[:, pos] = np.nanmedian(col) if (~np.isnan(col)).any() else np.nan
+        ok = ~np.isnan(col)
+        st.cont[:, pos] = np.nan if not ok.any() else weighted_quantile(
+            col[ok], 0.5, None if space.mass is None else space.mass[ok])
     return space.vectors(st)
+
+
+#: total weight up to which whole-number weights are drawn as copies (exactly as the
+#: repeated rows would be)
+MAX_COPIES = 1 << 22
+
+
+def _copies(mass):
+    """Whole-number frequency weights as int64 counts when their total is at most
+    ``MAX_COPIES`` (random steps then draw among the copies, with the random numbers the
+    repeated rows would use), else None."""
+    if mass is None or not np.all(mass == np.floor(mass)) or mass.sum() > MAX_COPIES:
+        return None
+    return mass.astype(np.int64)
+
+
+def _draw(rng, n, mass):
+    """One of ``n`` positions drawn with probability proportional to ``mass`` (None:
+    uniformly): a copy among whole-number weights (``_copies``), else by the cumulative
+    weight."""
+    if mass is None:
+        return int(rng.integers(n))
+    cnt = _copies(mass)
+    if cnt is not None:
+        return int(np.searchsorted(np.cumsum(cnt), rng.integers(cnt.sum()), side="right"))
+    cum = np.cumsum(mass)
+    nxt = int(min(np.searchsorted(cum, rng.random() * cum[-1], side="right"),
+                  mass.size - 1))
+    while mass[nxt] == 0.0:
+        nxt -= 1
+    return nxt
 
 
 def _rows_state(space, idx, label, fill):
@@ -426,19 +477,31 @@ def _rows_state(space, idx, label, fill):
 
 
 def _seeds(space, idx, c, rng):
-    """k-means++ seeding (Arthur & Vassilvitskii 2007) of ``c`` rows among ``idx``."""
-    chosen = [int(rng.integers(idx.size))]
+    """k-means++ seeding (Arthur & Vassilvitskii 2007) of ``c`` rows among ``idx``; with
+    frequency weights a row is drawn with probability proportional to its weight (the
+    first) or to its weight times its reduced distance to the nearest row drawn.  With
+    whole-number weights the draws are of copies (``_copies``): a row's copies not drawn
+    yet stay candidates, so a row may be drawn twice, as two repeated rows may."""
+    mass = None if space.mass is None else space.mass[idx]
+    cnt = _copies(mass)
+    chosen = [_draw(rng, idx.size, mass)]
     rows = space.rows.take(idx)
     dmin = space.distances(rows, rows.take(chosen), reduced=True)[:, 0]
     for _ in range(1, c):
-        w = dmin.copy()
-        w[chosen] = 0.0
+        if cnt is not None:
+            left = cnt - np.bincount(chosen, minlength=idx.size)
+            w = np.where(left > 0, dmin * left, 0.0)
+        else:
+            w = dmin.copy() if mass is None else dmin * mass
+            w[chosen] = 0.0
         tot = w.sum()
         if tot > 0 and np.isfinite(tot):
             nxt = int(min(np.searchsorted(np.cumsum(w), rng.random() * tot, side="right"),
                           idx.size - 1))
             while w[nxt] == 0.0:
                 nxt -= 1
+        elif cnt is not None:           # a copy not drawn yet, uniformly
+            nxt = _draw(rng, idx.size, left.astype(np.float64))
         else:
             free = np.setdiff1d(np.arange(idx.size), chosen)
             nxt = int(free[rng.integers(free.size)])
@@ -453,7 +516,7 @@ def _init_class(space, idx, c, label, init, rng):
     if c == 1 and init in ("fcm", "kmeans"):
         return center
     if init == "random":
-        return space.vectors(_rows_state(space, np.sort(rng.choice(idx, c, replace=False)),
+        return space.vectors(_rows_state(space, np.sort(_draw_rows(space, idx, c, rng)),
                                          label, center))
     if init == "kmedoids":
         return space.vectors(_rows_state(space, _kmedoids(space, idx, c, rng), label,
@@ -469,7 +532,7 @@ def _init_class(space, idx, c, label, init, rng):
             if prev is not None and np.array_equal(lab, prev):
                 break
             prev = lab
-            ri, pi, w = idx, lab, np.ones(idx.size)
+            ri, pi, w = idx, lab, space.ones[idx]
         else:
             U = _fcm_memberships(D)
             if prev is not None and np.abs(U - prev).max() < 1e-4:
@@ -477,9 +540,24 @@ def _init_class(space, idx, c, label, init, rng):
             prev = U
             ri = np.repeat(idx, c)
             pi = np.tile(np.arange(c), idx.size)
-            w = (U * U).ravel()
+            w = (U * U).ravel() if space.mass is None else \
+                (U * U * space.mass[idx][:, None]).ravel()
         space.update(st, ri, pi, w, None)
     return st
+
+
+def _draw_rows(space, idx, c, rng):
+    """``c`` of the rows ``idx`` at random, without replacement: of the rows themselves,
+    of their copies (whole-number weights: a row may come twice, as two of its copies),
+    or with probability proportional to the weight."""
+    if space.mass is None:
+        return rng.choice(idx, c, replace=False)
+    mass = space.mass[idx]
+    cnt = _copies(mass)
+    if cnt is not None:
+        t = rng.choice(int(cnt.sum()), c, replace=False)
+        return idx[np.searchsorted(np.cumsum(cnt), t, side="right")]
+    return rng.choice(idx, c, replace=False, p=mass / mass.sum())
 
 
 def _fcm_memberships(D):
@@ -497,19 +575,24 @@ def _fcm_memberships(D):
 
 def _kmedoids(space, idx, c, rng):
     """``c`` medoid rows of a class by the alternating algorithm (Park & Jun 2009) on a
-    sample of at most ``KMEDOIDS_SAMPLE`` of its rows (CLARA, Kaufman & Rousseeuw 1990)."""
+    sample of at most ``KMEDOIDS_SAMPLE`` of its rows (CLARA, Kaufman & Rousseeuw 1990).
+    With frequency weights the sample is drawn uniformly among the rows and each sampled
+    row counts with its weight in the medoids' costs ``Σ_i w_i d(i, medoid)``."""
     sub = np.sort(rng.choice(idx, KMEDOIDS_SAMPLE, replace=False)) \
         if idx.size > KMEDOIDS_SAMPLE else idx
     rows = space.rows.take(sub)
     D = space.distances(rows, rows)
     med = _seeds(space, sub, c, rng)
+    mass = None if space.mass is None else space.mass[sub]
     for _ in range(CLUSTER_ITER):
         lab = np.argmin(D[:, med], axis=1)
         new = med.copy()
         for j in range(c):
             members = np.flatnonzero(lab == j)
             if members.size:
-                new[j] = members[np.argmin(D[np.ix_(members, members)].sum(1))]
+                Dm = D[np.ix_(members, members)]
+                cost = Dm.sum(1) if mass is None else Dm @ mass[members]
+                new[j] = members[np.argmin(cost)]
         if np.array_equal(np.sort(new), np.sort(med)):
             break
         med = new
@@ -594,7 +677,8 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
         learned perfectly or no addition helps any class).
     rules_ : DataFrame (or structured array without pandas)
         The prototypes with their class, the number of training rows each wins
-        (``n_won``) and the share of those of its class (``accuracy``).
+        (``n_won``; their total ``sample_weight`` when fitted with weights) and the share
+        of those of its class (``accuracy``, weighted likewise).
     metric_ : the fitted :class:`hdist.Metric`
     n_features_in_, feature_names_in_
 
@@ -604,6 +688,26 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
     to the nearest prototype of that class, normalized:
     ``p_c = (1 / d_c) / Σ_k (1 / d_k)``; classes at distance 0 share the probability
     equally.  Its largest entry is the class :meth:`predict` returns.
+
+    ``fit(X, y, sample_weight=w)`` takes frequency weights (docs/metrics.md, section 10):
+    a row of weight ``m`` counts as ``m`` copies of itself in the metric's statistics, in
+    every centre (fuzzy c-means: membership² × weight; k-means: weighted means; k-medoids:
+    ``Σ w_i d(i, medoid)``), in the LVQ steps (``x_j += rate Σ_i s_i w_i (x_i - x_j) /
+    Σ_i w_i``), in the nominal value choice (``Σ_i s_i w_i d_a(v, x_ia)^p``), in the
+    weighted recalls of the balanced accuracy and in the size of the groups the
+    constructive step chooses among.  Rows of weight 0 take no part in the search (they
+    are neither fitted nor validated).  The steps that draw at random -- the k-means++
+    seeds of "fcm", "kmeans" and "kmedoids" (the first in proportion to the weight, the
+    next to weight × reduced distance), the rows of "random", the validation split --
+    draw among the *copies* when every weight is a whole number (total at most 2^22): a
+    row of weight 3 is three of the copies a seed, a random row or a held-out row is drawn
+    from, with the random numbers the repeated rows would use, so that for a fixed
+    ``random_state`` integer weights give the prototypes of the rows repeated by their
+    weights (up to the rounding of the weighted sums).  Other weights draw rows in
+    proportion to their weight (``"random"``: without replacement), and the validation
+    split holds out whole rows, as many as bring the held-out weight nearest to
+    ``validation_fraction`` of the class's weight.  The k-medoids sample of a class above
+    1000 rows is drawn uniformly among its rows, which keep their weights.
     """
 
     def __init__(self, metric="hvdm", *, n_prototypes=1, init="fcm", optimizer="lvq1",
@@ -712,51 +816,76 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
         return classes, codes.astype(np.int64).ravel()
 
     # -- fit ------------------------------------------------------------------------------
-    def fit(self, X, y):
-        """Fit the metric on ``(X, y)`` and find the prototypes."""
+    def fit(self, X, y, sample_weight=None):
+        """Fit the metric on ``(X, y)`` and find the prototypes.
+
+        ``sample_weight`` ``[n]`` (finite, non-negative, not all zero): frequency weights;
+        a row of weight ``m`` counts as ``m`` copies of itself in the metric's statistics,
+        the initial centres, the LVQ updates, the nominal value choice, the balanced
+        accuracy that judges constructive additions and ``rules_``; rows of weight 0 take
+        no part in the search (see the class notes for the random draws)."""
         self._check_params()
         X = self._validate_X(X, reset=True)
         n = _num_samples(X)
         classes, codes = self._check_y(y, n)
+        sw = check_sample_weight(sample_weight, n)
         C = classes.size
-        counts = np.bincount(codes, minlength=C)
+        pos = np.arange(n) if sw is None else np.flatnonzero(sw > 0)
+        counts = np.bincount(codes[pos], minlength=C)
+        if sw is not None and (counts == 0).any():
+            raise ValueError("y: class %r has no row of positive sample_weight; every class "
+                             "needs rows to get prototypes"
+                             % (classes[np.flatnonzero(counts == 0)[0]],))
+        if sw is not None and _copies(sw) is not None:
+            # whole-number weights: a class has as many rows as copies to draw from
+            counts = np.bincount(codes, weights=sw, minlength=C).astype(np.int64)
         if not self.constructive or self.n_prototypes > 1:
             small = np.flatnonzero(counts < self.n_prototypes)
             if small.size:
-                raise ValueError("n_prototypes = %d exceeds the %d training row(s) of class "
-                                 "%r" % (self.n_prototypes, counts[small[0]],
-                                         classes[small[0]]))
+                raise ValueError("n_prototypes = %d exceeds the %d training row(s)%s of "
+                                 "class %r" % (self.n_prototypes, counts[small[0]],
+                                               "" if sw is None
+                                               else " (counted by sample_weight)",
+                                               classes[small[0]]))
         rng = _rng(self.random_state)
         metric = self._build_metric()
-        metric.fit(X, codes)
+        metric.fit(X, codes, sample_weight=sw)
         cont, nom = metric.schema_.encode(X, what="X")
         rows = metric.train_
         threads = effective_n_jobs(self.n_jobs)
-        fit_idx = np.arange(n)
-        val_idx = None
+        fit_idx, fit_w = pos, (None if sw is None else sw[pos])
+        val = None
         if self.validation_fraction is not None:
-            fit_idx, val_idx = _split(codes, self.validation_fraction, rng, classes)
+            fw, vw = np.zeros(n), np.zeros(n)
+            fw[pos], vw[pos] = _split(codes[pos], self.validation_fraction, rng, classes,
+                                      None if sw is None else sw[pos])
+            fit_idx, val_idx = np.flatnonzero(fw > 0), np.flatnonzero(vw > 0)
+            fit_w = None if sw is None else fw[fit_idx]
+            val = (rows.take(val_idx), codes[val_idx], None if sw is None else vw[val_idx])
         space = _Space(metric, cont[fit_idx], nom[fit_idx], rows.take(fit_idx),
-                       codes[fit_idx], threads)
-        val = None if val_idx is None else (rows.take(val_idx), codes[val_idx])
+                       codes[fit_idx], threads, fit_w)
         st = self._search(space, val, C, rng)
         self.metric_ = metric
         self._fit_state = metric._fitted()
         self.classes_ = classes
-        self._store(st, space, X, rows, codes)
+        self._store(st, space, X, rows, codes, sw)
         return self
 
     def _score(self, space, st, val):
-        """Balanced accuracy of prototypes ``st`` and the recall of each class."""
-        rows, y = (space.rows, space.y) if val is None else val
+        """Balanced accuracy of prototypes ``st`` and the recall of each class (with
+        frequency weights: weighted recalls, their mean over the classes present)."""
+        rows, y, mass = (space.rows, space.y, space.mass) if val is None else val
         _, ind = space.nearest(rows, space.encode(st))
         pred = st.labels[ind[:, 0]]
         C = int(max(st.labels.max(), y.max())) + 1
-        hits = np.bincount(y, weights=(pred == y).astype(float), minlength=C)
-        size = np.bincount(y, minlength=C)
+        right = (pred == y).astype(float)
+        hits = np.bincount(y, weights=right if mass is None else right * mass, minlength=C)
+        size = np.bincount(y, weights=mass, minlength=C)
         with np.errstate(invalid="ignore", divide="ignore"):
             recall = hits / size
-        return balanced_accuracy(y, pred), recall, pred
+        score = balanced_accuracy(y, pred) if mass is None else \
+            float(np.mean(recall[size > 0]))
+        return score, recall, pred
 
     def _search(self, space, val, C, rng):
         y = space.y
@@ -806,15 +935,16 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
         "kmedoids"; one of them at random for "random")."""
         if self.init == "random":
             center = _center(space, idx, c)
-            return space.vectors(_rows_state(space, idx[[rng.integers(idx.size)]], c,
-                                             center))
+            pick = _draw(rng, idx.size, None if space.mass is None else space.mass[idx])
+            return space.vectors(_rows_state(space, idx[[pick]], c, center))
         k = min(NEW_GROUPS, idx.size)
         st = _init_class(space, idx, k, c, "kmedoids" if self.init == "kmedoids"
                          else "kmeans", rng)
         if k == 1:
             return st
         _, ind = space.nearest(space.rows.take(idx), space.encode(st))
-        sizes = np.bincount(ind[:, 0], minlength=k)
+        sizes = np.bincount(ind[:, 0], minlength=k,
+                            weights=None if space.mass is None else space.mass[idx])
         return st.take([int(np.argmax(sizes))])
 
     def _optimize(self, space, st):
@@ -831,6 +961,8 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
                 pi = ind[:, 0]
                 ri = None
                 w = np.where(st.labels[pi] == y, 1.0, -1.0)
+                if space.mass is not None:
+                    w *= space.mass
             else:
                 if st.n < 2:
                     return st
@@ -846,13 +978,16 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
                 pi = np.concatenate([ind[r, 0], ind[r, 1]])
                 w = np.concatenate([np.where(first_right, 1.0, -1.0),
                                     np.where(first_right, -1.0, 1.0)])
+                if space.mass is not None:
+                    w *= space.mass[ri]
             if w.size == 0:
                 break
             space.update(st, ri, pi, w, rate)
         return st
 
-    def _store(self, st, space, X, rows, codes):
-        """Fitted attributes from the final prototypes."""
+    def _store(self, st, space, X, rows, codes, sw=None):
+        """Fitted attributes from the final prototypes (``rules_`` counts rows with their
+        frequency weights ``sw``)."""
         self._proto_cont, self._proto_nom = st.cont, st.nom
         self._proto_rows = self.metric_.plan_.encode(st.cont, st.nom)
         self._proto_codes = st.labels
@@ -863,8 +998,9 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
         _, ind = space.nearest(rows, self._proto_rows)
         won = ind[:, 0]
         P = st.n
-        n_won = np.bincount(won, minlength=P)
-        right = np.bincount(won, weights=(st.labels[won] == codes).astype(float), minlength=P)
+        n_won = np.bincount(won, minlength=P, weights=sw)
+        right = (st.labels[won] == codes).astype(float)
+        right = np.bincount(won, weights=right if sw is None else right * sw, minlength=P)
         with np.errstate(invalid="ignore", divide="ignore"):
             acc = right / n_won
         self.rules_ = self._rules(n_won, acc)
@@ -894,7 +1030,7 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
         try:
             import pandas as pd
         except ImportError:  # pragma: no cover - without pandas
-            dt = [(nm, object) for nm in names] + [("class", object), ("n_won", np.int64),
+            dt = [(nm, object) for nm in names] + [("class", object), ("n_won", n_won.dtype),
                                                    ("accuracy", np.float64)]
             out = np.empty(len(n_won), dtype=dt)
             for j, nm in enumerate(names):
@@ -992,17 +1128,37 @@ def _inverse_distance_proba(D):
     return np.where(tot > 0, P / np.where(tot > 0, tot, 1.0), 1.0 / D.shape[1])
 
 
-def _split(codes, fraction, rng, classes):
-    """Stratified split: ``fraction`` of each class's rows (at least one, never all) held
-    out for validation."""
-    fit, val = [], []
+def _split(codes, fraction, rng, classes, mass=None):
+    """Stratified split: ``fraction`` of each class (at least one row, never all) held out
+    for validation, the first rows of a random permutation of the class.  With frequency
+    weights ``mass`` the permutation is of the copies (whole-number weights, see
+    ``_copies``: a row's copies may fall on both sides) or of the rows held out whole, as
+    many as bring the held-out weight nearest to ``fraction`` of the class's weight (the
+    fewer on a tie).  Returns each row's weight ``[n]`` in the fitting and in the
+    validation part (0 / 1 without weights)."""
+    n = codes.size
+    fit_w, val_w = np.zeros(n), np.zeros(n)
     for c in range(classes.size):
         idx = np.flatnonzero(codes == c)
-        if idx.size < 2:
-            raise ValueError("validation_fraction: class %r has %d training row(s); it needs "
-                             "at least 2 to be split" % (classes[c], idx.size))
-        k = min(idx.size - 1, max(1, int(round(fraction * idx.size))))
-        perm = rng.permutation(idx)
-        val.append(perm[:k])
-        fit.append(perm[k:])
-    return np.sort(np.concatenate(fit)), np.sort(np.concatenate(val))
+        m = np.ones(idx.size) if mass is None else mass[idx]
+        cnt = np.ones(idx.size, dtype=np.int64) if mass is None else _copies(m)
+        size = idx.size if cnt is None else int(cnt.sum())
+        if size < 2:
+            raise ValueError("validation_fraction: class %r has %d training row(s)%s; it "
+                             "needs at least 2 to be split"
+                             % (classes[c], size, "" if mass is None
+                                else " (counted by sample_weight)"))
+        if cnt is not None:
+            k = min(size - 1, max(1, int(round(fraction * size))))
+            perm = rng.permutation(np.repeat(idx, cnt))
+            held = np.bincount(perm[:k], minlength=n)[idx].astype(np.float64)
+        else:
+            perm = rng.permutation(idx.size)
+            cum = np.cumsum(m[perm])
+            k = int(np.argmin(np.abs(np.r_[0.0, cum] - fraction * cum[-1])))
+            k = min(size - 1, max(1, k))
+            held = np.zeros(idx.size)
+            held[perm[:k]] = m[perm[:k]]
+        val_w[idx] = held
+        fit_w[idx] = m - held
+    return fit_w, val_w
