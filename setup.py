@@ -100,8 +100,9 @@ def _extensions():
     for name in MODULES:
         src = os.path.join("hdist", name + ".pyx")
         if os.path.exists(src):
+            headers = ("_tile.h", "_tile_body.h", "_pw.h", "_gemm_scan.h")
             exts.append(Extension("hdist." + name, [src], include_dirs=[np.get_include(), "hdist"],
-                                  depends=[os.path.join("hdist", h) for h in ("_tile.h", "_tile_body.h", "_pw.h")]))
+                                  depends=[os.path.join("hdist", h) for h in headers]))
     directives = {
         "language_level": 3,
         "boundscheck": DEBUG,

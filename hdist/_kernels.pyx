@@ -37,6 +37,13 @@ cdef extern from *:
 cdef extern from "Python.h":
     int PyErr_CheckSignals() except -1
 
+cdef extern from "_gemm_scan.h":
+    unsigned long long hd_le_mask_f(const float* e, const float* hc, float hm, intp n,
+                                    float s) noexcept nogil
+    unsigned long long hd_le_mask_d(const double* e, const double* hc, double hm, intp n,
+                                    double s) noexcept nogil
+    int hd_ctz64(unsigned long long m) noexcept nogil
+
 cdef extern from "_tile.h":
     enum: HD_TB
     enum: HD_NISA
@@ -687,6 +694,14 @@ cdef inline const real* _chunk_est(const real* g, intp n, const real* gy, intp g
     return est
 
 
+cdef inline unsigned long long _le_mask(const real* e, const real* hc, real hm, intp n,
+                                       real s) noexcept nogil:
+    """Bit j set when ``e[j] (+ hc[j] hm, hc not NULL) <= s``, for ``n <= 64``."""
+    if real is float:
+        return hd_le_mask_f(e, hc, hm, n, s)
+    return hd_le_mask_d(e, hc, hm, n, s)
+
+
 cdef inline real _below(double t, const real* like) noexcept nogil:
     """``t >= 0`` in the product's precision, never above it (0 below 1e-30)."""
     if t < 1e-30:
@@ -763,6 +778,8 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
     cdef double lb, mag, lbq = 0.0, hmin = INFINITY
     cdef real hm = 0
     cdef const real* hcc = NULL
+    cdef unsigned long long mask
+    cdef intp b0
     cdef Hit* tmp
     if miss_t is _Missing:
         for t in range(nh):
@@ -824,7 +841,21 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                 c0 = c1
                 c = c + 1
                 continue
-        for jj in range(c1 - c0):
+        b0 = 0
+        mask = 0
+        while True:
+            # the entries of the chunk at or below the threshold, 64 at a time
+            if mask == 0:
+                if b0 >= c1 - c0:
+                    break
+                mask = _le_mask(e + b0, hcc + b0 if miss_t is _Missing and hm != 0 else NULL,
+                                hm, min(64, c1 - c0 - b0),
+                                Sr if miss_t is _Complete else Sl)
+                b0 = b0 + 64
+                continue
+            jj = b0 - 64 + hd_ctz64(mask)
+            mask = mask & (mask - 1)
+            # the threshold may have dropped since the mask was taken
             if miss_t is _Complete:
                 if e[jj] > Sr:
                     continue

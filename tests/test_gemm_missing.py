@@ -91,3 +91,19 @@ def test_reference_missing_arguments_are_checked():
         gemm_select(*args, **{**kw, "ridx": ridx})
     gemm_select(*args, **kw)                    # consistent: runs
     assert np.isfinite(HD).all()
+
+
+@pytest.mark.parametrize("r_chunk", [5, 64, 100, 256])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+def test_chunks_of_any_length_against_the_masks(r_chunk, dtype, missing):
+    # the kept entries of a chunk are read from bit masks of 64: chunks shorter, equal
+    # and longer, with a tail that is not a multiple of the vector width
+    X = table(900, 65, 3, missing)
+    m = hdist.Metric("hvdm", nominal=[2, 3, 4]).fit(X[:700], np.arange(700) % 3)
+    rows = m.encode(X[700:])
+    d1, i1 = m._knn_rows(rows, 12, False, 1, "direct")
+    res = _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), 12, 2,
+                    r_chunk=r_chunk, r_tile=2 * r_chunk + 3, q_block=64, dtype=dtype)
+    np.testing.assert_array_equal(i1, res[1])
+    np.testing.assert_array_equal(d1, res[0])
