@@ -72,10 +72,13 @@ def eligible(plan):
     return True
 
 
-def _attributes(plan, rows):
-    """Per attribute: (E [n, d] with zeros where missing, present [n], A [n], B); None when
-    the rows have unseen overlap values or the embedding would exceed ``MAX_DIM`` columns
-    (checked before anything is allocated: a wide one-hot costs more than it saves)."""
+def _attributes(plan, rows, coded=False):
+    """Per attribute: (E [n, d] with zeros where missing, present [n], A [n], B, vals,
+    codes); None when the rows have unseen overlap values or the embedding would exceed
+    ``MAX_DIM`` columns (checked before anything is allocated: a wide one-hot costs more
+    than it saves).  For nominal attributes ``vals`` holds the embedding of each value and
+    ``codes`` each row's (``E = vals[codes]``, -1 where missing; with ``coded`` E is left
+    out, None: the query side looks the values up); None for the others."""
     n = rows.n
     dim = plan.mc + 2 * plan.m + 2 + sum(plan.components[a].n_values for a in plan.o_attr) \
         + sum(np.shape(plan.components[a].embedding)[1] for a in plan.t_attr) + plan.D
@@ -87,32 +90,25 @@ def _attributes(plan, rows):
         # values with a small spread keeps its digits
         v = (rows.c[:, k] - plan.c_elo[k]) * (plan.c_inv[k] * np.sqrt(plan.c_rw[k]))
         pres = ~np.isnan(v)
-        out.append((np.where(pres, v, 0.0)[:, None], pres, rows.cpen[:, k], plan.c_both[k]))
+        out.append((np.where(pres, v, 0.0)[:, None], pres, rows.cpen[:, k], plan.c_both[k],
+                    None, None))
     for k, a in enumerate(plan.o_attr):
-        comp = plan.components[a]
-        V = comp.n_values
+        V = plan.components[a].n_values
         codes = rows.o[:, k]
         if (codes >= V).any():
             return None  # unseen values: equality of two unseen values has no embedding
-        E = np.zeros((n, V))
-        pres = codes >= 0
-        E[np.flatnonzero(pres), codes[pres]] = np.sqrt(plan.weights[a] / 2.0)
-        out.append((E, pres, np.full(n, plan.o_miss[k]), plan.o_miss[k]))
+        out.append(_coded(np.eye(V) * np.sqrt(plan.weights[a] / 2.0), codes, plan.o_miss[k],
+                          coded))
     for k, a in enumerate(plan.t_attr):
-        comp = plan.components[a]
-        emb = np.asarray(comp.embedding, dtype=np.float64)
-        V = emb.shape[0] - 1
-        codes = rows.t[:, k]
-        pres = codes >= 0
-        E = emb[np.clip(codes, 0, V)] * np.sqrt(plan.weights[a])
-        E[~pres] = 0.0
-        out.append((E, pres, np.full(n, plan.t_miss[k]), plan.t_miss[k]))
+        emb = np.asarray(plan.components[a].embedding, dtype=np.float64)
+        codes = np.minimum(rows.t[:, k], emb.shape[0] - 1)
+        out.append(_coded(emb * np.sqrt(plan.weights[a]), codes, plan.t_miss[k], coded))
     for k in range(plan.me):
         lo, hi = plan.e_off[k], plan.e_off[k + 1]
         E = rows.e[:, lo:hi] * np.sqrt(plan.e_rw[k])
         pres = ~np.isnan(E[:, 0]) if hi > lo else np.ones(n, bool)
         E = np.where(pres[:, None], E, 0.0)
-        out.append((E, pres, np.full(n, plan.e_miss[k]), plan.e_miss[k]))
+        out.append((E, pres, np.full(n, plan.e_miss[k]), plan.e_miss[k], None, None))
     return out
 
 
@@ -149,6 +145,17 @@ def _in_span(U, B):
     return bool(np.all(np.einsum("ij,ij->i", res, res) <= SPAN_TOL ** 2))
 
 
+def _coded(vals, codes, miss, coded):
+    """The tuple of :func:`_attributes` for a nominal attribute: value ``v`` embedded as
+    ``vals[v]``, code -1 missing (penalty and both-missing term ``miss``)."""
+    pres = codes >= 0
+    E = None
+    if not coded:
+        E = vals[np.maximum(codes, 0)]
+        E[~pres] = 0.0
+    return E, pres, np.full(len(codes), miss), miss, vals, codes
+
+
 def _reference(plan, R, cache, project=True):
     """The reference side, computed once per reference set (kept in ``cache``): per
     attribute the embedding's centre and (``project``) a basis of its span, the
@@ -163,17 +170,19 @@ def _reference(plan, R, cache, project=True):
         if attrs is None:
             return None
         centres, bases = [], []
-        for E, pres, _, _ in attrs:
+        for E, pres, _, _, _, _ in attrs:
             P = E[pres]
             c = 0.5 * (P.min(axis=0) + P.max(axis=0)) if len(P) else np.zeros(E.shape[1])
             basis, c = _span(P, c) if project else (None, c)
             centres.append(c)
             bases.append(basis)
-        miss = tuple(i for i, (_, pres, _, _) in enumerate(attrs) if not pres.all())
+        miss = tuple(i for i, at in enumerate(attrs) if not at[1].all())
         n = R.n
-        cols, const = [], np.zeros(n)
+        cols, const, vtab = [], np.zeros(n), {}
         g = np.empty((len(attrs), n))
-        for a, ((E, pres, A, B), c) in enumerate(zip(attrs, centres)):
+        for a, ((E, pres, A, B, vals, _), c) in enumerate(zip(attrs, centres)):
+            if vals is not None:
+                vtab[a] = _value_table(vals, c, bases[a])
             Et = _centred(E, pres, c, bases[a])
             s = np.einsum("ij,ij->i", Et, Et)
             cols.append(-2.0 * Et)
@@ -185,7 +194,7 @@ def _reference(plan, R, cache, project=True):
         ridx = np.nonzero(absent)[1].astype(np.intp)
         Y = np.hstack(cols + [np.column_stack([np.ones(n), const])])
         ref = {"centres": centres, "bases": bases, "miss": miss, "Y": Y, "g": g,
-               "rptr": rptr, "ridx": ridx}
+               "rptr": rptr, "ridx": ridx, "vtab": vtab}
         cache[key] = ref
     return ref
 
@@ -197,24 +206,46 @@ def _centred(E, pres, c, B):
     return Et if B is None else Et @ B
 
 
+def _value_table(vals, c, basis):
+    """A nominal attribute's ``ẽ`` and ``s`` per value, and whether the value lies on the
+    span ``basis`` (None: no projection), with a last row for a missing value (0, 0,
+    True): the query side looks its rows up instead of projecting each."""
+    nv = len(vals)
+    Et = _centred(vals, np.ones(nv, bool), c, basis)
+    if basis is None:
+        ok = np.ones(nv, bool)
+    else:
+        res = (vals - c) - Et @ basis.T
+        ok = np.einsum("ij,ij->i", res, res) <= SPAN_TOL ** 2
+    Et = np.vstack([Et, np.zeros((1, Et.shape[1]))])
+    return Et, np.append(np.einsum("ij,ij->i", Et[:nv], Et[:nv]), 0.0), np.append(ok, True)
+
+
 def _queries(plan, Q, ref):
     """The query side against ``ref``: ``X = [ẽ per attribute, Σ s, 1]``,
     ``H = p (A - s) + q B`` per attribute of ref["miss"] (float64, [n, len(miss)]) and, per row,
     the attributes it misses (``qptr``, ``qidx``: the rows of ``ref["g"]`` its estimates
     add); None when the rows do not allow it, "off-span" when a value lies off the span
     ``ref`` projects on."""
-    attrs = _attributes(plan, Q)
+    attrs = _attributes(plan, Q, coded=True)
     if attrs is None:
         return None
     n = Q.n
     cols, const, hs = [], np.zeros(n), {}
     absent = np.zeros((n, len(attrs)), dtype=bool)
-    for a, ((E, pres, A, B), c) in enumerate(zip(attrs, ref["centres"])):
+    for a, ((E, pres, A, B, vals, codes), c) in enumerate(zip(attrs, ref["centres"])):
         basis = ref["bases"][a]
-        if basis is not None and not _in_span(E[pres] - c, basis):
-            return "off-span"
-        Et = _centred(E, pres, c, basis)
-        s = np.einsum("ij,ij->i", Et, Et)
+        if vals is not None:
+            Ev, sv, ok = ref["vtab"][a]
+            idx = np.where(pres, codes, len(sv) - 1)
+            if not ok[idx].all():
+                return "off-span"
+            Et, s = Ev[idx], sv[idx]
+        else:
+            if basis is not None and not _in_span(E[pres] - c, basis):
+                return "off-span"
+            Et = _centred(E, pres, c, basis)
+            s = np.einsum("ij,ij->i", Et, Et)
         cols.append(Et)
         const += s
         hs[a] = np.where(pres, A - s, B)

@@ -107,3 +107,25 @@ def test_chunks_of_any_length_against_the_masks(r_chunk, dtype, missing):
                     r_chunk=r_chunk, r_tile=2 * r_chunk + 3, q_block=64, dtype=dtype)
     np.testing.assert_array_equal(i1, res[1])
     np.testing.assert_array_equal(d1, res[0])
+
+
+@pytest.mark.parametrize("levels", [3, 12])
+def test_query_features_looked_up_per_value_equal_the_per_row_ones(levels):
+    # the query side of nominal attributes comes from a table per value (centred,
+    # projected, squared norm, missing row): the same as projecting each row
+    X = table(400, 66, levels, 0.2)
+    m = hdist.Metric("hvdm", nominal=[2, 3, 4]).fit(X[:300], np.arange(300) % 3)
+    st, rows = m._fitted(), m.encode(X[300:])
+    cache = {}
+    assert _gemm._prepare(st.plan, rows, st.train, cache, 8) is not None
+    ref = cache["ref"]
+    assert sorted(ref["vtab"]) == [2, 3, 4]
+    cols, norms = [], np.zeros(rows.n)
+    for a, (E, pres, A, B, vals, codes) in enumerate(_gemm._attributes(st.plan, rows)):
+        Et = _gemm._centred(E, pres, ref["centres"][a], ref["bases"][a])
+        cols.append(Et)
+        norms += np.einsum("ij,ij->i", Et, Et)
+    Xq, H, qptr, qidx = _gemm._queries(st.plan, rows, ref)
+    np.testing.assert_allclose(Xq[:, :-2], np.hstack(cols), rtol=0, atol=1e-12)
+    np.testing.assert_allclose(Xq[:, -2], norms, rtol=1e-12)
+    assert qidx.size > 0 and np.all(Xq[:, -1] == 1.0)
