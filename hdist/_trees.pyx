@@ -1746,7 +1746,8 @@ cdef int radius_chunk(const QueryS* S, intp q0, intp q1, HitBuf* hits, intp hoff
             node = snode[sp]
             dq = sdq[sp]
             L = T.left[node]
-            if L < 0:
+            if L < 0 or S.blk[2 * node] >= 0:
+                # a leaf, or a KD-tree subtree inside one block: scanned whole
                 e0 = T.start[node]
                 leaf_prefetch(S, node)
                 while True:
