@@ -155,3 +155,28 @@ def test_block_layout():
         args = list(idx._tree_args(metric.encode(Q)))
         args[4] = {k: v for k, v in args[4].items() if k != "block"}
         _trees.knn(*args, 3, 1)
+
+
+@pytest.mark.parametrize("name,params", CASES)
+def test_radius_over_blocks_equals_brute_force(name, params):
+    """Radius searches scan a block (a subtree of at most ``unit`` rows) whole: the lists
+    are brute force's for every block size, with and without the indexed rows' own."""
+    from hdist._kernels import reduced_radius
+    X, Q, y, nom = mixed_data(47, 500, 20, n_cont=4, n_nom=3, p_missing=0.1)
+    metric = Metric(name, nominal=nom, **params).fit(X, y)
+    brute = brute_index(metric)
+    idx = NeighborsIndex(metric, algorithm="kd_tree", leaf_size=5).fit()
+    t = idx._tree
+    d0, _ = brute.kneighbors(Q, 8)
+    r = float(np.median(d0))
+    for rows, excl, QQ in ((metric.encode(Q), False, Q), (idx._rows, True, None)):
+        D0, I0 = brute.radius_neighbors(QQ, r, exclude_self=excl, n_jobs=1)
+        for unit in (0, 40, 128):
+            lm = _trees.leaf_major(metric.plan_.cplan, idx._crows(), t["perm"], t["nodes"],
+                                   unit)
+            args = list(idx._tree_args(rows))
+            args[4] = lm
+            D, I, _ = _trees.radius(*args, r, reduced_radius(metric.plan_.cplan, r), 2, excl)
+            assert len(D) == len(D0)
+            for a, b, c, e in zip(D, D0, I, I0):
+                assert np.array_equal(c, e) and np.array_equal(a, b), (unit, excl)
