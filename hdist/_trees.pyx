@@ -7,6 +7,9 @@ contiguous in tree order, and their reduced distances to a query come from the b
 force's tile kernel (``tile_block``, ``_kernels.pxd``: the operations of ``pair_reduced``,
 bit for bit, vectorized across the rows); candidates are ordered by ``(true distance,
 training index)``, so a tree returns exactly brute force's neighbors, ties included.
+KD-tree k-NN queries run in batches that traverse the tree together (``kd_batch``), and
+scan a subtree of at most ``KD_UNIT`` rows, stored as one attribute-major block
+(``leaf_major``), in one tile per member instead of bounding the nodes inside it.
 
 KD-tree
     A node stores, per attribute, what a lower bound of the reduced distance from a query
