@@ -476,13 +476,13 @@ def _rows_state(space, idx, label, fill):
     return _State(cont, nom, np.full(len(idx), label, dtype=np.int64))
 
 
-def _seeds(space, idx, c, rng):
+def _seeds(space, idx, c, rng, mass=None):
     """k-means++ seeding (Arthur & Vassilvitskii 2007) of ``c`` rows among ``idx``; with
     frequency weights a row is drawn with probability proportional to its weight (the
     first) or to its weight times its reduced distance to the nearest row drawn.  With
     whole-number weights the draws are of copies (``_copies``): a row's copies not drawn
-    yet stay candidates, so a row may be drawn twice, as two repeated rows may."""
-    mass = None if space.mass is None else space.mass[idx]
+    yet stay candidates, so a row may be drawn twice, as two repeated rows may.  ``mass``:
+    the weights of rows ``idx`` (None: no weights)."""
     cnt = _copies(mass)
     chosen = [_draw(rng, idx.size, mass)]
     rows = space.rows.take(idx)
@@ -521,7 +521,7 @@ def _init_class(space, idx, c, label, init, rng):
     if init == "kmedoids":
         return space.vectors(_rows_state(space, _kmedoids(space, idx, c, rng), label,
                                          center))
-    seeds = idx[_seeds(space, idx, c, rng)]
+    seeds = idx[_seeds(space, idx, c, rng, None if space.mass is None else space.mass[idx])]
     st = space.vectors(_rows_state(space, seeds, label, center))
     rows = space.rows.take(idx)
     prev = None
@@ -576,14 +576,25 @@ def _fcm_memberships(D):
 def _kmedoids(space, idx, c, rng):
     """``c`` medoid rows of a class by the alternating algorithm (Park & Jun 2009) on a
     sample of at most ``KMEDOIDS_SAMPLE`` of its rows (CLARA, Kaufman & Rousseeuw 1990).
-    With frequency weights the sample is drawn uniformly among the rows and each sampled
-    row counts with its weight in the medoids' costs ``Σ_i w_i d(i, medoid)``."""
-    sub = np.sort(rng.choice(idx, KMEDOIDS_SAMPLE, replace=False)) \
-        if idx.size > KMEDOIDS_SAMPLE else idx
+    With frequency weights each row counts with its weight in the medoids' costs
+    ``Σ_i w_i d(i, medoid)``; the sample is of ``KMEDOIDS_SAMPLE`` copies for whole-number
+    weights (``_copies``: a row sampled twice weighs 2, as two repeated rows would), else
+    of rows drawn uniformly, which keep their weights."""
+    mass = None if space.mass is None else space.mass[idx]
+    cnt = _copies(mass)
+    size = idx.size if cnt is None else int(cnt.sum())
+    sub = idx
+    if size > KMEDOIDS_SAMPLE and cnt is not None:
+        t = np.sort(rng.choice(size, KMEDOIDS_SAMPLE, replace=False))
+        pos, mult = np.unique(np.searchsorted(np.cumsum(cnt), t, side="right"),
+                              return_counts=True)
+        sub, mass = idx[pos], mult.astype(np.float64)
+    elif size > KMEDOIDS_SAMPLE:
+        sub = np.sort(rng.choice(idx, KMEDOIDS_SAMPLE, replace=False))
+        mass = None if mass is None else space.mass[sub]
     rows = space.rows.take(sub)
     D = space.distances(rows, rows)
-    med = _seeds(space, sub, c, rng)
-    mass = None if space.mass is None else space.mass[sub]
+    med = _seeds(space, sub, c, rng, mass)
     for _ in range(CLUSTER_ITER):
         lab = np.argmin(D[:, med], axis=1)
         new = med.copy()
@@ -699,15 +710,16 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
     are neither fitted nor validated).  The steps that draw at random -- the k-means++
     seeds of "fcm", "kmeans" and "kmedoids" (the first in proportion to the weight, the
     next to weight × reduced distance), the rows of "random", the validation split --
-    draw among the *copies* when every weight is a whole number (total at most 2^22): a
-    row of weight 3 is three of the copies a seed, a random row or a held-out row is drawn
-    from, with the random numbers the repeated rows would use, so that for a fixed
+    the k-medoids sample of a class above 1000 rows -- draw among the *copies* when every
+    weight is a whole number (total at most 2^22): a row of weight 3 is three of the
+    copies a seed, a random row, a sampled or a held-out row is drawn from, with the
+    random numbers the repeated rows would use, so that for a fixed
     ``random_state`` integer weights give the prototypes of the rows repeated by their
     weights (up to the rounding of the weighted sums).  Other weights draw rows in
     proportion to their weight (``"random"``: without replacement), and the validation
     split holds out whole rows, as many as bring the held-out weight nearest to
-    ``validation_fraction`` of the class's weight.  The k-medoids sample of a class above
-    1000 rows is drawn uniformly among its rows, which keep their weights.
+    ``validation_fraction`` of the class's weight; the k-medoids sample is then drawn
+    uniformly among the rows, which keep their weights.
     """
 
     def __init__(self, metric="hvdm", *, n_prototypes=1, init="fcm", optimizer="lvq1",

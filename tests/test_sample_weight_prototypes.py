@@ -79,6 +79,19 @@ def test_sklearn_check_data_unshuffled(est):
     np.testing.assert_allclose(a.prototypes_, b.prototypes_, rtol=1e-10)
 
 
+def test_kmedoids_sample_of_copies():
+    """A class of more than 1000 copies: k-medoids works on a sample of 1000 copies, as
+    on the repeated rows (a row sampled twice weighs 2)."""
+    X, y = blobs(n_per=60, seed=5, sep=2.0, noise_nominal=0.3)
+    sw = np.random.default_rng(3).integers(15, 22, len(X))      # > 1000 copies a class
+    Xr, yr = repeated(X, y, sw)
+    est = dict(metric="heom", init="kmedoids", n_prototypes=2, optimizer=None,
+               constructive=False, random_state=4)
+    a = PrototypeClassifier(**est).fit(X, y, sample_weight=sw)
+    b = PrototypeClassifier(**est).fit(Xr, yr)
+    assert_same_prototypes(a, b)
+
+
 @pytest.mark.parametrize("seed", [0, 1])
 @pytest.mark.parametrize("est", RANDOM_STEPS)
 def test_integer_weights_equal_repeated_rows_random_steps(est, seed):
