@@ -75,14 +75,16 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
                           double, double *);
 
 #if defined(__GNUC__)
+#define HD_RESTRICT __restrict__
 #define HD_INLINE inline __attribute__((always_inline))
-#else
+#elif defined(_MSC_VER)
+#define HD_RESTRICT __restrict
 #define HD_INLINE __inline
+#else
+#define HD_RESTRICT
+#define HD_INLINE inline
 #endif
 
-/* HD_MASKED: the instruction set has per-lane masks (AVX-512), so the compiler if-converts
- * a loop that computes and selects at once; others get the selection in a second loop */
-#define HD_MASKED 0
 #define HD_SFX(name) name##_base
 #include "_tile_body.h"
 #undef HD_SFX
@@ -97,8 +99,6 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=512")
-#undef HD_MASKED
-#define HD_MASKED 1
 #define HD_SFX(name) name##_avx512
 #include "_tile_body.h"
 #undef HD_SFX

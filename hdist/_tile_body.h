@@ -24,19 +24,6 @@ static HD_INLINE int HD_SFX(hd_all_above)(const double *s, hd_intp nb, double bo
     return !low;
 }
 
-/* continuous terms of present values: out[j] = cw * pw(|x - y[j]| * ci) */
-static HD_INLINE void HD_SFX(hd_cont_terms)(const hd_tplan *P, double *out, const double *y,
-                                            double x, double ci, double cw, hd_intp nb,
-                                            const int pm)
-{
-    hd_intp j;
-    for (j = 0; j < nb; j++) {
-        double d = fabs(x - y[j]) * ci;
-        double t = HD_PW(d);
-        out[j] = cw * t;
-    }
-}
-
 /* Under "ignore", kw[j] (the known weight, summed in attribute order) and ns[j] (the
  * skipped count) of every row stay one value K, NS while no row has skipped or been
  * skipped differently from the others: the arrays are filled only from the first
@@ -85,6 +72,161 @@ static HD_INLINE void HD_SFX(hd_query_missing)(double *s, hd_ignst *g, hd_intp n
         HD_SFX(hd_ign_add)(g, nb, rw, 0.0);
 }
 
+
+/* Fused runs of attributes: r consecutive attributes of one block whose query values are
+ * present, handled in one pass over the rows, so that s (and, under "ignore", kw and ns)
+ * of a row stays in a register across the r attributes instead of being loaded and stored
+ * once per attribute.  Each row still gets acc(...acc(acc(s, t0), t1)..., t_{r-1}), the
+ * operations of pair_reduced in its order (a term of +0.0 is left out: s + 0 = max(s, 0)
+ * = s for s >= 0); kw sums the weights in attribute order too.  r is a constant in every
+ * call (HD_RUN_DISPATCH), so the loop over u is unrolled.  mode:
+ *   HD_PLAIN  no bookkeeping: a missing reference value gets the query's penalty tm;
+ *   HD_SKIP   "ignore" on every attribute of the run: a missing reference value is
+ *             skipped (no term, no weight, one more skip);
+ *   HD_KEEP   "ignore" elsewhere, not on these attributes: every row adds the weight;
+ *   HD_SAME   (overlap) as HD_PLAIN with tm = w: every code unlike the query's adds w. */
+#define HD_RUN 4
+#define HD_PLAIN 0
+#define HD_SKIP 1
+#define HD_KEEP 2
+#define HD_SAME 3
+
+/* continuous attributes a .. a + r - 1 */
+static HD_INLINE void HD_SFX(hd_cont_run)(const hd_tplan *P, const hd_tq *Q, const hd_tr *R,
+                                          hd_intp j0, hd_intp nb, hd_intp a,
+                                          double *HD_RESTRICT s, double *HD_RESTRICT kw,
+                                          double *HD_RESTRICT ns, const int r,
+                                          const int mode, const int pm)
+{
+    const double *HD_RESTRICT y[HD_RUN];
+    double x[HD_RUN], ci[HD_RUN], cw[HD_RUN], tm[HD_RUN], rw[HD_RUN];
+    hd_intp j;
+    int u;
+    for (u = 0; u < r; u++) {
+        y[u] = R->c + (a + u) * R->ld + j0;
+        x[u] = Q->c[a + u];
+        ci[u] = P->c_inv[a + u];
+        cw[u] = P->c_tw[a + u];
+        tm[u] = Q->cpen[a + u];
+        rw[u] = P->c_rw[a + u];
+    }
+    for (j = 0; j < nb; j++) {
+        double sj = s[j], kj = 0.0, nj = 0.0;
+        if (mode == HD_SKIP || mode == HD_KEEP)
+            kj = kw[j];
+        if (mode == HD_SKIP)
+            nj = ns[j];
+        for (u = 0; u < r; u++) {
+            double yj = y[u][j];
+            double d = fabs(x[u] - yj) * ci[u];
+            double t = HD_PW(d);
+            int yin = yj == yj;
+            t = cw[u] * t;
+            if (mode == HD_SKIP) {
+                sj = yin ? HD_ACC(sj, t) : sj;
+                kj = yin ? kj + rw[u] : kj;
+                nj = yin ? nj : nj + 1.0;
+            } else {
+                sj = HD_ACC(sj, yin ? t : tm[u]);
+                if (mode == HD_KEEP)
+                    kj += rw[u];
+            }
+        }
+        s[j] = sj;
+        if (mode == HD_SKIP || mode == HD_KEEP)
+            kw[j] = kj;
+        if (mode == HD_SKIP)
+            ns[j] = nj;
+    }
+}
+
+/* overlap attributes a .. a + r - 1 (query codes >= 0, so an equal code is present) */
+static HD_INLINE void HD_SFX(hd_over_run)(const hd_tplan *P, const hd_tq *Q, const hd_tr *R,
+                                          hd_intp j0, hd_intp nb, hd_intp a,
+                                          double *HD_RESTRICT s, double *HD_RESTRICT kw,
+                                          double *HD_RESTRICT ns, const int r,
+                                          const int mode, const int pm)
+{
+    const int *HD_RESTRICT y[HD_RUN];
+    int cx[HD_RUN];
+    double w[HD_RUN], tm[HD_RUN], rw[HD_RUN];
+    hd_intp j;
+    int u;
+    for (u = 0; u < r; u++) {
+        y[u] = R->o + (a + u) * R->ld + j0;
+        cx[u] = Q->o[a + u];
+        w[u] = P->o_w[a + u];
+        tm[u] = P->o_miss[a + u];
+        rw[u] = P->o_rw[a + u];
+    }
+    for (j = 0; j < nb; j++) {
+        double sj = s[j], kj = 0.0, nj = 0.0;
+        if (mode == HD_SKIP || mode == HD_KEEP)
+            kj = kw[j];
+        if (mode == HD_SKIP)
+            nj = ns[j];
+        for (u = 0; u < r; u++) {
+            int cy = y[u][j];
+            int yin = cy >= 0, neq = cy != cx[u];
+            if (mode == HD_SAME) {
+                sj = neq ? HD_ACC(sj, w[u]) : sj;
+            } else if (mode == HD_SKIP) {
+                sj = (neq & yin) ? HD_ACC(sj, w[u]) : sj;
+                kj = yin ? kj + rw[u] : kj;
+                nj = yin ? nj : nj + 1.0;
+            } else {
+                sj = neq ? HD_ACC(sj, yin ? w[u] : tm[u]) : sj;
+                if (mode == HD_KEEP)
+                    kj += rw[u];
+            }
+        }
+        s[j] = sj;
+        if (mode == HD_SKIP || mode == HD_KEEP)
+            kw[j] = kj;
+        if (mode == HD_SKIP)
+            ns[j] = nj;
+    }
+}
+
+/* one run of r (1 .. HD_RUN) attributes, r made a constant of each call */
+#define HD_RUN_DISPATCH(fn, r, mode)                                              \
+    do {                                                                          \
+        switch (r) {                                                              \
+        case 1: fn(P, Q, R, j0, nb, a, s, kw, ns, 1, mode, pm); break;            \
+        case 2: fn(P, Q, R, j0, nb, a, s, kw, ns, 2, mode, pm); break;            \
+        case 3: fn(P, Q, R, j0, nb, a, s, kw, ns, 3, mode, pm); break;            \
+        default: fn(P, Q, R, j0, nb, a, s, kw, ns, 4, mode, pm); break;           \
+        }                                                                         \
+    } while (0)
+
+/* 1 when some row misses the reference value of a continuous attribute a .. a + r - 1 */
+static HD_INLINE int HD_SFX(hd_cont_any_missing)(const hd_tr *R, hd_intp j0, hd_intp nb,
+                                                 hd_intp a, int r)
+{
+    hd_intp j;
+    int u, m = 0;
+    for (u = 0; u < r; u++) {
+        const double *y = R->c + (a + u) * R->ld + j0;
+        for (j = 0; j < nb; j++)
+            m |= y[j] != y[j];
+    }
+    return m;
+}
+
+/* the same for overlap attributes */
+static HD_INLINE int HD_SFX(hd_over_any_missing)(const hd_tr *R, hd_intp j0, hd_intp nb,
+                                                 hd_intp a, int r)
+{
+    hd_intp j;
+    int u, m = 0;
+    for (u = 0; u < r; u++) {
+        const int *y = R->o + (a + u) * R->ld + j0;
+        for (j = 0; j < nb; j++)
+            m |= y[j] < 0;
+    }
+    return m;
+}
+
 static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const hd_tr *R,
                                         hd_intp j0, hd_intp nb, double bound, double *s,
                                         const int pm)
@@ -106,147 +248,86 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
     g.NS = 0.0;
     for (j = 0; j < nb; j++)
         s[j] = 0.0;
-    /* continuous block */
+    /* continuous block: runs of attributes with the query's value present are fused */
     if (P->mc) {
-        for (a = 0; a < P->mc; a++) {
-            const double *y = R->c + a * ld + j0;
-            const double *yp = R->cpen + a * ld + j0;
-            const double x = Q->c[a];
-            const double ci = P->c_inv[a], cw = P->c_tw[a];
-            if (!ign) {
-                if (x == x) {
-                    const double xp = Q->cpen[a];
-#if HD_MASKED
-                    for (j = 0; j < nb; j++) {
-                        double yj = y[j];
-                        double d = fabs(x - yj) * ci;
-                        double t = HD_PW(d);
-                        t = cw * t;
-                        t = (yj == yj) ? t : xp;
-                        s[j] = HD_ACC(s[j], t);
-                    }
-#else
-                    /* two passes (terms, then selection): one loop with both is
-                     * if-converted only with AVX-512's masks */
-                    HD_SFX(hd_cont_terms)(P, nrm, y, x, ci, cw, nb, pm);
-                    for (j = 0; j < nb; j++) {
-                        double t = (y[j] == y[j]) ? nrm[j] : xp;
-                        s[j] = HD_ACC(s[j], t);
-                    }
-#endif
+        a = 0;
+        while (a < P->mc) {
+            if (Q->c[a] == Q->c[a]) {
+                /* a run: query values present and, under "ignore", one policy */
+                const int sk = ign && P->c_ign[a];
+                int r = 1, u;
+                while (r < HD_RUN && a + r < P->mc && Q->c[a + r] == Q->c[a + r]
+                       && (!ign || (P->c_ign[a + r] != 0) == sk))
+                    r++;
+                if (!ign) {
+                    HD_RUN_DISPATCH(HD_SFX(hd_cont_run), r, HD_PLAIN);
+                } else if (g.uni && (!sk || !HD_SFX(hd_cont_any_missing)(R, j0, nb, a, r))) {
+                    /* every row adds the same weights, skips nothing */
+                    HD_RUN_DISPATCH(HD_SFX(hd_cont_run), r, HD_PLAIN);
+                    for (u = 0; u < r; u++)
+                        g.K += P->c_rw[a + u];
                 } else {
-                    const double cb = P->c_both[a];
-                    for (j = 0; j < nb; j++) {
-                        double t = (y[j] == y[j]) ? yp[j] : cb;
-                        s[j] = HD_ACC(s[j], t);
-                    }
-                }
-            } else {
-                const int skip_ok = P->c_ign[a];
-                const double rw = P->c_rw[a];
-                int ymiss = 0;
-                if (x == x && g.uni) {
-                    for (j = 0; j < nb; j++)
-                        ymiss |= y[j] != y[j];
-                }
-                if (x == x && g.uni && !ymiss) {
-                    /* every value present: kw, ns unchanged for every row */
-                    for (j = 0; j < nb; j++) {
-                        double d = fabs(x - y[j]) * ci;
-                        double t = HD_PW(d);
-                        t = cw * t;
-                        s[j] = HD_ACC(s[j], t);
-                    }
-                    g.K += rw;
-                } else if (x == x) {
-                    /* a missing y: skipped (term +0, weight +0, one more skip) or the
-                     * query's penalty; both are constants of the attribute, so every
-                     * selection is a blend of two values */
-                    const double tm = skip_ok ? 0.0 : Q->cpen[a];
-                    const double km = skip_ok ? 0.0 : rw, nm = skip_ok ? 1.0 : 0.0;
                     HD_SFX(hd_ign_split)(&g, nb);
-#if HD_MASKED
-                    for (j = 0; j < nb; j++) {
-                        double yj = y[j];
-                        double d = fabs(x - yj) * ci;
-                        double t = HD_PW(d);
-                        int yin = yj == yj;
-                        t = cw * t;
-                        s[j] = HD_ACC(s[j], yin ? t : tm);
-                        kw[j] += yin ? rw : km;
-                        ns[j] += yin ? 0.0 : nm;
-                    }
-#else
-                    HD_SFX(hd_cont_terms)(P, nrm, y, x, ci, cw, nb, pm);
-                    for (j = 0; j < nb; j++) {
-                        double yj = y[j], t = nrm[j];
-                        s[j] = HD_ACC(s[j], yj == yj ? t : tm);
-                        kw[j] += yj == yj ? rw : km;
-                        ns[j] += yj == yj ? 0.0 : nm;
-                    }
-#endif
-                } else if (skip_ok) {
-                    HD_SFX(hd_ign_add)(&g, nb, 0.0, 1.0);
-                } else {
-                    const double cb = P->c_both[a];
-                    for (j = 0; j < nb; j++) {
-                        double t = (y[j] == y[j]) ? yp[j] : cb;
-                        s[j] = HD_ACC(s[j], t);
-                    }
-                    HD_SFX(hd_ign_add)(&g, nb, rw, 0.0);
+                    if (sk)
+                        HD_RUN_DISPATCH(HD_SFX(hd_cont_run), r, HD_SKIP);
+                    else
+                        HD_RUN_DISPATCH(HD_SFX(hd_cont_run), r, HD_KEEP);
                 }
+                a += r;
+                continue;
             }
+            /* the query's value is missing */
+            if (ign && P->c_ign[a]) {
+                HD_SFX(hd_ign_add)(&g, nb, 0.0, 1.0);
+            } else {
+                const double *y = R->c + a * ld + j0;
+                const double *yp = R->cpen + a * ld + j0;
+                const double cb = P->c_both[a];
+                for (j = 0; j < nb; j++) {
+                    double t = (y[j] == y[j]) ? yp[j] : cb;
+                    s[j] = HD_ACC(s[j], t);
+                }
+                if (ign)
+                    HD_SFX(hd_ign_add)(&g, nb, P->c_rw[a], 0.0);
+            }
+            a++;
         }
         if (HD_SFX(hd_all_above)(s, nb, cut))
             return 1;
     }
-    /* overlap block: equality of integer codes, any cardinality */
+    /* overlap block: equality of integer codes, any cardinality; fused as above */
     if (P->mo) {
-        for (a = 0; a < P->mo; a++) {
-            const int *y = R->o + a * ld + j0;
-            const int cx = Q->o[a];
-            const double w = P->o_w[a], miss = P->o_miss[a];
-            if (!ign) {
-                if (cx >= 0) {
-                    for (j = 0; j < nb; j++) {
-                        int cy = y[j];
-                        double t = cy < 0 ? miss : (cy != cx ? w : 0.0);
-                        s[j] = HD_ACC(s[j], t);
-                    }
+        a = 0;
+        while (a < P->mo) {
+            if (Q->o[a] >= 0) {
+                const int sk = ign && P->o_ign[a];
+                int r = 1, u, same = 1;
+                while (r < HD_RUN && a + r < P->mo && Q->o[a + r] >= 0
+                       && (!ign || (P->o_ign[a + r] != 0) == sk))
+                    r++;
+                for (u = 0; u < r; u++)
+                    same &= P->o_miss[a + u] == P->o_w[a + u];
+                if (!ign || (g.uni && (!sk || !HD_SFX(hd_over_any_missing)(R, j0, nb, a, r)))) {
+                    if (same)
+                        HD_RUN_DISPATCH(HD_SFX(hd_over_run), r, HD_SAME);
+                    else
+                        HD_RUN_DISPATCH(HD_SFX(hd_over_run), r, HD_PLAIN);
+                    if (ign)
+                        for (u = 0; u < r; u++)
+                            g.K += P->o_rw[a + u];
                 } else {
-                    for (j = 0; j < nb; j++)
-                        s[j] = HD_ACC(s[j], miss);
-                }
-            } else {
-                const int skip_ok = P->o_ign[a];
-                const double rw = P->o_rw[a];
-                int ymiss = 0;
-                if (cx >= 0 && g.uni) {
-                    for (j = 0; j < nb; j++)
-                        ymiss |= y[j] < 0;
-                }
-                if (cx >= 0 && g.uni && !ymiss) {
-                    for (j = 0; j < nb; j++) {
-                        double t = y[j] != cx ? w : 0.0;
-                        s[j] = HD_ACC(s[j], t);
-                    }
-                    g.K += rw;
-                } else if (cx >= 0) {
-                    /* as in the continuous block: blends of per-attribute constants */
-                    const double tm = skip_ok ? 0.0 : miss;
-                    const double km = skip_ok ? 0.0 : rw, nm = skip_ok ? 1.0 : 0.0;
                     HD_SFX(hd_ign_split)(&g, nb);
-                    for (j = 0; j < nb; j++) {
-                        int cy = y[j];
-                        double t = cy != cx ? w : 0.0;
-                        s[j] = HD_ACC(s[j], cy >= 0 ? t : tm);
-                        kw[j] += cy >= 0 ? rw : km;
-                        ns[j] += cy >= 0 ? 0.0 : nm;
-                    }
-                } else {
-                    HD_SFX(hd_query_missing)(s, &g, nb, ign, skip_ok, miss, rw, pm);
+                    if (sk)
+                        HD_RUN_DISPATCH(HD_SFX(hd_over_run), r, HD_SKIP);
+                    else
+                        HD_RUN_DISPATCH(HD_SFX(hd_over_run), r, HD_KEEP);
                 }
+                a += r;
+                continue;
             }
+            HD_SFX(hd_query_missing)(s, &g, nb, ign, ign & P->o_ign[a], P->o_miss[a],
+                                     P->o_rw[a], pm);
+            a++;
         }
         if (HD_SFX(hd_all_above)(s, nb, cut))
             return 1;
