@@ -157,9 +157,11 @@ static int hd_isa_set(int isa)
     return 0;
 }
 
-/* Reduced distances s[0..nb) of query Q to reference rows j0 .. j0 + nb (nb <= HD_TB).
- * Returns 1 when the rows were abandoned because every partial sum (after a block of
- * attributes) exceeded bound, so that every final value does; s is then meaningless. */
+/* Reduced distances s[0..nb) of query Q to reference rows j0 .. j0 + nb (nb <= HD_TB):
+ * pair_reduced's value, or for a row whose value exceeds bound possibly another value
+ * above bound (as pair_reduced's early exit).  Returns 1 when the rows were abandoned
+ * because every partial sum (after a block of attributes) exceeded bound, so that every
+ * final value does; s is then meaningless. */
 static inline int hd_tile(const hd_tplan *P, const hd_tq *Q, const hd_tr *R, hd_intp j0,
                           hd_intp nb, double bound, double *s)
 {

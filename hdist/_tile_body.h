@@ -227,6 +227,38 @@ static HD_INLINE int HD_SFX(hd_over_any_missing)(const hd_tr *R, hd_intp j0, hd_
     return m;
 }
 
+/* rows per group of the final "ignore" rescale */
+#define HD_RS 8
+
+/* 1 when a row of s[0..n) skipped some attribute and does not exceed cut */
+static HD_INLINE int HD_SFX(hd_rescale_needed)(const double *s, const double *ns,
+                                               const hd_intp n, double cut)
+{
+    hd_intp j;
+    int need = 0;
+    for (j = 0; j < n; j++)
+        need |= (ns[j] > 0.0) & !(s[j] > cut);
+    return need;
+}
+
+/* the "ignore" rule (docs/metrics.md, section 6) on rows s[0..n), as rescale_ignore */
+static HD_INLINE void HD_SFX(hd_rescale)(double *HD_RESTRICT s, const double *HD_RESTRICT kw,
+                                         const double *HD_RESTRICT ns, const hd_intp n,
+                                         double w_all, double w_max, const int pm)
+{
+    hd_intp j;
+    for (j = 0; j < n; j++) {
+        double v = s[j];
+        if (ns[j] > 0.0) {
+            if (kw[j] > 0.0)
+                v = pm == 0 ? v : v * (w_all / kw[j]);
+            else
+                v = pm == 0 ? w_max : w_all;
+        }
+        s[j] = v;
+    }
+}
+
 static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const hd_tr *R,
                                         hd_intp j0, hd_intp nb, double bound, double *s,
                                         const int pm)
@@ -239,7 +271,7 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
      * final value could reach bound. */
     const double cut = ign ? bound * (1.0 + 1e-10) : bound;
     const hd_intp ld = R->ld;
-    hd_intp a, j, c;
+    hd_intp a, j, c, jb;
     hd_ignst g;
     g.kw = kw;
     g.ns = ns;
@@ -446,16 +478,16 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
             }
             return 0;
         }
-        for (j = 0; j < nb; j++) {
-            double v = s[j];
-            if (ns[j] > 0.0) {
-                if (kw[j] > 0.0)
-                    v = pm == 0 ? v : v * (w_all / kw[j]);
-                else
-                    v = pm == 0 ? w_max : w_all;
-            }
-            s[j] = v;
+        /* by groups of HD_RS rows: a group is left as it is when each of its rows either
+         * skipped nothing or exceeds cut (rescaled it would exceed bound: the factor
+         * w_all / kw is at least 1 up to the rounding cut allows for), which saves the
+         * divisions of the many rows far from the query */
+        for (jb = 0; jb + HD_RS <= nb; jb += HD_RS) {
+            if (HD_SFX(hd_rescale_needed)(s + jb, ns + jb, HD_RS, cut))
+                HD_SFX(hd_rescale)(s + jb, kw + jb, ns + jb, HD_RS, w_all, w_max, pm);
         }
+        if (jb < nb)
+            HD_SFX(hd_rescale)(s + jb, kw + jb, ns + jb, nb - jb, w_all, w_max, pm);
     }
     return 0;
 }
