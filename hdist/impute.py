@@ -26,7 +26,10 @@ J. Stat. Softw. 74(7), 2016) does for mixed data:
   are the ``k`` nearest *copies*: donors are taken in ``(distance, position)`` order until
   their weight reaches ``k``, the last one counted with the part of its weight still
   needed (a donor of weight 3 fills up to 3 of the ``k`` places), and each donor enters
-  the mean, median or mode with its counted weight times its distance weight.  Integer
+  the mean, median or mode with its counted weight times its distance weight (Dudani's
+  ``d_1`` and ``d_k`` are the first and last counted donors; a callable receives each
+  list's donor distances, those past the counted ones repeating the last counted distance,
+  so an elementwise callable weighs a donor as it would weigh each of its copies).  Integer
   weights therefore impute exactly as the training rows repeated by their weights; rows of
   weight 0 are never donors.
 

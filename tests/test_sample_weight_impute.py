@@ -54,6 +54,23 @@ def test_integer_weights_equal_repeated_rows(preset, k, weights, continuous):
         assert a == pytest.approx(b, rel=1e-12) if isinstance(a, float) else a == b
 
 
+@pytest.mark.parametrize("continuous", ["mean", "median"])
+@pytest.mark.parametrize("weights", ["dudani", lambda d: np.exp(-3.0 * d)])
+def test_dudani_and_callable_weights_equal_repeated_rows(weights, continuous):
+    """Dudani's d_1 and d_k are the first and last counted copies; an elementwise callable
+    weighs a donor as each of its copies."""
+    train, queries, y, sw = weighted_table(14)
+    rows = np.repeat(np.arange(train.n), sw)
+    rep = train.take(rows)
+    est = dict(n_neighbors=5, weights=weights, metric="gower", continuous=continuous,
+               metric_params={"nominal": train.override()})
+    a = KNNImputer(**est).fit(train.frame(), sample_weight=sw)
+    b = KNNImputer(**est).fit(rep.frame())
+    for table in (queries, train):
+        pd.testing.assert_frame_equal(a.transform(table.frame()), b.transform(table.frame()),
+                                      check_exact=False, rtol=1e-12, atol=1e-12)
+
+
 @pytest.mark.parametrize("weights", ["uniform", "distance", "dudani"])
 def test_zero_and_unit_weights(weights):
     """Rows of weight 0 are as absent (never donors, out of every statistic); weights of
