@@ -411,18 +411,20 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=512, r_til
     F = _prepare(plan, Q, R, {} if cache is None else cache, r_chunk, dtype)
     if F is None:
         return None
-    from ._kernels import finish_heaps, gemm_select
+    from ._kernels import GemmKnnSelect, finish_heaps
     nq, nr = Q.n, R.n
     HD = np.full((nq, k), np.inf)
     HI = np.full((nq, k), nr, dtype=np.intp)
     cplan = plan.cplan
-    extra = F.extra()
+    # the arguments are checked once; each tile then costs one short call, the GIL
+    # released while its rows are selected
+    select = GemmKnnSelect(cplan, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD, HI, F.eps,
+                           F.Xg.dtype, exclude_self, 0, **F.extra()).tile
 
     def run(q0, q1, stop):
         # chunks touch disjoint heap rows, so they run in parallel threads
         for a0, r0, G in _tiles(F, nr, q0, q1, q_block, r_tile, stop):
-            gemm_select(cplan, cQ, cR, G, F.nx, F.ny_chunk[r0 // F.r_chunk:], a0, r0,
-                        F.r_chunk, HD, HI, F.eps, 1, exclude_self, 0, **extra)
+            select(G, a0, r0)
 
     _in_threads(nq, n_threads, run)
     finish_heaps(cplan, HD, HI)

@@ -67,6 +67,32 @@ def gemm_select(
     ridx: IntpArray | None = None,
     hc: npt.NDArray[np.float32] | Float64Array | None = None,
 ) -> None: ...
+class GemmKnnSelect:
+    def __init__(
+        self,
+        plan: CPlan,
+        Q: CRows,
+        R: CRows,
+        nx: Float64Array,
+        ny_max: Float64Array,
+        r_chunk: int,
+        HD: Float64Array,
+        HI: IntpArray,
+        eps: float,
+        dtype: Any,
+        exclude_self: bool = False,
+        self_offset: int = 0,
+        gy: npt.NDArray[np.float32] | Float64Array | None = None,
+        qptr: IntpArray | None = None,
+        qidx: IntpArray | None = None,
+        gmin: Float64Array | None = None,
+        hq: Float64Array | None = None,
+        rptr: IntpArray | None = None,
+        ridx: IntpArray | None = None,
+        hc: npt.NDArray[np.float32] | Float64Array | None = None,
+    ) -> None: ...
+    def tile(self, G: npt.NDArray[np.float32] | Float64Array, q0: int, r0: int) -> None: ...
+
 def gemm_radius_select(
     plan: CPlan,
     Q: CRows,

@@ -1012,6 +1012,210 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
                             NULL, 0, excl, self_offset, <_Missing*> NULL)
 
 
+ctypedef struct _SelS:
+    # the arguments of gemm_select that do not change between the tiles of one search
+    const double* nx
+    const double* ny_max
+    double* HD
+    intp* HI
+    intp k, nq, nr, r_chunk, gstride, mstride, nh, self_off
+    double eps
+    int excl, has_h
+    const void* gy
+    const intp* qptr
+    const intp* qidx
+    const double* gmin
+    const double* hq
+    const intp* rptr
+    const intp* ridx
+    const void* hc
+
+
+cdef void _select_tile(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
+                       const real* G, intp ldg, intp nb, intp nt, intp q0,
+                       intp r0) noexcept nogil:
+    """The rows of one tile in order: what ``gemm_select`` does with one thread."""
+    cdef intp ii, q, nm
+    cdef const intp* mi
+    cdef const double* nyp = S.ny_max + r0 // S.r_chunk
+    for ii in range(nb):
+        q = q0 + ii
+        nm = 0
+        mi = NULL
+        if S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
+            nm = S.qptr[q + 1] - S.qptr[q]
+            mi = S.qidx + S.qptr[q]
+        if nm == 0 and not S.has_h:
+            _filter_row(P, QS, RS, q, G + ii * ldg, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
+                        <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride, NULL, 0,
+                        NULL, NULL, NULL, S.HD + q * S.k, S.HI + q * S.k, S.k, 0.0, NULL,
+                        NULL, 0, S.excl, S.self_off, <_Complete*> NULL)
+        else:
+            _filter_row(P, QS, RS, q, G + ii * ldg, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
+                        <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride,
+                        S.hq + q * S.nh if S.has_h else NULL, S.nh if S.has_h else 0,
+                        S.rptr if S.has_h else NULL, S.ridx if S.has_h else NULL,
+                        <const real*> S.hc if S.has_h else NULL, S.HD + q * S.k,
+                        S.HI + q * S.k, S.k, 0.0, NULL, NULL, 0, S.excl, S.self_off,
+                        <_Missing*> NULL)
+
+
+cdef class GemmKnnSelect:
+    """The heap updates of one filtered k-NN search (``hdist._gemm.knn``), tile by tile.
+
+    Takes the arguments of :func:`gemm_select` that stay fixed during a search, checks
+    them once (``ny_max`` and ``gmin`` over all chunks of ``r_chunk`` reference rows, the
+    whole of ``qptr``/``qidx`` and ``rptr``/``ridx``), and keeps them; :meth:`tile` then
+    checks only the tile's shape and position and runs the rows of the tile without the
+    GIL, one after another, exactly as ``gemm_select`` with one thread.  ``dtype`` is the
+    precision of the tiles, ``gy`` and ``hc`` (float32 or float64)."""
+    cdef CPlan plan
+    cdef CRows Q, R
+    cdef _SelS s
+    cdef int npy_type
+    cdef double[:, ::1] HD
+    cdef intp[:, ::1] HI
+    cdef const double[::1] nx, ny_max
+    cdef const float[:, ::1] gy_f
+    cdef const double[:, ::1] gy_d
+    cdef const float[::1] hc_f
+    cdef const double[::1] hc_d
+    cdef const intp[::1] qptr, qidx, rptr, ridx
+    cdef const double[:, ::1] gmin, hq
+
+    def __init__(self, CPlan plan, CRows Q, CRows R, const double[::1] nx,
+                 const double[::1] ny_max, intp r_chunk, double[:, ::1] HD,
+                 intp[:, ::1] HI, double eps, dtype, bint exclude_self=False,
+                 intp self_offset=0, gy=None, const intp[::1] qptr=None,
+                 const intp[::1] qidx=None, const double[:, ::1] gmin=None,
+                 const double[:, ::1] hq=None, const intp[::1] rptr=None,
+                 const intp[::1] ridx=None, hc=None):
+        cdef intp nq = Q.s.n, nr = R.s.n, nch, t, m = 0
+        dt = np.dtype(dtype)
+        if dt == np.float32:
+            self.npy_type = cnp.NPY_FLOAT32
+        elif dt == np.float64:
+            self.npy_type = cnp.NPY_FLOAT64
+        else:
+            raise TypeError("dtype must be float32 or float64, got %s" % dt)
+        if r_chunk < 1 or r_chunk > GEMM_MAX_CHUNK:
+            raise ValueError("r_chunk must be in [1, %d], got %d" % (GEMM_MAX_CHUNK, r_chunk))
+        nch = (nr + r_chunk - 1) // r_chunk
+        if nx.shape[0] != nq:
+            raise ValueError("nx must have one entry per query row")
+        if ny_max.shape[0] < nch:
+            raise ValueError("ny_max must have one entry per chunk of r_chunk reference rows")
+        if HD.shape[0] != nq or HI.shape[0] != nq or HD.shape[1] != HI.shape[1] \
+                or HD.shape[1] < 1:
+            raise ValueError("HD and HI must both be (queries, k) with k >= 1")
+        if not eps >= 0.0:
+            raise ValueError("eps must be >= 0")
+        self.plan, self.Q, self.R = plan, Q, R
+        self.nx, self.ny_max, self.HD, self.HI = nx, ny_max, HD, HI
+        self.s.nx = &nx[0] if nq > 0 else NULL
+        self.s.ny_max = &ny_max[0] if ny_max.shape[0] > 0 else NULL
+        self.s.HD = &HD[0, 0] if nq > 0 else NULL
+        self.s.HI = &HI[0, 0] if nq > 0 else NULL
+        self.s.k, self.s.nq, self.s.nr, self.s.r_chunk = HD.shape[1], nq, nr, r_chunk
+        self.s.eps, self.s.excl, self.s.self_off = eps, exclude_self, self_offset
+        self.s.gy, self.s.gstride, self.s.qptr, self.s.qidx = NULL, 0, NULL, NULL
+        self.s.gmin, self.s.mstride = NULL, 0
+        if (qptr is None) != (qidx is None) or (qptr is None) != (gy is None):
+            raise ValueError("gy, qptr and qidx go together")
+        if gy is not None:
+            if self.npy_type == cnp.NPY_FLOAT32:
+                self.gy_f = gy
+                m = self.gy_f.shape[0]
+                if self.gy_f.shape[1] != nr:
+                    raise ValueError("gy must have one column per reference row")
+                self.s.gy = &self.gy_f[0, 0] if m > 0 and nr > 0 else NULL
+            else:
+                self.gy_d = gy
+                m = self.gy_d.shape[0]
+                if self.gy_d.shape[1] != nr:
+                    raise ValueError("gy must have one column per reference row")
+                self.s.gy = &self.gy_d[0, 0] if m > 0 and nr > 0 else NULL
+            self.s.gstride = nr
+            if qptr.shape[0] != nq + 1 or qptr[0] != 0 or qptr[nq] > qidx.shape[0]:
+                raise ValueError("qptr must have one entry per query row plus one, from 0 "
+                                 "to at most the length of qidx")
+            for t in range(nq):
+                if qptr[t + 1] < qptr[t]:
+                    raise ValueError("qptr must be non-decreasing")
+            for t in range(qptr[nq]):
+                if qidx[t] < 0 or qidx[t] >= m:
+                    raise ValueError("qidx must index the rows of gy")
+            self.qptr, self.qidx = qptr, qidx
+            self.s.qptr = &qptr[0]
+            self.s.qidx = &qidx[0] if qidx.shape[0] > 0 else NULL
+            if gmin is not None:
+                if gmin.shape[0] != m or gmin.shape[1] < nch:
+                    raise ValueError("gmin must have one row per row of gy and one column "
+                                     "per chunk of r_chunk reference rows")
+                self.gmin = gmin
+                self.s.gmin = &gmin[0, 0] if m > 0 and nch > 0 else NULL
+                self.s.mstride = gmin.shape[1]
+        self.s.has_h, self.s.nh = 0, 0
+        self.s.hq, self.s.rptr, self.s.ridx, self.s.hc = NULL, NULL, NULL, NULL
+        given = [a is None for a in (hq, rptr, ridx, hc)]
+        if any(given) and not all(given):
+            raise ValueError("hq, rptr, ridx and hc go together")
+        if hq is not None:
+            if self.npy_type == cnp.NPY_FLOAT32:
+                self.hc_f = hc
+                t = self.hc_f.shape[0]
+            else:
+                self.hc_d = hc
+                t = self.hc_d.shape[0]
+            if t != nr:
+                raise ValueError("hc must have one entry per reference row")
+            if hq.shape[0] != nq:
+                raise ValueError("hq must have one row per query row")
+            if rptr.shape[0] != nr + 1:
+                raise ValueError("rptr must have one entry per reference row plus one")
+            ok = _ref_miss_ok(rptr, ridx, self.hc_f, hq.shape[1], 0, nr) \
+                if self.npy_type == cnp.NPY_FLOAT32 \
+                else _ref_miss_ok(rptr, ridx, self.hc_d, hq.shape[1], 0, nr)
+            if not ok:
+                raise ValueError("rptr and ridx must index ridx and the columns of hq, hc "
+                                 "count the entries of each row")
+            if hq.shape[1] > 0 and ridx.shape[0] > 0 and nq > 0:
+                self.hq, self.rptr, self.ridx = hq, rptr, ridx
+                self.s.has_h, self.s.nh = 1, hq.shape[1]
+                self.s.hq, self.s.rptr, self.s.ridx = &hq[0, 0], &rptr[0], &ridx[0]
+                self.s.hc = &self.hc_f[0] if self.npy_type == cnp.NPY_FLOAT32 \
+                    else <const void*> &self.hc_d[0]
+
+    def tile(self, cnp.ndarray G not None, intp q0, intp r0):
+        """Update the heaps of queries ``q0 .. q0 + G.shape[0]`` with reference rows
+        ``r0 .. r0 + G.shape[1]`` (``r0`` a multiple of ``r_chunk``) from the tile of
+        estimates ``G`` (rows of unit stride, in the search's precision)."""
+        cdef intp nb, nt, ldg, isz
+        if cnp.PyArray_NDIM(G) != 2 or cnp.PyArray_TYPE(G) != self.npy_type:
+            raise TypeError("G must be a 2-d array of the search's precision")
+        isz = cnp.PyArray_ITEMSIZE(G)
+        nb = cnp.PyArray_DIM(G, 0)
+        nt = cnp.PyArray_DIM(G, 1)
+        if nb == 0 or nt == 0:
+            return
+        ldg = cnp.PyArray_STRIDE(G, 0)
+        if (nt > 1 and cnp.PyArray_STRIDE(G, 1) != isz) or ldg % isz != 0 \
+                or (nb > 1 and ldg < nt * isz) or not cnp.PyArray_ISALIGNED(G):
+            raise ValueError("G must have aligned rows of unit stride")
+        if q0 < 0 or q0 + nb > self.s.nq or r0 < 0 or r0 + nt > self.s.nr \
+                or r0 % self.s.r_chunk != 0:
+            raise ValueError("the tile must lie within the queries and reference rows, "
+                             "r0 a multiple of r_chunk")
+        ldg = ldg // isz
+        with nogil:
+            if self.npy_type == cnp.NPY_FLOAT32:
+                _select_tile(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
+                             <const float*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0)
+            else:
+                _select_tile(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
+                             <const double*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0)
+
+
 def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                        const double[::1] nx, const double[::1] ny_max, intp q0, intp r0,
                        intp r_chunk, double r, double eps, bint exclude_self=False,

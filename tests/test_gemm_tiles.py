@@ -1,0 +1,201 @@
+"""The per-search selector of the matrix-product k-NN filter (``GemmKnnSelect``).
+
+It takes the arguments of ``gemm_select`` that stay fixed during a search once and then
+selects tile by tile without the GIL: its heaps must equal ``gemm_select``'s bit for bit
+on every tile layout, and the filtered search must equal the direct kernel at tile
+boundaries, with ``k`` equal to the number of reference rows, ``exclude_self``, the float64
+product and missing values on either side.
+"""
+import numpy as np
+import pytest
+
+import hdist
+from hdist import _gemm
+from hdist._kernels import CRows, GemmKnnSelect, finish_heaps, gemm_select
+
+
+def mixed(n, n_cont=3, n_nom=3, missing=0.0, seed=0, scale=1.0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 3, n)
+    cols = [rng.normal(size=n) * scale * (a + 1) + y for a in range(n_cont)]
+    cols += [rng.integers(0, rng.integers(2, 6), n).astype(float) for _ in range(n_nom)]
+    X = np.column_stack(cols)
+    if missing:
+        X[rng.random(X.shape) < missing] = np.nan
+    return X, y, list(range(n_cont, n_cont + n_nom))
+
+
+def setup(n_ref, n_q, missing, seed, dtype=np.float32, r_chunk=16, name="hvdm"):
+    X, y, nom = mixed(n_ref + n_q, missing=missing, seed=seed)
+    m = hdist.get_metric(name, nominal=nom).fit(X[:n_ref], y[:n_ref])
+    st, rows = m._fitted(), m.encode(X[n_ref:])
+    F = _gemm._prepare(st.plan, rows, st.train, {}, r_chunk, dtype)
+    assert F is not None
+    return m, st, rows, F
+
+
+def heaps(nq, k, nr):
+    return np.full((nq, k), np.inf), np.full((nq, k), nr, dtype=np.intp)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+@pytest.mark.parametrize("q_block,r_tile", [(1, 16), (7, 48), (50, 208)])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_tiles_equal_gemm_select(dtype, missing, q_block, r_tile, exclude_self):
+    m, st, rows, F = setup(203, 57, missing, 5, dtype)
+    if missing:
+        assert F.qidx.size > 0 and F.ridx.size > 0     # both sides miss values
+    assert F.Xg.dtype == dtype
+    nq, nr, k = rows.n, st.train.n, 6
+    cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
+    G = F.Xg @ F.Yg.T
+    HD0, HI0 = heaps(nq, k, nr)
+    HD1, HI1 = heaps(nq, k, nr)
+    sel = GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, dtype,
+                        exclude_self, 0, **F.extra())
+    n_tiles = 0
+    for a0 in range(0, nq, q_block):
+        for r0 in range(0, nr, r_tile):
+            T = np.ascontiguousarray(G[a0:a0 + q_block, r0:r0 + r_tile])
+            gemm_select(cp, cQ, cR, T, F.nx, F.ny_chunk[r0 // F.r_chunk:], a0, r0,
+                        F.r_chunk, HD0, HI0, F.eps, 1, exclude_self, 0, **F.extra())
+            sel.tile(T, a0, r0)
+            n_tiles += 1
+    assert n_tiles == -(-nq // q_block) * -(-nr // r_tile)
+    np.testing.assert_array_equal(HI0, HI1)
+    np.testing.assert_array_equal(HD0, HD1)
+    finish_heaps(cp, HD1, HI1)
+    # and the search the tiles make is the direct kernel's (queries at the front of the
+    # training rows: exclude_self removes pair (q, q))
+    d, i = m._knn_rows(rows, k, False, 1, "direct")
+    if not exclude_self:
+        np.testing.assert_array_equal(i, HI1)
+        np.testing.assert_array_equal(d, HD1)
+
+
+def test_tile_rows_of_any_stride():
+    # a tile that is a view of a wider buffer (rows farther apart than their length)
+    m, st, rows, F = setup(150, 40, 0.1, 6)
+    nq, nr = rows.n, st.train.n
+    cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
+    wide = np.zeros((nq, nr + 9), dtype=np.float32)
+    wide[:, :nr] = F.Xg @ F.Yg.T
+    HD0, HI0 = heaps(nq, 4, nr)
+    HD1, HI1 = heaps(nq, 4, nr)
+    gemm_select(cp, cQ, cR, np.ascontiguousarray(wide[:, :nr]), F.nx, F.ny_chunk, 0, 0,
+                F.r_chunk, HD0, HI0, F.eps, 1, **F.extra())
+    GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, np.float32,
+                  **F.extra()).tile(wide[:, :nr], 0, 0)
+    np.testing.assert_array_equal(HI0, HI1)
+    np.testing.assert_array_equal(HD0, HD1)
+    assert (HI1 < nr).all()
+
+
+# tile boundaries of the defaults (512 x 512) with counts that are not multiples of them,
+# k equal to the number of reference rows, the float64 product, missing values
+@pytest.mark.parametrize("n_ref,n_q,k", [(513, 515, 5), (1030, 3, 1030), (511, 1, 511)])
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("missing", [0.0, 0.1])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_knn_at_tile_boundaries_equals_direct(n_ref, n_q, k, dtype, missing, n_jobs):
+    X, y, nom = mixed(n_ref + n_q, missing=missing, seed=n_ref + n_q)
+    m = hdist.get_metric("hvdm", nominal=nom).fit(X[:n_ref], y[:n_ref])
+    rows = m.encode(X[n_ref:])
+    d1, i1 = m._knn_rows(rows, k, False, n_jobs, "direct")
+    res = _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), k, n_jobs,
+                    dtype=dtype)
+    assert res is not None
+    np.testing.assert_array_equal(i1, res[1])
+    np.testing.assert_array_equal(d1, res[0])
+    if k == n_ref:
+        assert (np.sort(res[1], axis=1) == np.arange(n_ref)).all()
+
+
+@pytest.mark.parametrize("q_block,r_tile,r_chunk", [(512, 512, 64), (33, 96, 32), (600, 64, 7)])
+@pytest.mark.parametrize("n_jobs", [1, 2])
+def test_knn_exclude_self_on_training_rows(q_block, r_tile, r_chunk, n_jobs):
+    X, y, nom = mixed(530, missing=0.1, seed=9)
+    m = hdist.get_metric("heom", nominal=nom).fit(X, y)
+    d1, i1 = m._knn_rows(m.train_, 8, True, n_jobs, "direct")
+    res = _gemm.knn(m.plan_, m.train_, m.train_, m._ctrain(), m._ctrain(), 8, n_jobs, True,
+                    q_block=q_block, r_tile=r_tile, r_chunk=r_chunk)
+    np.testing.assert_array_equal(i1, res[1])
+    np.testing.assert_array_equal(d1, res[0])
+    assert not (res[1] == np.arange(530)[:, None]).any()
+
+
+def test_large_magnitudes_take_the_float64_product():
+    # float32 cannot hold these magnitudes: _prepare falls back to the float64 product
+    X, y, nom = mixed(400, missing=0.1, seed=11, scale=1e12)
+    m = hdist.get_metric("hvdm", nominal=nom, normalization="none").fit(X[:300], y[:300])
+    rows = m.encode(X[300:])
+    st = m._fitted()
+    F = _gemm._prepare(st.plan, rows, st.train, {}, 64)
+    assert F is not None and F.Xg.dtype == np.float64
+    d1, i1 = m._knn_rows(rows, 5, False, 2, "direct")
+    res = _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), 5, 2,
+                    q_block=64, r_tile=128)
+    np.testing.assert_array_equal(i1, res[1])
+    np.testing.assert_array_equal(d1, res[0])
+
+
+def test_bad_arguments_are_refused():
+    m, st, rows, F = setup(100, 30, 0.2, 12, r_chunk=8)
+    nq, nr = rows.n, st.train.n
+    cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
+    HD, HI = heaps(nq, 3, nr)
+    kw = F.extra()
+    args = (cp, cQ, cR, F.nx, F.ny_chunk, 8, HD, HI, F.eps, np.float32)
+
+    def make(*a, **k):
+        return GemmKnnSelect(*a, **{**kw, **k})
+
+    with pytest.raises(TypeError, match="dtype"):
+        make(*args[:-1], np.int32)
+    with pytest.raises(ValueError, match="r_chunk"):
+        make(*args[:5], 0, *args[6:])
+    with pytest.raises(ValueError, match="ny_max"):
+        make(*args[:4], F.ny_chunk[1:], *args[5:])
+    with pytest.raises(ValueError, match="nx"):
+        make(*args[:3], F.nx[1:], *args[4:])
+    with pytest.raises(ValueError, match="HD and HI"):
+        make(*args[:6], HD[:, :0].copy(), HI[:, :0].copy(), *args[8:])
+    with pytest.raises(ValueError, match="go together"):
+        make(*args, qidx=None)
+    with pytest.raises(ValueError, match="go together"):
+        make(*args, hc=None)
+    bad = F.qidx.copy()
+    bad[-1] = len(F.g)
+    with pytest.raises(ValueError, match="qidx"):
+        make(*args, qidx=bad)
+    bad = F.qptr.copy()
+    bad[1], bad[2] = bad[2] + 1, bad[2]
+    with pytest.raises(ValueError, match="qptr"):
+        make(*args, qptr=bad)
+    bad = F.hc.copy()
+    bad[np.flatnonzero(bad)[0]] += 1
+    with pytest.raises(ValueError, match="count"):
+        make(*args, hc=bad)
+    with pytest.raises(ValueError):
+        make(*args, gy=F.g.astype(np.float64))        # not the search's precision
+    sel = make(*args)
+    G = F.Xg @ F.Yg.T
+    with pytest.raises(TypeError, match="precision"):
+        sel.tile(G.astype(np.float64), 0, 0)
+    with pytest.raises(TypeError, match="precision"):
+        sel.tile(G[0], 0, 0)
+    with pytest.raises(ValueError, match="unit stride"):
+        sel.tile(G[:, ::2], 0, 0)
+    with pytest.raises(ValueError, match="within"):
+        sel.tile(G[:, :8], 0, 4)                       # r0 not a multiple of r_chunk
+    with pytest.raises(ValueError, match="within"):
+        sel.tile(G[:, :16], 0, nr - 8)                 # past the reference rows
+    with pytest.raises(ValueError, match="within"):
+        sel.tile(G[:2], nq - 1, 0)                     # past the queries
+    with pytest.raises(ValueError, match="within"):
+        sel.tile(G[:2], -1, 0)
+    assert np.isinf(HD).all()                          # nothing ran
+    sel.tile(G[:, :0], 0, 0)                           # empty: nothing to do
+    sel.tile(G, 0, 0)
+    assert np.isfinite(HD).all()
