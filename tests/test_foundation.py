@@ -257,13 +257,19 @@ def check_everything(m, r, train, queries, container, k_values=(1, 3), full=True
 
 
 def check_own_order(true, red, D, I, k):
-    """The k-NN result is the (reduced, index) selection of the package's own pairwise
-    matrix, re-sorted by (true distance, index): identical bit for bit."""
+    """The k-NN result is the first k rows of the package's own pairwise matrix by
+    (true distance, index), identical bit for bit -- the tie rule is decided on the
+    distance returned: two reduced values 1 ulp apart can share one true distance -- and
+    the reduced values never rank a row after one whose true distance is larger."""
+    n = red.shape[1]
     for q in range(red.shape[0]):
-        order = np.lexsort((np.arange(red.shape[1]), red[q]))[:k]
-        sel = sorted(order.tolist(), key=lambda j: (true[q, j], j))
-        assert I[q].tolist() == sel
+        sel = np.lexsort((np.arange(n), true[q]))[:k]
+        assert I[q].tolist() == sel.tolist()
         assert np.array_equal(D[q], true[q, sel])
+        rest = np.setdiff1d(np.arange(n), sel)
+        if rest.size and k:
+            farther = true[q, rest][None, :] > true[q, sel][:, None]
+            assert not np.any(farther & (red[q, rest][None, :] < red[q, sel][:, None]))
 
 
 # ======================================================================================
