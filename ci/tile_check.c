@@ -2,7 +2,8 @@
  *
  * Fills a plan with every block (continuous, overlap, tables, embedded q = 1 and q = 2),
  * missing values on both sides and unseen codes, and prints the reduced distances of every
- * query against every reference row as hexadecimal floats, for each p (inf, 1, 2, 0.5, 3)
+ * query against every reference row as hexadecimal floats, for each p (inf, 1, 2; 0.5 and 3
+ * through the general entry; 3 and 4 through their own)
  * with and without the "ignore" rule.  The output must be identical on every instruction
  * set of this machine (argument: the variant number) and on every architecture
  * (ci/arm64_check.sh runs it for aarch64 under qemu and compares).
@@ -115,12 +116,12 @@ int main(int argc, char **argv)
 
     hd_tr R;
     R.ld = NR; R.c = rc; R.cpen = rcp; R.o = ro; R.t = rt; R.e = re;
-    static const int modes[5] = {0, 1, 2, 3, 3};
-    static const double ps[5] = {INFINITY, 1.0, 2.0, 0.5, 3.0};
+    static const int modes[7] = {0, 1, 2, 3, 3, 5, 6};
+    static const double ps[7] = {INFINITY, 1.0, 2.0, 0.5, 3.0, 3.0, 4.0};
     double s[HD_TB];
     int ign, m;
     for (ign = 0; ign < 2; ign++) {
-        for (m = 0; m < 5; m++) {
+        for (m = 0; m < 7; m++) {
             hd_tplan P;
             memset(&P, 0, sizeof P);
             P.mc = MC; P.mo = MO; P.mt = MT; P.me = ME;

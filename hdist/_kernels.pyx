@@ -348,8 +348,11 @@ cdef hd_tplan _tplan(CPlan plan) except *:
     T.mo = P.mo
     T.mt = P.mt
     T.me = P.me
-    # p = 0.5 has its own entry (sqrt, vectorized), the same value as hd_pw_gen's
-    T.pmode = 4 if P.pmode == 3 and P.p == 0.5 else P.pmode
+    # p = 0.5, 3 and 4 have their own entries (sqrt and products, vectorized), the same
+    # values as hd_pw_gen's
+    T.pmode = P.pmode
+    if P.pmode == 3:
+        T.pmode = 4 if P.p == 0.5 else (5 if P.p == 3.0 else (6 if P.p == 4.0 else 3))
     T.p = P.p
     T.ign = P.has_ignore
     T.w_all = P.w_all

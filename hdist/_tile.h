@@ -28,7 +28,8 @@ typedef ptrdiff_t hd_intp;
 
 typedef struct {
     hd_intp mc, mo, mt, me;
-    int pmode;                 /* 0: p = inf, 1: p = 1, 2: p = 2, 3: other p, 4: p = 0.5 */
+    int pmode;                 /* 0: p = inf, 1: p = 1, 2: p = 2, 3: other p, 4: p = 0.5,
+                                  5: p = 3, 6: p = 4 */
     double p;
     int ign;                   /* some attribute uses the "ignore" policy */
     double w_all, w_max;
@@ -109,15 +110,17 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 
 #define HD_NISA 3
 static const char *hd_isa_names[HD_NISA] = {"baseline", "avx2", "avx512"};
-static hd_tile_fn hd_fns[HD_NISA][5] = {
-    {hd_tile_inf_base, hd_tile_l1_base, hd_tile_l2_base, hd_tile_gen_base, hd_tile_half_base},
+static hd_tile_fn hd_fns[HD_NISA][7] = {
+    {hd_tile_inf_base, hd_tile_l1_base, hd_tile_l2_base, hd_tile_gen_base, hd_tile_half_base,
+     hd_tile_cube_base, hd_tile_quart_base},
 #if HD_X86_DISPATCH
-    {hd_tile_inf_avx2, hd_tile_l1_avx2, hd_tile_l2_avx2, hd_tile_gen_avx2, hd_tile_half_avx2},
+    {hd_tile_inf_avx2, hd_tile_l1_avx2, hd_tile_l2_avx2, hd_tile_gen_avx2, hd_tile_half_avx2,
+     hd_tile_cube_avx2, hd_tile_quart_avx2},
     {hd_tile_inf_avx512, hd_tile_l1_avx512, hd_tile_l2_avx512, hd_tile_gen_avx512,
-     hd_tile_half_avx512},
+     hd_tile_half_avx512, hd_tile_cube_avx512, hd_tile_quart_avx512},
 #else
-    {NULL, NULL, NULL, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 #endif
 };
 static int hd_isa = 0;

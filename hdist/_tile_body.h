@@ -8,10 +8,12 @@
  * leaves a non-negative sum unchanged.
  */
 
-/* pm: 0 p = inf, 1 p = 1, 2 p = 2, 3 other p (hd_pw_gen), 4 p = 0.5 (hd_pw_gen's sqrt,
+/* pm: 0 p = inf, 1 p = 1, 2 p = 2, 3 other p (hd_pw_gen), 5 p = 3 and 6 p = 4 (hd_pw_gen's
+ * products, spelled out so that they are vectorized), 4 p = 0.5 (hd_pw_gen's sqrt,
  * spelled out so that it is vectorized) */
 #define HD_PW(d) (pm == 2 ? (d) * (d) : (pm == 3 ? hd_pw_gen((d), P->p) : \
-                                        (pm == 4 ? sqrt(d) : (d))))
+                  (pm == 4 ? sqrt(d) : (pm == 5 ? ((d) * (d)) * (d) : \
+                  (pm == 6 ? ((d) * (d)) * ((d) * (d)) : (d))))))
 #define HD_ACC(s, t) (pm == 0 ? ((t) > (s) ? (t) : (s)) : (s) + (t))
 
 /* 1 when every partial sum exceeds bound (the rows can be abandoned) */
@@ -504,6 +506,8 @@ HD_TILE_ENTRY(hd_tile_l1, 1)
 HD_TILE_ENTRY(hd_tile_l2, 2)
 HD_TILE_ENTRY(hd_tile_gen, 3)
 HD_TILE_ENTRY(hd_tile_half, 4)
+HD_TILE_ENTRY(hd_tile_cube, 5)
+HD_TILE_ENTRY(hd_tile_quart, 6)
 #undef HD_TILE_ENTRY
 
 #undef HD_PW
