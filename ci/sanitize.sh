@@ -74,7 +74,7 @@ fi
 # -- run ------------------------------------------------------------------------------
 # the kernels (every brute-force path and the matrix-product filter), the trees, and the
 # robustness suites that feed them hostile inputs, threads and signals
-TESTS=(tests/test_foundation.py tests/test_gemm.py tests/test_trees.py tests/test_tile.py
+TESTS=(tests/test_foundation.py tests/test_gemm.py tests/test_gemm_tiles.py tests/test_trees.py tests/test_tile.py
        tests/test_ties.py tests/test_extreme_p.py tests/test_tile_ignore.py tests/test_power.py
        tests/test_bad_input.py tests/test_concurrency.py tests/test_memory.py
        tests/test_properties.py tests/test_pam.py)
