@@ -954,6 +954,62 @@ def _check_ref_miss(hq, rptr, ridx, hc, intp nq_all, intp nr_all, intp r0, intp 
         raise ValueError("rptr must have one entry per reference row plus one")
 
 
+ctypedef struct _SelS:
+    # the arguments of a filtered k-NN selection that do not change between its tiles
+    # (GemmKnnSelect keeps one for a whole search; gemm_select fills one per call)
+    const double* nx
+    const double* ny_max
+    double* HD
+    intp* HI
+    intp k, nq, nr, r_chunk, gstride, mstride, nh, self_off
+    double eps
+    int excl, has_h
+    const void* gy
+    const intp* qptr
+    const intp* qidx
+    const double* gmin
+    const double* hq
+    const intp* rptr
+    const intp* ridx
+    const void* hc
+
+
+cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
+                             const _SelS* S, const real* g, intp nt, intp q, intp r0,
+                             const double* nyp) noexcept nogil:
+    """Query row ``q`` of a tile whose estimates are ``g[0 .. nt)`` (reference rows from
+    ``r0``, ``nyp`` the norms' bounds from the tile's first chunk): the complete-row
+    variant of :func:`_filter_row` when neither side misses a value, else the other."""
+    cdef intp nm = 0
+    cdef const intp* mi = NULL
+    if S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
+        nm = S.qptr[q + 1] - S.qptr[q]
+        mi = S.qidx + S.qptr[q]
+    if nm == 0 and not S.has_h:
+        _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
+                    <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride, NULL, 0,
+                    NULL, NULL, NULL, S.HD + q * S.k, S.HI + q * S.k, S.k, 0.0, NULL,
+                    NULL, 0, S.excl, S.self_off, <_Complete*> NULL)
+    else:
+        _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
+                    <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride,
+                    S.hq + q * S.nh if S.has_h else NULL, S.nh if S.has_h else 0,
+                    S.rptr if S.has_h else NULL, S.ridx if S.has_h else NULL,
+                    <const real*> S.hc if S.has_h else NULL, S.HD + q * S.k,
+                    S.HI + q * S.k, S.k, 0.0, NULL, NULL, 0, S.excl, S.self_off,
+                    <_Missing*> NULL)
+
+
+cdef void _select_tile(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
+                       const real* G, intp ldg, intp nb, intp nt, intp q0,
+                       intp r0) noexcept nogil:
+    """The rows of one tile in order: what ``gemm_select`` does with one thread."""
+    cdef intp ii
+    cdef const double* nyp = S.ny_max + r0 // S.r_chunk
+    for ii in range(nb):
+        _select_row(P, QS, RS, S, G + ii * ldg, nt, q0 + ii, r0, nyp)
+
+
 def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double[::1] nx,
                 const double[::1] ny_max, intp q0, intp r0, intp r_chunk,
                 double[:, ::1] HD, intp[:, ::1] HI, double eps, int n_threads,
@@ -981,14 +1037,8 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     cdef const PlanS* P = &plan.s
     cdef const RowsS* QS = &Q.s
     cdef const RowsS* RS = &R.s
-    cdef intp nb = G.shape[0], nt = G.shape[1], k = HD.shape[1], ii, q, nm
-    cdef intp gstride = gy.shape[1] if gy is not None else 0
-    cdef const real* gyp = &gy[0, 0] if gy is not None and gy.shape[0] > 0 else NULL
-    cdef const intp* mi
-    cdef int excl = exclude_self
-    cdef const double* gm = &gmin[0, 0] if gmin is not None and gmin.shape[0] > 0 else NULL
-    cdef intp mstride = gmin.shape[1] if gmin is not None else 0
-    cdef int has_h
+    cdef intp nb = G.shape[0], nt = G.shape[1], ii
+    cdef _SelS S
     _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n)
     _check_ref_miss(hq, rptr, ridx, hc, Q.s.n, R.s.n, r0, nt)
     has_h = hq is not None and hq.shape[1] > 0 and ridx.shape[0] > 0
@@ -997,70 +1047,25 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
                          "the entries of each row")
     if nb == 0 or nt == 0:
         return
+    # the arguments as one search's fixed state (ny_max starts at the tile's chunk)
+    S.nx, S.ny_max, S.HD, S.HI = &nx[0], &ny_max[0], &HD[0, 0], &HI[0, 0]
+    S.k, S.nq, S.nr, S.r_chunk = HD.shape[1], Q.s.n, R.s.n, r_chunk
+    S.eps, S.excl, S.self_off = eps, exclude_self, self_offset
+    S.gy = &gy[0, 0] if gy is not None and gy.shape[0] > 0 else NULL
+    S.gstride = gy.shape[1] if gy is not None else 0
+    S.qptr = &qptr[0] if qptr is not None else NULL
+    S.qidx = &qidx[0] if qidx is not None and qidx.shape[0] > 0 else NULL
+    S.gmin = &gmin[0, 0] if gmin is not None and gmin.shape[0] > 0 else NULL
+    S.mstride = gmin.shape[1] if gmin is not None else 0
+    S.has_h = has_h
+    S.nh = hq.shape[1] if has_h else 0
+    S.hq = &hq[0, 0] if has_h else NULL
+    S.rptr = &rptr[0] if has_h else NULL
+    S.ridx = &ridx[0] if has_h else NULL
+    S.hc = &hc[0] if has_h else NULL
     with nogil:
         for ii in prange(nb, num_threads=n_threads, schedule="static"):
-            q = q0 + ii
-            mi = _miss_of(qptr, qidx, q, &nm)
-            if nm == 0 and not has_h:
-                _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk, &ny_max[0],
-                            eps * nx[q], gyp, gstride, mi, nm, gm, mstride, NULL, 0, NULL,
-                            NULL, NULL, &HD[q, 0], &HI[q, 0], k, 0.0, NULL, NULL, 0, excl,
-                            self_offset, <_Complete*> NULL)
-            else:
-                _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk, &ny_max[0],
-                            eps * nx[q], gyp, gstride, mi, nm, gm, mstride,
-                            &hq[q, 0] if has_h else NULL, hq.shape[1] if has_h else 0,
-                            &rptr[0] if has_h else NULL, &ridx[0] if has_h else NULL,
-                            &hc[0] if has_h else NULL, &HD[q, 0], &HI[q, 0], k, 0.0, NULL,
-                            NULL, 0, excl, self_offset, <_Missing*> NULL)
-
-
-ctypedef struct _SelS:
-    # the arguments of gemm_select that do not change between the tiles of one search
-    const double* nx
-    const double* ny_max
-    double* HD
-    intp* HI
-    intp k, nq, nr, r_chunk, gstride, mstride, nh, self_off
-    double eps
-    int excl, has_h
-    const void* gy
-    const intp* qptr
-    const intp* qidx
-    const double* gmin
-    const double* hq
-    const intp* rptr
-    const intp* ridx
-    const void* hc
-
-
-cdef void _select_tile(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
-                       const real* G, intp ldg, intp nb, intp nt, intp q0,
-                       intp r0) noexcept nogil:
-    """The rows of one tile in order: what ``gemm_select`` does with one thread."""
-    cdef intp ii, q, nm
-    cdef const intp* mi
-    cdef const double* nyp = S.ny_max + r0 // S.r_chunk
-    for ii in range(nb):
-        q = q0 + ii
-        nm = 0
-        mi = NULL
-        if S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
-            nm = S.qptr[q + 1] - S.qptr[q]
-            mi = S.qidx + S.qptr[q]
-        if nm == 0 and not S.has_h:
-            _filter_row(P, QS, RS, q, G + ii * ldg, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
-                        <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride, NULL, 0,
-                        NULL, NULL, NULL, S.HD + q * S.k, S.HI + q * S.k, S.k, 0.0, NULL,
-                        NULL, 0, S.excl, S.self_off, <_Complete*> NULL)
-        else:
-            _filter_row(P, QS, RS, q, G + ii * ldg, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
-                        <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride,
-                        S.hq + q * S.nh if S.has_h else NULL, S.nh if S.has_h else 0,
-                        S.rptr if S.has_h else NULL, S.ridx if S.has_h else NULL,
-                        <const real*> S.hc if S.has_h else NULL, S.HD + q * S.k,
-                        S.HI + q * S.k, S.k, 0.0, NULL, NULL, 0, S.excl, S.self_off,
-                        <_Missing*> NULL)
+            _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, r0, S.ny_max)
 
 
 cdef class GemmKnnSelect:
