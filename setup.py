@@ -100,7 +100,8 @@ def _extensions():
     for name in MODULES:
         src = os.path.join("hdist", name + ".pyx")
         if os.path.exists(src):
-            headers = ("_tile.h", "_tile_body.h", "_pw.h", "_gemm_scan.h")
+            headers = ("_tile.h", "_tile_body.h", "_gemm_body.h", "_scan_body.h", "_pw.h",
+                       "_gemm_scan.h")
             exts.append(Extension("hdist." + name, [src], include_dirs=[np.get_include(), "hdist"],
                                   depends=[os.path.join("hdist", h) for h in headers]))
     directives = {

@@ -263,11 +263,12 @@ class _Filter:
     precision, their norms (the rounding margin) and the missing-query columns."""
 
     def __init__(self, Xg, nx, Yg, ny_chunk, g, gmin, qptr, qidx, eps, r_chunk, H, rptr,
-                 ridx, hc):
+                 ridx, hc, Yp=None):
         self.Xg, self.nx, self.Yg, self.ny_chunk = Xg, nx, Yg, ny_chunk
         self.g, self.gmin, self.qptr, self.qidx = g, gmin, qptr, qidx
         self.eps, self.r_chunk = eps, r_chunk
         self.H, self.rptr, self.ridx, self.hc = H, rptr, ridx, hc
+        self.Yp = Yp      # float32 only: Yg as panels (hdist._kernels.gemm_panels)
 
     def extra(self):
         """The keyword arguments of ``gemm_select`` / ``gemm_radius_select``."""
@@ -329,11 +330,16 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
         # per chunk of reference rows, the smallest of each added column as stored
         gmin = np.ascontiguousarray(np.minimum.reduceat(gg.astype(np.float64), starts, axis=1)
                                     if R.n and len(g) else np.zeros((len(g), 0)))
-        fr = (Y.astype(dtype), gg, gmin,
-              np.maximum.reduceat(ny, starts) if R.n else ny, ymax,
-              np.diff(ref["rptr"]).astype(dtype))
+        Yg = Y.astype(dtype)
+        fr = (Yg, gg, gmin, np.maximum.reduceat(ny, starts) if R.n else ny, ymax,
+              np.diff(ref["rptr"]).astype(dtype), None)
         cache[key] = fr
-    Yg, gg, gmin, ny_chunk, ymax, hc = fr
+    Yg, gg, gmin, ny_chunk, ymax, hc, Yp = fr
+    if Yp is None and dtype == np.float32:
+        # the panels the fused k-NN search reads, made on its first use
+        from ._kernels import gemm_panels
+        Yp = gemm_panels(Yg)
+        cache[key] = fr[:-1] + (Yp,)
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(H))):
         return None
     xmax = max(np.abs(X).max(initial=0), np.abs(H).max(initial=0))
@@ -352,7 +358,7 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
     nx = np.sqrt(np.einsum("ij,ij->i", X, X) + np.einsum("ij,ij->i", H, H)
                  + np.diff(qptr)) + 1e-30 / eps
     return _Filter(np.ascontiguousarray(X, dtype=dtype), nx, Yg, ny_chunk, gg, gmin, qptr,
-                   qidx, eps, r_chunk, H, ref["rptr"], ref["ridx"], hc)
+                   qidx, eps, r_chunk, H, ref["rptr"], ref["ridx"], hc, Yp)
 
 
 def _in_threads(nq, n_threads, run):
@@ -398,13 +404,15 @@ def _tiles(F, nr, q0, q1, q_block, r_tile, stop):
             yield a0, r0, G
 
 
-def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=512, r_tile=512,
+def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_tile=512,
         r_chunk=64, dtype=np.float32, cache=None):
     """Exact k-NN through the GEMM filter; None when the plan or data do not allow it.
 
-    ``q_block`` x ``r_tile`` float32 estimates (1 MiB by default) stay in a core's L2
-    cache between the product and the selection, and each product reuses its packed
-    block of reference rows for ``q_block`` queries.
+    In float32 the products are computed by our own kernel, 8 queries against ``r_tile``
+    reference rows at a time, each block of estimates selected while it is in the L1
+    cache; threads take chunks of ``q_block`` (default 32) queries.  In float64 (features
+    too large for float32) BLAS computes ``q_block`` (default 512) x ``r_tile`` tiles
+    which stay in a core's L2 cache between the product and the selection.
 
     ``cache`` (a dict kept by the caller for a fixed reference set ``R``) keeps the
     reference side's features between calls."""
@@ -418,8 +426,14 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=512, r_til
     cplan = plan.cplan
     # the arguments are checked once; each tile then costs one short call, the GIL
     # released while its rows are selected
-    select = GemmKnnSelect(cplan, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD, HI, F.eps,
-                           F.Xg.dtype, exclude_self, 0, **F.extra()).tile
+    sel = GemmKnnSelect(cplan, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD, HI, F.eps,
+                        F.Xg.dtype, exclude_self, 0, **F.extra())
+    if F.Yp is not None:
+        sel.search(F.Xg, F.Yp, n_threads, q_block or 32, r_tile)
+        finish_heaps(cplan, HD, HI)
+        return HD, HI
+    select = sel.tile
+    q_block = q_block or 512
 
     def run(q0, q1, stop):
         # chunks touch disjoint heap rows, so they run in parallel threads

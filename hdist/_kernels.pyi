@@ -91,7 +91,23 @@ class GemmKnnSelect:
         ridx: IntpArray | None = None,
         hc: npt.NDArray[np.float32] | Float64Array | None = None,
     ) -> None: ...
+    def search(
+        self,
+        X: npt.NDArray[np.float32],
+        Yp: npt.NDArray[np.float32],
+        n_threads: int,
+        q_chunk: int = 32,
+        r_block: int = 0,
+    ) -> None: ...
     def tile(self, G: npt.NDArray[np.float32] | Float64Array, q0: int, r0: int) -> None: ...
+
+GEMM_BLOCK_ROWS: int
+GEMM_REGION_PAIRS: int
+
+def gemm_panels(Y: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]: ...
+def gemm_products(
+    X: npt.NDArray[np.float32], Yp: npt.NDArray[np.float32]
+) -> npt.NDArray[np.float32]: ...
 
 def gemm_radius_select(
     plan: CPlan,

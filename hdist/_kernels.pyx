@@ -8,6 +8,8 @@ depend on the number of threads or on the block and tile sizes: candidates are o
 by ``(reduced distance, training index)`` and a pair's distance is always computed by
 the same inline function (``pair_reduced`` in ``_kernels.pxd``).
 """
+import math
+
 import numpy as np
 cimport numpy as cnp
 cimport cython
@@ -93,6 +95,19 @@ cdef extern from "_tile.h":
     int hd_isa_set(int isa) noexcept nogil
     int hd_tile(const hd_tplan* P, const hd_tq* Q, const hd_tr* R, intp j0, intp nb,
                 double bound, double* s) noexcept nogil
+    enum: HD_GQB
+    enum: HD_GPW
+    void hd_gemm_pack(const float* X, intp ldx, intp nqb, intp K, float* Xt) noexcept nogil
+    intp hd_scan_f(const float* g, intp n, intp rc, intp c_first, intp c_end,
+                   const float* th1, const float* th2, const float* gy, intp gstride,
+                   const intp* mi, intp nm, const float* hc, float hm,
+                   float* est) noexcept nogil
+    intp hd_scan_d(const double* g, intp n, intp rc, intp c_first, intp c_end,
+                   const double* th1, const double* th2, const double* gy, intp gstride,
+                   const intp* mi, intp nm, const double* hc, double hm,
+                   double* est) noexcept nogil
+    void hd_gemm_blk(const float* Xt, intp nqb, const float* Y, intp npan, intp K, float* G,
+                     intp ldg) noexcept nogil
 
 
 def isa_variants():
@@ -635,66 +650,11 @@ ctypedef fused real:
 
 cdef enum:
     GEMM_MAX_CHUNK_C = 256
+    # chunks whose thresholds _filter_row computes at once
+    SCAN_WINDOW = 64
 
 #: most reference rows per chunk of the matrix-product filter (``r_chunk``)
 GEMM_MAX_CHUNK = GEMM_MAX_CHUNK_C
-
-
-cdef inline int _any_le(const real* g, intp n, real s) noexcept nogil:
-    """1 when some ``g[j] <= s``: an OR of comparisons, which the compiler vectorises (a
-    running minimum is a loop-carried dependency of ~4 cycles per element)."""
-    cdef intp j
-    cdef int hit = 0
-    for j in range(n):
-        hit |= g[j] <= s
-    return hit
-
-
-cdef inline int _any_le_lb(const real* g, const real* hc, real hm, intp n,
-                           real s) noexcept nogil:
-    """1 when some ``g[j] + hc[j] hm <= s`` (vectorised like :func:`_any_le`)."""
-    cdef intp j
-    cdef int hit = 0
-    for j in range(n):
-        hit |= g[j] + hc[j] * hm <= s
-    return hit
-
-
-cdef inline int _any_le_lb2(const real* g, const real* c1, const real* c2, const real* hc,
-                            real hm, intp n, real s) noexcept nogil:
-    """1 when some ``g[j] (+ c1[j] (+ c2[j])) + hc[j] hm <= s`` (``c1``, ``c2`` NULL: left
-    out), summed in :func:`_chunk_est`'s order."""
-    cdef intp j
-    cdef int hit = 0
-    if c1 == NULL:
-        for j in range(n):
-            hit |= g[j] + hc[j] * hm <= s
-    elif c2 == NULL:
-        for j in range(n):
-            hit |= (g[j] + c1[j]) + hc[j] * hm <= s
-    else:
-        for j in range(n):
-            hit |= ((g[j] + c1[j]) + c2[j]) + hc[j] * hm <= s
-    return hit
-
-
-cdef inline const real* _chunk_est(const real* g, intp n, const real* gy, intp gstride,
-                                   const intp* mi, intp nm, real* est) noexcept nogil:
-    """The estimates of one chunk: the product ``g``, plus, for each attribute ``mi[t]``
-    missing in the query, that attribute's reference-side column ``gy`` (``hdist._gemm``:
-    the term of a reference value against a missing one, less its product share)."""
-    cdef intp j, t
-    cdef const real* col
-    if nm == 0:
-        return g
-    col = gy + mi[0] * gstride
-    for j in range(n):
-        est[j] = g[j] + col[j]
-    for t in range(1, nm):
-        col = gy + mi[t] * gstride
-        for j in range(n):
-            est[j] = est[j] + col[j]
-    return est
 
 
 cdef inline unsigned long long _le_mask(const real* e, const real* hc, real hm, intp n,
@@ -774,16 +734,21 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
     terms added in float64, against ``Sr``.  ``kind`` (a NULL pointer) selects the
     compiled variant: ``_Complete`` only when ``nm == 0`` and ``hq`` is NULL."""
     cdef real est[GEMM_MAX_CHUNK_C]
+    cdef real th1[SCAN_WINDOW]
+    cdef real th2[SCAN_WINDOW]
     cdef const real* e
     cdef double tau = reduced_bound(P, r if buf != NULL else hd[0]), s, corr
     cdef real Sr, Sl
-    cdef intp c0 = 0, c1, c = 0, jj, j, t, cg = r0 // r_chunk
+    cdef intp c0 = 0, c1, c = 0, jj, j, t, cg = r0 // r_chunk, ci
+    cdef intp nc = (nt + r_chunk - 1) // r_chunk, cw = 0, cw_end = 0
     cdef double lb, mag, lbq = 0.0, hmin = INFINITY
     cdef real hm = 0
     cdef const real* hcc = NULL
+    cdef const real* hcs = NULL
     cdef unsigned long long mask
     cdef intp b0
     cdef Hit* tmp
+    cdef bint stale = True, pre = False
     if miss_t is _Missing:
         for t in range(nh):
             if hq[t] < 0.0:
@@ -791,59 +756,61 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
             if hq[t] < hmin:
                 hmin = hq[t]
         hm = _below(hmin, g) if nh > 0 and lbq == 0.0 else 0
-    while c0 < nt:
-        c1 = c0 + r_chunk
-        if c1 > nt:
-            c1 = nt
-        Sr = _threshold(tau, epsx * ny_max[c], g)
-        if miss_t is _Complete:
-            if not _any_le(g + c0, c1 - c0, Sr):
-                c0 = c1
-                c = c + 1
-                continue
-            e = g + c0
+        if hm != 0:
+            hcs = hc + r0
+    while c < nc:
+        if stale or c >= cw_end:
+            # the thresholds of the next chunks (SCAN_WINDOW at most), with the current
+            # bound: Sr, for a row with missing values Sl = Sr less the reference-missing
+            # terms' lower bound, and (pre) Sl less the chunk's smallest added columns,
+            # against which the product alone is tested first.  They are recomputed
+            # whenever the bound drops, so each chunk is tested exactly as if its
+            # thresholds were computed when it is reached.
+            cw = c
+            cw_end = min(nc, c + SCAN_WINDOW)
+            pre = False
+            if miss_t is _Missing:
+                pre = hm == 0 and tau < INFINITY and (nm == 0 or gmin != NULL)
+            for ci in range(cw, cw_end):
+                Sr = _threshold(tau, epsx * ny_max[ci], g)
+                if miss_t is _Complete:
+                    th2[ci - cw] = Sr
+                else:
+                    th2[ci - cw] = _lower(Sr, lbq, fabs(lbq), g)
+                    if pre:
+                        # the chunk's smallest added columns bound its estimates from
+                        # below: a chunk is kept unless every product is certainly above
+                        # Sl less those columns (the slack covers the rounding of the
+                        # additions, which are monotone, and the threshold is rounded up)
+                        lb = lbq
+                        mag = fabs(lbq)
+                        for t in range(nm):
+                            lb = lb + gmin[mi[t] * mstride + cg + ci]
+                            mag = mag + fabs(gmin[mi[t] * mstride + cg + ci])
+                        th1[ci - cw] = _lower(Sr, lb, mag, g)
+            stale = False
+        # the first chunk from c on that some pair may pass (hdist/_scan_body.h); for one
+        # with added columns their sums are left in est
+        if real is float:
+            c = hd_scan_f(g, nt, r_chunk, c, cw_end, th1 + (c - cw) if pre else NULL,
+                          th2 + (c - cw), gy + r0 if nm > 0 else NULL, gstride, mi, nm,
+                          hcs, hm, est)
         else:
-            Sl = _lower(Sr, lbq, fabs(lbq), g)
+            c = hd_scan_d(g, nt, r_chunk, c, cw_end, th1 + (c - cw) if pre else NULL,
+                          th2 + (c - cw), gy + r0 if nm > 0 else NULL, gstride, mi, nm,
+                          hcs, hm, est)
+        if c >= cw_end:
+            continue
+        c0 = c * r_chunk
+        c1 = min(nt, c0 + r_chunk)
+        Sr = _threshold(tau, epsx * ny_max[c], g)
+        e = g + c0
+        if miss_t is _Missing:
+            Sl = th2[c - cw]
+            if nm > 0:
+                e = est
             if hm != 0:
-                # one vectorised test of the estimates with hm per attribute row j
-                # misses (each of the query's terms against them is at least hm) for up
-                # to two added columns, the estimates then computed only for the chunks
-                # kept
                 hcc = hc + r0 + c0
-                if nm <= 2 and not _any_le_lb2(g + c0, gy + r0 + c0 + mi[0] * gstride
-                                               if nm > 0 else NULL,
-                                               gy + r0 + c0 + mi[1] * gstride
-                                               if nm > 1 else NULL, hcc, hm, c1 - c0, Sl):
-                    c0 = c1
-                    c = c + 1
-                    continue
-            elif tau < INFINITY and (nm == 0 or gmin != NULL):
-                # the chunk's smallest added columns bound its estimates from below: most
-                # chunks are dismissed on the product alone.  A chunk is kept unless
-                # every product is certainly above Sl less those columns: the slack is
-                # added (it covers the rounding of the additions, which are monotone)
-                # and the threshold rounded up, so no pair the estimates would keep is
-                # dismissed (the terms of the attributes reference rows miss are left
-                # out: they are >= lbq)
-                lb = lbq
-                mag = fabs(lbq)
-                for t in range(nm):
-                    lb = lb + gmin[mi[t] * mstride + cg + c]
-                    mag = mag + fabs(gmin[mi[t] * mstride + cg + c])
-                if not _any_le(g + c0, c1 - c0, _lower(Sr, lb, mag, g)):
-                    c0 = c1
-                    c = c + 1
-                    continue
-            e = _chunk_est(g + c0, c1 - c0, gy + r0 + c0, gstride, mi, nm, est)
-            if hm != 0:
-                if nm > 2 and not _any_le_lb(e, hcc, hm, c1 - c0, Sl):
-                    c0 = c1
-                    c = c + 1
-                    continue
-            elif not _any_le(e, c1 - c0, Sl):
-                c0 = c1
-                c = c + 1
-                continue
         b0 = 0
         mask = 0
         while True:
@@ -887,6 +854,7 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                     Sr = _threshold(tau, epsx * ny_max[c], g)
                     if miss_t is _Missing:
                         Sl = _lower(Sr, lbq, fabs(lbq), g)
+                    stale = True
             elif s <= r:
                 if cnt == cap[0]:
                     cap[0] = 2 * cap[0] + 16
@@ -1068,6 +1036,72 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
             _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, r0, S.ny_max)
 
 
+#: reference rows per block of the fused filter (rounded to panels and chunks)
+GEMM_BLOCK_ROWS = 512
+#: pairs per parallel region of the fused filter (signals are checked between regions)
+GEMM_REGION_PAIRS = 1 << 26
+
+
+def gemm_panels(const float[:, ::1] Y not None):
+    """``Y [n, K]`` as panels of ``HD_GPW`` rows stored attribute-major, ``[ceil(n /
+    HD_GPW), K, HD_GPW]``, the last zero-padded: the layout :meth:`GemmKnnSelect.search`
+    reads."""
+    n, K = Y.shape[0], Y.shape[1]
+    npan = (n + HD_GPW - 1) // HD_GPW
+    out = np.zeros((npan * HD_GPW, K), dtype=np.float32)
+    out[:n] = Y
+    return np.ascontiguousarray(out.reshape(npan, HD_GPW, K).transpose(0, 2, 1))
+
+
+def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not None):
+    """``X [nq, K]`` times the panels ``Yp`` (:func:`gemm_panels`) as the fused filter
+    computes them, ``[nq, panels x HD_GPW]`` in float32: a test hook for the products of
+    every instruction-set variant."""
+    cdef intp nq = X.shape[0], K = X.shape[1], npan = Yp.shape[0], q
+    if Yp.shape[1] != K or Yp.shape[2] != HD_GPW:
+        raise ValueError("Yp must be [panels, %d, %d]" % (K, HD_GPW))
+    out = np.zeros((nq, npan * HD_GPW), dtype=np.float32)
+    cdef float[:, ::1] G = out
+    cdef float[::1] Xt = np.empty(HD_GQB * max(K, 1), dtype=np.float32)
+    if nq == 0 or npan == 0 or K == 0:
+        return out
+    with nogil:
+        q = 0
+        while q < nq:
+            hd_gemm_pack(&X[q, 0], K, min(<intp> HD_GQB, nq - q), K, &Xt[0])
+            hd_gemm_blk(&Xt[0], min(<intp> HD_GQB, nq - q), &Yp[0, 0, 0], npan, K, &G[q, 0],
+                        npan * HD_GPW)
+            q = q + HD_GQB
+    return out
+
+
+cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
+                      const float* X, intp K, const float* Yp, intp a0, intp a1,
+                      intp rt) noexcept nogil:
+    """Queries ``a0 .. a1`` of :meth:`GemmKnnSelect.search`: per block of ``rt`` reference
+    rows, per block of ``HD_GQB`` queries, the products into a buffer of the L1 cache, then
+    the selection of each row as :meth:`GemmKnnSelect.tile` makes it.  1: out of memory."""
+    cdef float* G = <float*> malloc(HD_GQB * (rt + K) * sizeof(float))
+    cdef float* Xt = G + HD_GQB * rt
+    cdef intp r0, nt, qb, nqb
+    if G == NULL:
+        return 1
+    r0 = 0
+    while r0 < S.nr:
+        nt = min(rt, S.nr - r0)
+        qb = a0
+        while qb < a1:
+            nqb = min(<intp> HD_GQB, a1 - qb)
+            hd_gemm_pack(X + qb * K, K, nqb, K, Xt)
+            hd_gemm_blk(Xt, nqb, Yp + (r0 // HD_GPW) * K * HD_GPW,
+                        (nt + HD_GPW - 1) // HD_GPW, K, G, rt)
+            _select_tile(P, QS, RS, S, <const float*> G, rt, nqb, nt, qb, r0)
+            qb = qb + HD_GQB
+        r0 = r0 + rt
+    free(G)
+    return 0
+
+
 cdef class GemmKnnSelect:
     """The heap updates of one filtered k-NN search (``hdist._gemm.knn``), tile by tile.
 
@@ -1193,6 +1227,47 @@ cdef class GemmKnnSelect:
                 self.s.hq, self.s.rptr, self.s.ridx = &hq[0, 0], &rptr[0], &ridx[0]
                 self.s.hc = &self.hc_f[0] if self.npy_type == cnp.NPY_FLOAT32 \
                     else <const void*> &self.hc_d[0]
+
+    def search(self, const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
+               int n_threads, intp q_chunk=32, intp r_block=0):
+        """The whole search in one call (float32 only): the query features ``X [nq, K]``
+        times the reference panels ``Yp`` (:func:`gemm_panels`), a block of ``HD_GQB``
+        queries against ``r_block`` reference rows (0: about ``GEMM_BLOCK_ROWS``, a
+        multiple of ``r_chunk`` and of the panel height) at a time, each block selected as
+        :meth:`tile` selects a tile.  Threads take chunks of ``q_chunk`` queries; signals
+        are checked between parallel regions."""
+        cdef intp nq = self.s.nq, nr = self.s.nr, K = X.shape[1], unit, b0, b1, c, nch
+        cdef intp rt, qc
+        cdef int failed = 0
+        if self.npy_type != cnp.NPY_FLOAT32:
+            raise TypeError("search() runs float32 searches only")
+        if X.shape[0] != nq or K < 1:
+            raise ValueError("X must be [queries, K] with K >= 1")
+        if Yp.shape[1] != K or Yp.shape[2] != HD_GPW or Yp.shape[0] * HD_GPW < nr:
+            raise ValueError("Yp must be [panels, %d, %d] covering every reference row"
+                             % (K, HD_GPW))
+        if q_chunk < 1:
+            raise ValueError("q_chunk must be >= 1")
+        unit = self.s.r_chunk * HD_GPW // math.gcd(self.s.r_chunk, HD_GPW)
+        rt = r_block if r_block > 0 else GEMM_BLOCK_ROWS
+        if rt % unit != 0:
+            rt = max(1, rt // unit) * unit
+        n_threads = _threads_for(n_threads, nq * nr)
+        qc = q_chunk
+        region = max(qc * n_threads, GEMM_REGION_PAIRS // max(1, nr))
+        if nq == 0 or nr == 0:
+            return
+        for b0 in range(0, nq, region):
+            b1 = min(nq, b0 + region)
+            nch = (b1 - b0 + qc - 1) // qc
+            with nogil:
+                for c in prange(nch, num_threads=n_threads, schedule="dynamic"):
+                    failed += _fused_chunk(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
+                                           &X[0, 0], K, &Yp[0, 0, 0], b0 + c * qc,
+                                           min(b1, b0 + c * qc + qc), rt)
+            if failed:
+                raise MemoryError()
+            PyErr_CheckSignals()
 
     def tile(self, cnp.ndarray G not None, intp q0, intp r0):
         """Update the heaps of queries ``q0 .. q0 + G.shape[0]`` with reference rows

@@ -86,12 +86,40 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 #define HD_INLINE inline
 #endif
 
+/* the matrix-product filter's blocks: query rows per block, reference rows per panel */
+#define HD_GQB 8
+#define HD_GPW 16
+
+typedef void (*hd_gemm_fn)(const float *, hd_intp, const float *, hd_intp, hd_intp, float *,
+                           hd_intp);
+
+typedef hd_intp (*hd_scan_f_fn)(const float *, hd_intp, hd_intp, hd_intp, hd_intp,
+                                const float *, const float *, const float *, hd_intp,
+                                const hd_intp *, hd_intp, const float *, float, float *);
+typedef hd_intp (*hd_scan_d_fn)(const double *, hd_intp, hd_intp, hd_intp, hd_intp,
+                                const double *, const double *, const double *, hd_intp,
+                                const hd_intp *, hd_intp, const double *, double, double *);
+
 #define HD_SFX(name) name##_base
+#define HD_GEMM_ISA 0
 #include "_tile_body.h"
+#include "_gemm_body.h"
+#undef HD_GEMM_ISA
 #undef HD_SFX
+#define HD_T float
+#define HD_SFX(name) name##_f_base
+#include "_scan_body.h"
+#undef HD_SFX
+#undef HD_T
+#define HD_T double
+#define HD_SFX(name) name##_d_base
+#include "_scan_body.h"
+#undef HD_SFX
+#undef HD_T
 
 #if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(HDIST_NO_DISPATCH)
 #define HD_X86_DISPATCH 1
+#include <immintrin.h>
 #pragma GCC push_options
 #pragma GCC target("avx2")
 #define HD_SFX(name) name##_avx2
@@ -99,10 +127,44 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 #undef HD_SFX
 #pragma GCC pop_options
 #pragma GCC push_options
+#pragma GCC target("avx2,fma")
+#define HD_SFX(name) name##_avx2
+#define HD_GEMM_ISA 1
+#include "_gemm_body.h"
+#undef HD_GEMM_ISA
+#undef HD_SFX
+#pragma GCC pop_options
+#pragma GCC push_options
+#pragma GCC target("avx2")
+#define HD_T float
+#define HD_SFX(name) name##_f_avx2
+#include "_scan_body.h"
+#undef HD_SFX
+#undef HD_T
+#define HD_T double
+#define HD_SFX(name) name##_d_avx2
+#include "_scan_body.h"
+#undef HD_SFX
+#undef HD_T
+#pragma GCC pop_options
+#pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=512")
 #define HD_SFX(name) name##_avx512
+#define HD_GEMM_ISA 2
 #include "_tile_body.h"
+#include "_gemm_body.h"
+#undef HD_GEMM_ISA
 #undef HD_SFX
+#define HD_T float
+#define HD_SFX(name) name##_f_avx512
+#include "_scan_body.h"
+#undef HD_SFX
+#undef HD_T
+#define HD_T double
+#define HD_SFX(name) name##_d_avx512
+#include "_scan_body.h"
+#undef HD_SFX
+#undef HD_T
 #pragma GCC pop_options
 #else
 #define HD_X86_DISPATCH 0
@@ -121,6 +183,30 @@ static hd_tile_fn hd_fns[HD_NISA][7] = {
 #else
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
+#endif
+};
+static hd_gemm_fn hd_gemm_fns[HD_NISA] = {
+    hd_gemm_blk_base,
+#if HD_X86_DISPATCH
+    hd_gemm_blk_avx2, hd_gemm_blk_avx512,
+#else
+    NULL, NULL,
+#endif
+};
+static hd_scan_f_fn hd_scan_f_fns[HD_NISA] = {
+    hd_scan_f_base,
+#if HD_X86_DISPATCH
+    hd_scan_f_avx2, hd_scan_f_avx512,
+#else
+    NULL, NULL,
+#endif
+};
+static hd_scan_d_fn hd_scan_d_fns[HD_NISA] = {
+    hd_scan_d_base,
+#if HD_X86_DISPATCH
+    hd_scan_d_avx2, hd_scan_d_avx512,
+#else
+    NULL, NULL,
 #endif
 };
 static int hd_isa = 0;
@@ -170,5 +256,40 @@ static inline int hd_tile(const hd_tplan *P, const hd_tq *Q, const hd_tr *R, hd_
 {
     return hd_fns[hd_isa][P->pmode](P, Q, R, j0, nb, bound, s);
 }
+
+/* nqb <= HD_GQB query rows X (ldx apart, K features) packed for hd_gemm_blk:
+ * Xt[k HD_GQB + i], the rows from nqb on repeating the last one */
+static inline void hd_gemm_pack(const float *X, hd_intp ldx, hd_intp nqb, hd_intp K,
+                                float *Xt)
+{
+    hd_intp i, k;
+    for (k = 0; k < K; k++)
+        for (i = 0; i < HD_GQB; i++)
+            Xt[k * HD_GQB + i] = X[(i < nqb ? i : nqb - 1) * ldx + k];
+}
+
+/* The filter's estimates of nqb <= HD_GQB packed query rows against npan panels
+ * (hdist/_gemm_body.h): G[i ldg + p HD_GPW + j] = sum_k Xt[k HD_GQB + i] Y[(p K + k) HD_GPW + j]. */
+static inline void hd_gemm_blk(const float *Xt, hd_intp nqb, const float *Y, hd_intp npan,
+                               hd_intp K, float *G, hd_intp ldg)
+{
+    hd_gemm_fns[hd_isa](Xt, nqb, Y, npan, K, G, ldg);
+}
+
+/* The filter's chunk scan (hdist/_scan_body.h): the first chunk in [c_first, c_end) of a
+ * row of estimates kept by the thresholds th1/th2, or c_end; hd_scan_f for float
+ * estimates, hd_scan_d for double ones. */
+#define HD_SCAN_ENTRY(T, sfx)                                                              \
+    static inline hd_intp hd_scan_##sfx(const T *g, hd_intp n, hd_intp rc, hd_intp c_first, \
+                                        hd_intp c_end, const T *th1, const T *th2,          \
+                                        const T *gy, hd_intp gstride, const hd_intp *mi,    \
+                                        hd_intp nm, const T *hc, T hm, T *est)              \
+    {                                                                                       \
+        return hd_scan_##sfx##_fns[hd_isa](g, n, rc, c_first, c_end, th1, th2, gy, gstride, \
+                                           mi, nm, hc, hm, est);                            \
+    }
+HD_SCAN_ENTRY(float, f)
+HD_SCAN_ENTRY(double, d)
+#undef HD_SCAN_ENTRY
 
 #endif

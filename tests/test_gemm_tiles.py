@@ -11,7 +11,9 @@ import pytest
 
 import hdist
 from hdist import _gemm
-from hdist._kernels import CRows, GemmKnnSelect, finish_heaps, gemm_select
+from hdist import _kernels
+from hdist._kernels import (CRows, GemmKnnSelect, finish_heaps, gemm_panels, gemm_products,
+                            gemm_select)
 
 
 def mixed(n, n_cont=3, n_nom=3, missing=0.0, seed=0, scale=1.0):
@@ -90,6 +92,73 @@ def test_tile_rows_of_any_stride():
     np.testing.assert_array_equal(HI0, HI1)
     np.testing.assert_array_equal(HD0, HD1)
     assert (HI1 < nr).all()
+
+
+@pytest.fixture(params=_kernels.isa_variants())
+def isa(request):
+    before = _kernels.isa()
+    _kernels.set_isa(request.param)
+    yield request.param
+    _kernels.set_isa(before)
+
+
+@pytest.mark.parametrize("nq,n,K", [(1, 1, 1), (7, 33, 26), (8, 16, 5), (19, 100, 40),
+                                    (9, 47, 600)])
+def test_products_of_every_variant(isa, nq, n, K):
+    # the fused search's own products against float64 ones: within the filter's rounding
+    # bound (a float32 sum of K products), padded panel rows exactly 0
+    rng = np.random.default_rng(nq * n + K)
+    X = rng.normal(size=(nq, K)).astype(np.float32)
+    Y = (rng.normal(size=(n, K)) * rng.choice([1e-3, 1.0, 1e3], size=(n, 1))).astype(np.float32)
+    Yp = gemm_panels(Y)
+    assert Yp.shape == (-(-n // 16), K, 16)
+    G = gemm_products(X, Yp)
+    ref = X.astype(np.float64) @ Y.astype(np.float64).T
+    bound = (K + 2) * 2.0 ** -24 * (np.abs(X).astype(np.float64) @ np.abs(Y).T)
+    assert np.all(np.abs(G[:, :n] - ref) <= bound)
+    assert np.all(G[:, n:] == 0)
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+@pytest.mark.parametrize("q_chunk,r_block,r_chunk", [(1, 16, 16), (7, 48, 16), (32, 512, 64),
+                                                     (50, 100, 5)])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_search_equals_tiles(isa, missing, q_chunk, r_block, r_chunk, exclude_self):
+    # the fused search (own products, blocks of 8 queries, threads over chunks of queries)
+    # keeps the heaps the BLAS tiles keep, bit for bit, on every variant
+    m, st, rows, F = setup(301, 67, missing, 9, r_chunk=r_chunk)
+    nq, nr, k = rows.n, st.train.n, 5
+    cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
+    HD0, HI0 = heaps(nq, k, nr)
+    GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD0, HI0, F.eps, np.float32,
+                  exclude_self, 0, **F.extra()).tile(F.Xg @ F.Yg.T, 0, 0)
+    for n_threads in (1, 2):
+        HD1, HI1 = heaps(nq, k, nr)
+        GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, np.float32,
+                      exclude_self, 0, **F.extra()).search(F.Xg, F.Yp, n_threads, q_chunk,
+                                                           r_block)
+        np.testing.assert_array_equal(HI0, HI1)
+        np.testing.assert_array_equal(HD0, HD1)
+
+
+def test_search_checks_its_arguments():
+    m, st, rows, F = setup(60, 20, 0.0, 3)
+    nq, nr = rows.n, st.train.n
+    HD, HI = heaps(nq, 3, nr)
+    sel = GemmKnnSelect(st.plan.cplan, CRows(rows), st.crows(), F.nx, F.ny_chunk, F.r_chunk,
+                        HD, HI, F.eps, np.float32, **F.extra())
+    with pytest.raises(ValueError, match="X must be"):
+        sel.search(F.Xg[:-1], F.Yp, 1)
+    with pytest.raises(ValueError, match="Yp must be"):
+        sel.search(F.Xg, F.Yp[:-1], 1)
+    with pytest.raises(ValueError, match="Yp must be"):
+        sel.search(F.Xg, np.ascontiguousarray(F.Yp[:, :-1]), 1)
+    with pytest.raises(ValueError, match="q_chunk"):
+        sel.search(F.Xg, F.Yp, 1, 0)
+    sel64 = GemmKnnSelect(st.plan.cplan, CRows(rows), st.crows(), F.nx, F.ny_chunk,
+                          F.r_chunk, HD, HI, F.eps, np.float64, **F.extra())
+    with pytest.raises(TypeError, match="float32"):
+        sel64.search(F.Xg, F.Yp, 1)
 
 
 # tile boundaries of the defaults (512 x 512) with counts that are not multiples of them,
