@@ -126,6 +126,7 @@ int main(int argc, char **argv)
             memset(&P, 0, sizeof P);
             P.mc = MC; P.mo = MO; P.mt = MT; P.me = ME;
             P.pmode = modes[m]; P.p = ps[m]; P.ign = ign;
+            P.ign_unit = 0; P.ign_w = 0.0; P.ign_all = 0.0;   /* unequal weights */
             P.w_all = w_all; P.w_max = w_max;
             P.c_inv = c_inv; P.c_tw = c_tw; P.c_both = c_both; P.c_rw = c_rw; P.c_ign = c_ign;
             P.o_w = o_w; P.o_miss = o_miss; P.o_rw = o_rw; P.o_ign = o_ign;

@@ -15,7 +15,7 @@ cimport numpy as cnp
 cimport cython
 from cython.parallel cimport prange, parallel
 from libc.stdlib cimport malloc, free, realloc, qsort
-from libc.math cimport INFINITY, isnan, fabs
+from libc.math cimport INFINITY, isnan, fabs, fma
 
 cnp.import_array()
 
@@ -55,6 +55,8 @@ cdef extern from "_tile.h":
         double p
         int ign
         double w_all, w_max
+        int ign_unit
+        double ign_w, ign_all
         const double* c_inv
         const double* c_tw
         const double* c_both
@@ -355,6 +357,35 @@ cdef inline void heap_sort(double* hd, intp* hi, intp k) noexcept nogil:
         end -= 1
 
 
+cdef void _unit_weights(const PlanS* P, hd_tplan* T) noexcept:
+    """``T.ign_unit``: every weight the "ignore" rule counts (in attribute order, as
+    ``pair_reduced`` sums them) is one value ``w`` and each partial sum of ``n`` of them is
+    ``n w`` exactly, so the known weight of a row is ``ign_all - w * skipped`` with the bits
+    of the sum: the tile kernel then counts skips only (Gower's unit weights)."""
+    cdef intp a, n = 0
+    cdef double w = 0.0, acc = 0.0, v
+    cdef int ok = 1
+    T.ign_unit, T.ign_w, T.ign_all = 0, 0.0, 0.0
+    for a in range(P.mc + P.mo + P.mt + P.me):
+        if a < P.mc:
+            v = P.c_w[a]
+        elif a < P.mc + P.mo:
+            v = P.o_rw[a - P.mc]
+        elif a < P.mc + P.mo + P.mt:
+            v = P.t_rw[a - P.mc - P.mo]
+        else:
+            v = P.e_rw[a - P.mc - P.mo - P.mt]
+        if n == 0:
+            w = v
+        n += 1
+        acc = acc + v
+        # fma(n, w, -acc) is n w - acc without rounding: 0 when the sum is n w exactly
+        if v != w or fma(<double> n, w, -acc) != 0.0:
+            ok = 0
+    if ok and n > 0 and w > 0.0:
+        T.ign_unit, T.ign_w, T.ign_all = 1, w, acc
+
+
 cdef hd_tplan _tplan(CPlan plan) except *:
     """The tile kernel's view of a plan."""
     cdef const PlanS* P = &plan.s
@@ -372,6 +403,7 @@ cdef hd_tplan _tplan(CPlan plan) except *:
     T.ign = P.has_ignore
     T.w_all = P.w_all
     T.w_max = P.w_max
+    _unit_weights(P, &T)
     T.c_inv = P.c_inv
     T.c_tw = P.c_w
     T.c_both = P.c_both

@@ -33,6 +33,10 @@ typedef struct {
     double p;
     int ign;                   /* some attribute uses the "ignore" policy */
     double w_all, w_max;
+    int ign_unit;              /* every weight counted by "ignore" is ign_w, and every sum
+                                  of n <= m of them is n ign_w exactly: the known weight is
+                                  ign_all - ign_w * (skipped count), not summed per row */
+    double ign_w, ign_all;
     const double *c_inv;       /* continuous: d = |x - y| * c_inv */
     const double *c_tw;        /* continuous: term = c_tw * d^p */
     const double *c_both;

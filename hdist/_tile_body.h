@@ -86,12 +86,15 @@ static HD_INLINE void HD_SFX(hd_query_missing)(double *s, hd_ignst *g, hd_intp n
  *   HD_SKIP   "ignore" on every attribute of the run: a missing reference value is
  *             skipped (no term, no weight, one more skip);
  *   HD_KEEP   "ignore" elsewhere, not on these attributes: every row adds the weight;
- *   HD_SAME   (overlap) as HD_PLAIN with tm = w: every code unlike the query's adds w. */
+ *   HD_SAME   (overlap) as HD_PLAIN with tm = w: every code unlike the query's adds w;
+ *   HD_SKIPN  HD_SKIP without the known weight (P->ign_unit: it follows from the skipped
+ *             count at the end, and HD_KEEP becomes HD_PLAIN). */
 #define HD_RUN 4
 #define HD_PLAIN 0
 #define HD_SKIP 1
 #define HD_KEEP 2
 #define HD_SAME 3
+#define HD_SKIPN 4
 
 /* continuous attributes a .. a + r - 1 */
 static HD_INLINE void HD_SFX(hd_cont_run)(const hd_tplan *P, const hd_tq *Q, const hd_tr *R,
@@ -116,7 +119,7 @@ static HD_INLINE void HD_SFX(hd_cont_run)(const hd_tplan *P, const hd_tq *Q, con
         double sj = s[j], kj = 0.0, nj = 0.0;
         if (mode == HD_SKIP || mode == HD_KEEP)
             kj = kw[j];
-        if (mode == HD_SKIP)
+        if (mode == HD_SKIP || mode == HD_SKIPN)
             nj = ns[j];
         for (u = 0; u < r; u++) {
             double yj = y[u][j];
@@ -124,9 +127,10 @@ static HD_INLINE void HD_SFX(hd_cont_run)(const hd_tplan *P, const hd_tq *Q, con
             double t = HD_PW(d);
             int yin = yj == yj;
             t = cw[u] * t;
-            if (mode == HD_SKIP) {
+            if (mode == HD_SKIP || mode == HD_SKIPN) {
                 sj = yin ? HD_ACC(sj, t) : sj;
-                kj = yin ? kj + rw[u] : kj;
+                if (mode == HD_SKIP)
+                    kj = yin ? kj + rw[u] : kj;
                 nj = yin ? nj : nj + 1.0;
             } else {
                 sj = HD_ACC(sj, yin ? t : tm[u]);
@@ -137,7 +141,7 @@ static HD_INLINE void HD_SFX(hd_cont_run)(const hd_tplan *P, const hd_tq *Q, con
         s[j] = sj;
         if (mode == HD_SKIP || mode == HD_KEEP)
             kw[j] = kj;
-        if (mode == HD_SKIP)
+        if (mode == HD_SKIP || mode == HD_SKIPN)
             ns[j] = nj;
     }
 }
@@ -165,16 +169,17 @@ static HD_INLINE void HD_SFX(hd_over_run)(const hd_tplan *P, const hd_tq *Q, con
         double sj = s[j], kj = 0.0, nj = 0.0;
         if (mode == HD_SKIP || mode == HD_KEEP)
             kj = kw[j];
-        if (mode == HD_SKIP)
+        if (mode == HD_SKIP || mode == HD_SKIPN)
             nj = ns[j];
         for (u = 0; u < r; u++) {
             int cy = y[u][j];
             int yin = cy >= 0, neq = cy != cx[u];
             if (mode == HD_SAME) {
                 sj = neq ? HD_ACC(sj, w[u]) : sj;
-            } else if (mode == HD_SKIP) {
+            } else if (mode == HD_SKIP || mode == HD_SKIPN) {
                 sj = (neq & yin) ? HD_ACC(sj, w[u]) : sj;
-                kj = yin ? kj + rw[u] : kj;
+                if (mode == HD_SKIP)
+                    kj = yin ? kj + rw[u] : kj;
                 nj = yin ? nj : nj + 1.0;
             } else {
                 sj = neq ? HD_ACC(sj, yin ? w[u] : tm[u]) : sj;
@@ -185,7 +190,7 @@ static HD_INLINE void HD_SFX(hd_over_run)(const hd_tplan *P, const hd_tq *Q, con
         s[j] = sj;
         if (mode == HD_SKIP || mode == HD_KEEP)
             kw[j] = kj;
-        if (mode == HD_SKIP)
+        if (mode == HD_SKIP || mode == HD_SKIPN)
             ns[j] = nj;
     }
 }
@@ -246,14 +251,18 @@ static HD_INLINE int HD_SFX(hd_rescale_needed)(const double *s, const double *ns
 /* the "ignore" rule (docs/metrics.md, section 6) on rows s[0..n), as rescale_ignore */
 static HD_INLINE void HD_SFX(hd_rescale)(double *HD_RESTRICT s, const double *HD_RESTRICT kw,
                                          const double *HD_RESTRICT ns, const hd_intp n,
-                                         double w_all, double w_max, const int pm)
+                                         double w_all, double w_max, const int pm,
+                                         const hd_tplan *P)
 {
     hd_intp j;
     for (j = 0; j < n; j++) {
         double v = s[j];
+        /* P->ign_unit: the known weight is the whole less the skipped ones (every partial
+         * sum a multiple of ign_w, exact) */
+        double k = P->ign_unit ? P->ign_all - P->ign_w * ns[j] : kw[j];
         if (ns[j] > 0.0) {
-            if (kw[j] > 0.0)
-                v = pm == 0 ? v : v * (w_all / kw[j]);
+            if (k > 0.0)
+                v = pm == 0 ? v : v * (w_all / k);
             else
                 v = pm == 0 ? w_max : w_all;
         }
@@ -272,6 +281,7 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
      * w_all / kw >= 1 up to a few ulps per attribute: the margin keeps every row whose
      * final value could reach bound. */
     const double cut = ign ? bound * (1.0 + 1e-10) : bound;
+    const int unit = ign && P->ign_unit;
     const hd_intp ld = R->ld;
     hd_intp a, j, c, jb;
     hd_ignst g;
@@ -302,8 +312,12 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                         g.K += P->c_rw[a + u];
                 } else {
                     HD_SFX(hd_ign_split)(&g, nb);
-                    if (sk)
+                    if (sk && unit)
+                        HD_RUN_DISPATCH(HD_SFX(hd_cont_run), r, HD_SKIPN);
+                    else if (sk)
                         HD_RUN_DISPATCH(HD_SFX(hd_cont_run), r, HD_SKIP);
+                    else if (unit)
+                        HD_RUN_DISPATCH(HD_SFX(hd_cont_run), r, HD_PLAIN);
                     else
                         HD_RUN_DISPATCH(HD_SFX(hd_cont_run), r, HD_KEEP);
                 }
@@ -351,8 +365,14 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                             g.K += P->o_rw[a + u];
                 } else {
                     HD_SFX(hd_ign_split)(&g, nb);
-                    if (sk)
+                    if (sk && unit)
+                        HD_RUN_DISPATCH(HD_SFX(hd_over_run), r, HD_SKIPN);
+                    else if (sk)
                         HD_RUN_DISPATCH(HD_SFX(hd_over_run), r, HD_SKIP);
+                    else if (unit && same)
+                        HD_RUN_DISPATCH(HD_SFX(hd_over_run), r, HD_SAME);
+                    else if (unit)
+                        HD_RUN_DISPATCH(HD_SFX(hd_over_run), r, HD_PLAIN);
                     else
                         HD_RUN_DISPATCH(HD_SFX(hd_over_run), r, HD_KEEP);
                 }
@@ -486,10 +506,10 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
          * divisions of the many rows far from the query */
         for (jb = 0; jb + HD_RS <= nb; jb += HD_RS) {
             if (HD_SFX(hd_rescale_needed)(s + jb, ns + jb, HD_RS, cut))
-                HD_SFX(hd_rescale)(s + jb, kw + jb, ns + jb, HD_RS, w_all, w_max, pm);
+                HD_SFX(hd_rescale)(s + jb, kw + jb, ns + jb, HD_RS, w_all, w_max, pm, P);
         }
         if (jb < nb)
-            HD_SFX(hd_rescale)(s + jb, kw + jb, ns + jb, nb - jb, w_all, w_max, pm);
+            HD_SFX(hd_rescale)(s + jb, kw + jb, ns + jb, nb - jb, w_all, w_max, pm, P);
     }
     return 0;
 }

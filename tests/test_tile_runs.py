@@ -99,6 +99,10 @@ CASES = [
     ("heom", dict(missing={"continuous": "one", "nominal": "ignore"},
                   weights=[0.5, 1, 2, 1, 1, 0, 1, 3, 1, 1, 2, 1, 1, 0.25, 1, 1, 2, 1])),
     ("heom", dict(missing="max", p=np.inf)),
+    # equal weights whose partial sums are exact (the kernel then counts skips only and
+    # derives the known weight) and equal weights whose sums round (it sums them per row)
+    ("gower", dict(weights=[0.5] * 18)), ("gower", dict(weights=[0.1] * 18)),
+    ("heom", dict(missing="ignore", p=2.0, weights=[3.0] * 18)),
 ]
 
 
@@ -116,13 +120,14 @@ def test_runs_equal_pair_kernel_and_reference(preset, params):
 
 
 @pytest.mark.parametrize("p", [1.0, 2.0, np.inf, 0.5, 3.0])
-def test_runs_with_policy_changes_inside_a_block(p):
+@pytest.mark.parametrize("weights", [[1, 2, 1, 0.5, 1, 1, 3, 1, 1] * 2, [1] * 18])
+def test_runs_with_policy_changes_inside_a_block(p, weights):
     # "ignore" on every other attribute and an overlap penalty unlike its weight: runs
-    # end where the policy changes, and every mode of run meets every other one
+    # end where the policy changes, and every mode of run meets every other one (with
+    # unit weights the known weight follows from the skipped count)
     X = _data(2, 300, 0.1, complete_rows=100)
     Q = _queries(3)
-    m = _fit("heom", dict(missing="ignore", p=p,
-                          weights=[1, 2, 1, 0.5, 1, 1, 3, 1, 1] * 2), X)
+    m = _fit("heom", dict(missing="ignore", p=p, weights=weights), X)
     plan = m.plan_
     plan.c_ign[1::2] = 0
     plan.o_ign[::3] = 0
@@ -131,8 +136,7 @@ def test_runs_with_policy_changes_inside_a_block(p):
     plan._cplan = None
     want = _pair_kernel(m, Q)
     # the changes took effect: some pair differs from the unchanged plan's value
-    plain = _fit("heom", dict(missing="ignore", p=p,
-                              weights=[1, 2, 1, 0.5, 1, 1, 3, 1, 1] * 2), X)
+    plain = _fit("heom", dict(missing="ignore", p=p, weights=weights), X)
     assert not np.array_equal(want, _pair_kernel(plain, Q))
     _every_isa_and_tile(m, X, Q, want)
 
