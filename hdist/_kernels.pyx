@@ -747,11 +747,25 @@ ctypedef fused miss_t:
     _Missing
 
 
+cdef inline void _hq_bounds(const double* hq, intp nh, double* lbq,
+                            double* hmin) noexcept nogil:
+    """The sum of the negative ``hq[0 .. nh)`` and their smallest (INFINITY when nh = 0),
+    in the order :func:`_filter_row` needs them."""
+    cdef intp t
+    lbq[0] = 0.0
+    hmin[0] = INFINITY
+    for t in range(nh):
+        if hq[t] < 0.0:
+            lbq[0] = lbq[0] + hq[t]
+        if hq[t] < hmin[0]:
+            hmin[0] = hq[t]
+
+
 cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                       const real* g, intp nt, intp r0, intp r_chunk, const double* ny_max,
                       double epsx, const real* gy, intp gstride, const intp* mi, intp nm,
                       const double* gmin, intp mstride, const double* hq, intp nh,
-                      const intp* rptr, const intp* ridx, const real* hc,
+                      const intp* rptr, const intp* ridx, const real* hc, const double* hb,
                       double* hd, intp* hi, intp k, double r, Hit** buf, intp* cap,
                       intp cnt, int excl, intp self_off, miss_t* kind) noexcept nogil:
     """One query row of :func:`gemm_select` (``buf`` NULL: update the heap ``hd``/``hi``
@@ -764,7 +778,8 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
     negative parts, bounds row ``j``'s from below: the estimates with that bound are
     tested against ``Sr - lbq`` first, and a pair passing is tested again, with its own
     terms added in float64, against ``Sr``.  ``kind`` (a NULL pointer) selects the
-    compiled variant: ``_Complete`` only when ``nm == 0`` and ``hq`` is NULL."""
+    compiled variant: ``_Complete`` only when ``nm == 0`` and ``hq`` is NULL.  ``hb`` (NULL:
+    computed here) holds that sum and smallest, :func:`_hq_bounds`, computed once per query."""
     cdef real est[GEMM_MAX_CHUNK_C]
     cdef real th1[SCAN_WINDOW]
     cdef real th2[SCAN_WINDOW]
@@ -782,11 +797,10 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
     cdef Hit* tmp
     cdef bint stale = True, pre = False
     if miss_t is _Missing:
-        for t in range(nh):
-            if hq[t] < 0.0:
-                lbq = lbq + hq[t]
-            if hq[t] < hmin:
-                hmin = hq[t]
+        if hb != NULL:
+            lbq, hmin = hb[0], hb[1]
+        else:
+            _hq_bounds(hq, nh, &lbq, &hmin)
         hm = _below(hmin, g) if nh > 0 and lbq == 0.0 else 0
         if hm != 0:
             hcs = hc + r0
@@ -972,6 +986,7 @@ ctypedef struct _SelS:
     const intp* rptr
     const intp* ridx
     const void* hc
+    const double* hb      # per query, _hq_bounds of its hq row (NULL: computed per row)
 
 
 cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
@@ -988,14 +1003,15 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
     if nm == 0 and not S.has_h:
         _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
                     <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride, NULL, 0,
-                    NULL, NULL, NULL, S.HD + q * S.k, S.HI + q * S.k, S.k, 0.0, NULL,
+                    NULL, NULL, NULL, NULL, S.HD + q * S.k, S.HI + q * S.k, S.k, 0.0, NULL,
                     NULL, 0, S.excl, S.self_off, <_Complete*> NULL)
     else:
         _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
                     <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride,
                     S.hq + q * S.nh if S.has_h else NULL, S.nh if S.has_h else 0,
                     S.rptr if S.has_h else NULL, S.ridx if S.has_h else NULL,
-                    <const real*> S.hc if S.has_h else NULL, S.HD + q * S.k,
+                    <const real*> S.hc if S.has_h else NULL,
+                    S.hb + 2 * q if S.has_h and S.hb != NULL else NULL, S.HD + q * S.k,
                     S.HI + q * S.k, S.k, 0.0, NULL, NULL, 0, S.excl, S.self_off,
                     <_Missing*> NULL)
 
@@ -1063,6 +1079,7 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     S.rptr = &rptr[0] if has_h else NULL
     S.ridx = &ridx[0] if has_h else NULL
     S.hc = &hc[0] if has_h else NULL
+    S.hb = NULL
     with nogil:
         for ii in prange(nb, num_threads=n_threads, schedule="static"):
             _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, r0, S.ny_max)
@@ -1156,6 +1173,7 @@ cdef class GemmKnnSelect:
     cdef const double[::1] hc_d
     cdef const intp[::1] qptr, qidx, rptr, ridx
     cdef const double[:, ::1] gmin, hq
+    cdef double[:, ::1] hb
 
     def __init__(self, CPlan plan, CRows Q, CRows R, const double[::1] nx,
                  const double[::1] ny_max, intp r_chunk, double[:, ::1] HD,
@@ -1231,6 +1249,7 @@ cdef class GemmKnnSelect:
                 self.s.mstride = gmin.shape[1]
         self.s.has_h, self.s.nh = 0, 0
         self.s.hq, self.s.rptr, self.s.ridx, self.s.hc = NULL, NULL, NULL, NULL
+        self.s.hb = NULL
         given = [a is None for a in (hq, rptr, ridx, hc)]
         if any(given) and not all(given):
             raise ValueError("hq, rptr, ridx and hc go together")
@@ -1259,6 +1278,11 @@ cdef class GemmKnnSelect:
                 self.s.hq, self.s.rptr, self.s.ridx = &hq[0, 0], &rptr[0], &ridx[0]
                 self.s.hc = &self.hc_f[0] if self.npy_type == cnp.NPY_FLOAT32 \
                     else <const void*> &self.hc_d[0]
+                # each query's bounds of its terms against missing reference values, once
+                self.hb = np.empty((nq, 2))
+                for t in range(nq):
+                    _hq_bounds(&hq[t, 0], hq.shape[1], &self.hb[t, 0], &self.hb[t, 1])
+                self.s.hb = &self.hb[0, 0]
 
     def search(self, const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
                int n_threads, intp q_chunk=32, intp r_block=0):
@@ -1378,8 +1402,9 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                 if nm == 0 and not has_h:
                     cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk,
                                       &ny_max[0], eps * nx[q], gyp, gstride, mi, nm, gm,
-                                      mstride, NULL, 0, NULL, NULL, NULL, NULL, NULL, 0, r,
-                                      &buf, &cap, cnt, excl, self_offset, <_Complete*> NULL)
+                                      mstride, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
+                                      0, r, &buf, &cap, cnt, excl, self_offset,
+                                      <_Complete*> NULL)
                 else:
                     cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk,
                                       &ny_max[0], eps * nx[q], gyp, gstride, mi, nm, gm,
@@ -1387,8 +1412,8 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                                       hq.shape[1] if has_h else 0,
                                       &rptr[0] if has_h else NULL,
                                       &ridx[0] if has_h else NULL,
-                                      &hc[0] if has_h else NULL, NULL, NULL, 0, r, &buf,
-                                      &cap, cnt, excl, self_offset, <_Missing*> NULL)
+                                      &hc[0] if has_h else NULL, NULL, NULL, NULL, 0, r,
+                                      &buf, &cap, cnt, excl, self_offset, <_Missing*> NULL)
                 if cnt < 0:
                     break
                 if cnt > ocap:
