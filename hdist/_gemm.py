@@ -230,11 +230,27 @@ def _queries(plan, Q, ref):
     attrs = _attributes(plan, Q, coded=True)
     if attrs is None:
         return None
-    n = Q.n
+    n, mc = Q.n, plan.mc
     cols, const, hs = [], np.zeros(n), {}
     absent = np.zeros((n, len(attrs)), dtype=bool)
+    if mc:
+        # the continuous attributes as one block (one column each, never projected): the
+        # operations of the loop below, element by element
+        E = np.hstack([attrs[a][0] for a in range(mc)])
+        pres = np.column_stack([attrs[a][1] for a in range(mc)])
+        Et = np.where(pres, E - np.array([ref["centres"][a][0] for a in range(mc)]), 0.0)
+        S = Et * Et
+        cols.append(Et)
+        for a in range(mc):
+            const += S[:, a]
+        Hc = np.where(pres, Q.cpen[:, :mc] - S, plan.c_both[:mc])
+        for a in range(mc):
+            hs[a] = Hc[:, a]
+        absent[:, :mc] = ~pres
     for a, ((E, pres, A, B, vals, codes), c) in enumerate(zip(attrs, ref["centres"])):
         basis = ref["bases"][a]
+        if a < mc:
+            continue
         if vals is not None:
             Ev, sv, ok = ref["vtab"][a]
             idx = np.where(pres, codes, len(sv) - 1)
@@ -253,8 +269,11 @@ def _queries(plan, Q, ref):
     X = np.hstack(cols + [np.column_stack([const, np.ones(n)])])
     H = np.column_stack([hs[a] for a in ref["miss"]] + [np.zeros(n)])[:, :-1]
     qptr = np.zeros(n + 1, dtype=np.intp)
-    np.cumsum(absent.sum(axis=1), out=qptr[1:])
-    qidx = np.nonzero(absent)[1].astype(np.intp)
+    if absent.any():
+        np.cumsum(absent.sum(axis=1), out=qptr[1:])
+        qidx = np.nonzero(absent)[1].astype(np.intp)
+    else:
+        qidx = np.zeros(0, dtype=np.intp)
     return X, np.ascontiguousarray(H), qptr, qidx
 
 
