@@ -429,7 +429,8 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
 
     In float32 the products are computed by our own kernel, 8 queries against ``r_tile``
     reference rows at a time, each block of estimates selected while it is in the L1
-    cache; threads take chunks of ``q_block`` (default 32) queries.  In float64 (features
+    cache; threads take chunks of ``q_block`` queries (default: half a thread's share, at
+    most 512, each chunk one pass over the reference features).  In float64 (features
     too large for float32) BLAS computes ``q_block`` (default 512) x ``r_tile`` tiles
     which stay in a core's L2 cache between the product and the selection.
 
@@ -448,7 +449,7 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
     sel = GemmKnnSelect(cplan, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD, HI, F.eps,
                         F.Xg.dtype, exclude_self, 0, **F.extra())
     if F.Yp is not None:
-        sel.search(F.Xg, F.Yp, n_threads, q_block or 32, r_tile)
+        sel.search(F.Xg, F.Yp, n_threads, q_block or 0, r_tile)
         finish_heaps(cplan, HD, HI)
         return HD, HI
     select = sel.tile

@@ -96,13 +96,14 @@ class GemmKnnSelect:
         X: npt.NDArray[np.float32],
         Yp: npt.NDArray[np.float32],
         n_threads: int,
-        q_chunk: int = 32,
+        q_chunk: int = 0,
         r_block: int = 0,
     ) -> None: ...
     def tile(self, G: npt.NDArray[np.float32] | Float64Array, q0: int, r0: int) -> None: ...
 
 GEMM_BLOCK_ROWS: int
 GEMM_REGION_PAIRS: int
+GEMM_MAX_QUERY_CHUNK: int
 
 def gemm_panels(Y: npt.NDArray[np.float32]) -> npt.NDArray[np.float32]: ...
 def gemm_products(

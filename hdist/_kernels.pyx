@@ -1089,6 +1089,8 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
 GEMM_BLOCK_ROWS = 512
 #: pairs per parallel region of the fused filter (signals are checked between regions)
 GEMM_REGION_PAIRS = 1 << 26
+#: most queries per chunk of the fused filter (each chunk reads the reference panels once)
+GEMM_MAX_QUERY_CHUNK = 512
 
 
 def gemm_panels(const float[:, ::1] Y not None):
@@ -1285,13 +1287,16 @@ cdef class GemmKnnSelect:
                 self.s.hb = &self.hb[0, 0]
 
     def search(self, const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
-               int n_threads, intp q_chunk=32, intp r_block=0):
+               int n_threads, intp q_chunk=0, intp r_block=0):
         """The whole search in one call (float32 only): the query features ``X [nq, K]``
         times the reference panels ``Yp`` (:func:`gemm_panels`), a block of ``HD_GQB``
         queries against ``r_block`` reference rows (0: about ``GEMM_BLOCK_ROWS``, a
         multiple of ``r_chunk`` and of the panel height) at a time, each block selected as
-        :meth:`tile` selects a tile.  Threads take chunks of ``q_chunk`` queries; signals
-        are checked between parallel regions."""
+        :meth:`tile` selects a tile.  Threads take chunks of ``q_chunk`` queries, each
+        chunk reading the reference panels once (0: half a thread's share of the
+        queries, between 32 and ``GEMM_MAX_QUERY_CHUNK``: large reference sets do not fit
+        in the caches, so the fewer passes over them the better, while each thread still
+        gets two chunks); signals are checked between parallel regions."""
         cdef intp nq = self.s.nq, nr = self.s.nr, K = X.shape[1], unit, b0, b1, c, nch
         cdef intp rt, qc
         cdef int failed = 0
@@ -1302,14 +1307,15 @@ cdef class GemmKnnSelect:
         if Yp.shape[1] != K or Yp.shape[2] != HD_GPW or Yp.shape[0] * HD_GPW < nr:
             raise ValueError("Yp must be [panels, %d, %d] covering every reference row"
                              % (K, HD_GPW))
-        if q_chunk < 1:
-            raise ValueError("q_chunk must be >= 1")
+        if q_chunk < 0:
+            raise ValueError("q_chunk must be >= 0")
         unit = self.s.r_chunk * HD_GPW // math.gcd(self.s.r_chunk, HD_GPW)
         rt = r_block if r_block > 0 else GEMM_BLOCK_ROWS
         if rt % unit != 0:
             rt = max(1, rt // unit) * unit
         n_threads = _threads_for(n_threads, nq * nr)
-        qc = q_chunk
+        qc = q_chunk if q_chunk > 0 else \
+            min(GEMM_MAX_QUERY_CHUNK, max(32, -(-nq // (2 * n_threads))))
         region = max(qc * n_threads, GEMM_REGION_PAIRS // max(1, nr))
         if nq == 0 or nr == 0:
             return

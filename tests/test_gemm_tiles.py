@@ -121,7 +121,7 @@ def test_products_of_every_variant(isa, nq, n, K):
 
 @pytest.mark.parametrize("missing", [0.0, 0.2])
 @pytest.mark.parametrize("q_chunk,r_block,r_chunk", [(1, 16, 16), (7, 48, 16), (32, 512, 64),
-                                                     (50, 100, 5)])
+                                                     (50, 100, 5), (0, 0, 64)])
 @pytest.mark.parametrize("exclude_self", [False, True])
 def test_search_equals_tiles(isa, missing, q_chunk, r_block, r_chunk, exclude_self):
     # the fused search (own products, blocks of 8 queries, threads over chunks of queries)
@@ -154,7 +154,7 @@ def test_search_checks_its_arguments():
     with pytest.raises(ValueError, match="Yp must be"):
         sel.search(F.Xg, np.ascontiguousarray(F.Yp[:, :-1]), 1)
     with pytest.raises(ValueError, match="q_chunk"):
-        sel.search(F.Xg, F.Yp, 1, 0)
+        sel.search(F.Xg, F.Yp, 1, -1)
     sel64 = GemmKnnSelect(st.plan.cplan, CRows(rows), st.crows(), F.nx, F.ny_chunk,
                           F.r_chunk, HD, HI, F.eps, np.float64, **F.extra())
     with pytest.raises(TypeError, match="float32"):
