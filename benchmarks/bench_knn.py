@@ -335,6 +335,8 @@ def census_like(quick=False):
         t, _ = timeit(lambda: nn.kneighbors(E[n_ref:]))
     _peer_rows("scikit-learn brute, one-hot float32 (%d wide), 2 threads" % E.shape[1], t,
                pairs, rates[("heom", "no missing")])
+    for (name, tag), rate in rates.items():
+        print("  hdist %s, %s / scikit-learn: %.2fx" % (name, tag, rate * t / pairs))
 
 
 def adult(quick=False):
