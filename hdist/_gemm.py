@@ -350,15 +350,13 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
         gmin = np.ascontiguousarray(np.minimum.reduceat(gg.astype(np.float64), starts, axis=1)
                                     if R.n and len(g) else np.zeros((len(g), 0)))
         Yg = Y.astype(dtype)
+        # float32: also the panels the fused k-NN search reads
+        from ._kernels import gemm_panels
         fr = (Yg, gg, gmin, np.maximum.reduceat(ny, starts) if R.n else ny, ymax,
-              np.diff(ref["rptr"]).astype(dtype), None)
+              np.diff(ref["rptr"]).astype(dtype),
+              gemm_panels(Yg) if dtype == np.float32 else None)
         cache[key] = fr
     Yg, gg, gmin, ny_chunk, ymax, hc, Yp = fr
-    if Yp is None and dtype == np.float32:
-        # the panels the fused k-NN search reads, made on its first use
-        from ._kernels import gemm_panels
-        Yp = gemm_panels(Yg)
-        cache[key] = fr[:-1] + (Yp,)
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(H))):
         return None
     xmax = max(np.abs(X).max(initial=0), np.abs(H).max(initial=0))

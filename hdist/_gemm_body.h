@@ -2,9 +2,9 @@
  * set by _tile.h with HD_SFX defined (a suffix for every function name) and HD_GEMM_ISA
  * (0 plain C, 1 AVX2 with FMA, 2 AVX-512).  No include guard on purpose.
  *
- * One block of nqb <= HD_GQB query rows, packed attribute-major by hd_gemm_pack (_tile.h:
- * Xt[k HD_GQB + i], rows from nqb on repeating the last), against npan panels of HD_GPW
- * reference rows, each panel stored attribute-major too (Y[(p K + k) HD_GPW + j]):
+ * One panel of HD_GQB query rows stored attribute-major (Xt[k HD_GQB + i]; the first nqb
+ * are stored, the others are padding) against npan panels of HD_GPW reference rows stored
+ * the same way (Y[(p K + k) HD_GPW + j]), both made by gemm_panels (_kernels.pyx):
  *
  *     G[i ldg + p HD_GPW + j] = sum_k Xt[k HD_GQB + i] Y[(p K + k) HD_GPW + j].
  *

@@ -99,7 +99,6 @@ cdef extern from "_tile.h":
                 double bound, double* s) noexcept nogil
     enum: HD_GQB
     enum: HD_GPW
-    void hd_gemm_pack(const float* X, intp ldx, intp nqb, intp K, float* Xt) noexcept nogil
     intp hd_scan_f(const float* g, intp n, intp rc, intp c_first, intp c_end,
                    const float* th1, const float* th2, const float* gy, intp gstride,
                    const intp* mi, intp nm, const float* hc, float hm,
@@ -1093,15 +1092,17 @@ GEMM_REGION_PAIRS = 1 << 26
 GEMM_MAX_QUERY_CHUNK = 512
 
 
-def gemm_panels(const float[:, ::1] Y not None):
-    """``Y [n, K]`` as panels of ``HD_GPW`` rows stored attribute-major, ``[ceil(n /
-    HD_GPW), K, HD_GPW]``, the last zero-padded: the layout :meth:`GemmKnnSelect.search`
-    reads."""
+def gemm_panels(const float[:, ::1] Y not None, intp height=HD_GPW):
+    """``Y [n, K]`` as panels of ``height`` rows stored attribute-major, ``[ceil(n /
+    height), K, height]``, the last zero-padded: the layout :meth:`GemmKnnSelect.search`
+    reads (reference rows in panels of ``HD_GPW``, queries of ``HD_GQB``)."""
     n, K = Y.shape[0], Y.shape[1]
-    npan = (n + HD_GPW - 1) // HD_GPW
-    out = np.zeros((npan * HD_GPW, K), dtype=np.float32)
+    if height < 1:
+        raise ValueError("height must be >= 1")
+    npan = (n + height - 1) // height
+    out = np.zeros((npan * height, K), dtype=np.float32)
     out[:n] = Y
-    return np.ascontiguousarray(out.reshape(npan, HD_GPW, K).transpose(0, 2, 1))
+    return np.ascontiguousarray(out.reshape(npan, height, K).transpose(0, 2, 1))
 
 
 def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not None):
@@ -1113,27 +1114,26 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
         raise ValueError("Yp must be [panels, %d, %d]" % (K, HD_GPW))
     out = np.zeros((nq, npan * HD_GPW), dtype=np.float32)
     cdef float[:, ::1] G = out
-    cdef float[::1] Xt = np.empty(HD_GQB * max(K, 1), dtype=np.float32)
     if nq == 0 or npan == 0 or K == 0:
         return out
+    cdef const float[:, :, ::1] Xp = gemm_panels(X, HD_GQB)
     with nogil:
         q = 0
         while q < nq:
-            hd_gemm_pack(&X[q, 0], K, min(<intp> HD_GQB, nq - q), K, &Xt[0])
-            hd_gemm_blk(&Xt[0], min(<intp> HD_GQB, nq - q), &Yp[0, 0, 0], npan, K, &G[q, 0],
-                        npan * HD_GPW)
+            hd_gemm_blk(&Xp[q // HD_GQB, 0, 0], min(<intp> HD_GQB, nq - q), &Yp[0, 0, 0],
+                        npan, K, &G[q, 0], npan * HD_GPW)
             q = q + HD_GQB
     return out
 
 
 cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
-                      const float* X, intp K, const float* Yp, intp a0, intp a1,
+                      const float* Xp, intp K, const float* Yp, intp a0, intp a1,
                       intp rt) noexcept nogil:
-    """Queries ``a0 .. a1`` of :meth:`GemmKnnSelect.search`: per block of ``rt`` reference
-    rows, per block of ``HD_GQB`` queries, the products into a buffer of the L1 cache, then
-    the selection of each row as :meth:`GemmKnnSelect.tile` makes it.  1: out of memory."""
-    cdef float* G = <float*> malloc(HD_GQB * (rt + K) * sizeof(float))
-    cdef float* Xt = G + HD_GQB * rt
+    """Queries ``a0 .. a1`` (``a0`` a multiple of ``HD_GQB``) of
+    :meth:`GemmKnnSelect.search`: per block of ``rt`` reference rows, per panel of
+    ``HD_GQB`` queries, the products into a buffer of the L1 cache, then the selection of
+    each row as :meth:`GemmKnnSelect.tile` makes it.  1: out of memory."""
+    cdef float* G = <float*> malloc(HD_GQB * rt * sizeof(float))
     cdef intp r0, nt, qb, nqb
     if G == NULL:
         return 1
@@ -1143,8 +1143,7 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
         qb = a0
         while qb < a1:
             nqb = min(<intp> HD_GQB, a1 - qb)
-            hd_gemm_pack(X + qb * K, K, nqb, K, Xt)
-            hd_gemm_blk(Xt, nqb, Yp + (r0 // HD_GPW) * K * HD_GPW,
+            hd_gemm_blk(Xp + (qb // HD_GQB) * K * HD_GQB, nqb, Yp + (r0 // HD_GPW) * K * HD_GPW,
                         (nt + HD_GPW - 1) // HD_GPW, K, G, rt)
             _select_tile(P, QS, RS, S, <const float*> G, rt, nqb, nt, qb, r0)
             qb = qb + HD_GQB
@@ -1292,7 +1291,8 @@ cdef class GemmKnnSelect:
         times the reference panels ``Yp`` (:func:`gemm_panels`), a block of ``HD_GQB``
         queries against ``r_block`` reference rows (0: about ``GEMM_BLOCK_ROWS``, a
         multiple of ``r_chunk`` and of the panel height) at a time, each block selected as
-        :meth:`tile` selects a tile.  Threads take chunks of ``q_chunk`` queries, each
+        :meth:`tile` selects a tile.  Threads take chunks of ``q_chunk`` queries (rounded
+        up to whole panels of ``HD_GQB``), each
         chunk reading the reference panels once (0: half a thread's share of the
         queries, between 32 and ``GEMM_MAX_QUERY_CHUNK``: large reference sets do not fit
         in the caches, so the fewer passes over them the better, while each thread still
@@ -1315,17 +1315,20 @@ cdef class GemmKnnSelect:
             rt = max(1, rt // unit) * unit
         n_threads = _threads_for(n_threads, nq * nr)
         qc = q_chunk if q_chunk > 0 else \
-            min(GEMM_MAX_QUERY_CHUNK, max(32, -(-nq // (2 * n_threads))))
+            min(GEMM_MAX_QUERY_CHUNK, max(32, (nq + 2 * n_threads - 1) // (2 * n_threads)))
+        qc = (qc + HD_GQB - 1) // HD_GQB * HD_GQB      # whole panels of queries
         region = max(qc * n_threads, GEMM_REGION_PAIRS // max(1, nr))
+        region = (region + qc - 1) // qc * qc
         if nq == 0 or nr == 0:
             return
+        cdef const float[:, :, ::1] Xp = gemm_panels(X, HD_GQB)
         for b0 in range(0, nq, region):
             b1 = min(nq, b0 + region)
             nch = (b1 - b0 + qc - 1) // qc
             with nogil:
                 for c in prange(nch, num_threads=n_threads, schedule="dynamic"):
                     failed += _fused_chunk(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
-                                           &X[0, 0], K, &Yp[0, 0, 0], b0 + c * qc,
+                                           &Xp[0, 0, 0], K, &Yp[0, 0, 0], b0 + c * qc,
                                            min(b1, b0 + c * qc + qc), rt)
             if failed:
                 raise MemoryError()
