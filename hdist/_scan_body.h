@@ -55,10 +55,11 @@ static HD_INLINE int HD_SFX(hd_any_le_cols)(const HD_T *v, const HD_T *c1, const
     return hit;
 }
 
-static hd_intp HD_SFX(hd_scan)(const HD_T *g, hd_intp n, hd_intp rc, hd_intp c_first,
-                               hd_intp c_end, const HD_T *th1, const HD_T *th2,
-                               const HD_T *gy, hd_intp gstride, const hd_intp *mi,
-                               hd_intp nm, const HD_T *hc, HD_T hm, HD_T *est)
+static inline hd_intp HD_SFX(hd_scan)(const HD_T *g, hd_intp n, hd_intp rc,
+                                      hd_intp c_first, hd_intp c_end, const HD_T *th1,
+                                      const HD_T *th2, const HD_T *gy, hd_intp gstride,
+                                      const hd_intp *mi, hd_intp nm, const HD_T *hc, HD_T hm,
+                                      HD_T *est)
 {
     hd_intp c, j, t, j0, ln;
     for (c = c_first; c < c_end; c++) {

@@ -97,12 +97,9 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 typedef void (*hd_gemm_fn)(const float *, hd_intp, const float *, hd_intp, hd_intp, float *,
                            hd_intp);
 
-typedef hd_intp (*hd_scan_f_fn)(const float *, hd_intp, hd_intp, hd_intp, hd_intp,
-                                const float *, const float *, const float *, hd_intp,
-                                const hd_intp *, hd_intp, const float *, float, float *);
-typedef hd_intp (*hd_scan_d_fn)(const double *, hd_intp, hd_intp, hd_intp, hd_intp,
-                                const double *, const double *, const double *, hd_intp,
-                                const hd_intp *, hd_intp, const double *, double, double *);
+typedef hd_intp (*hd_scan_fn)(const float *, hd_intp, hd_intp, hd_intp, hd_intp,
+                              const float *, const float *, const float *, hd_intp,
+                              const hd_intp *, hd_intp, const float *, float, float *);
 
 #define HD_SFX(name) name##_base
 #define HD_GEMM_ISA 0
@@ -115,8 +112,10 @@ typedef hd_intp (*hd_scan_d_fn)(const double *, hd_intp, hd_intp, hd_intp, hd_in
 #include "_scan_body.h"
 #undef HD_SFX
 #undef HD_T
+/* the float64 product (features beyond float32's range) is rare: its scan is compiled
+ * for the baseline only */
 #define HD_T double
-#define HD_SFX(name) name##_d_base
+#define HD_SFX(name) name##_d
 #include "_scan_body.h"
 #undef HD_SFX
 #undef HD_T
@@ -129,6 +128,11 @@ typedef hd_intp (*hd_scan_d_fn)(const double *, hd_intp, hd_intp, hd_intp, hd_in
 #define HD_SFX(name) name##_avx2
 #include "_tile_body.h"
 #undef HD_SFX
+#define HD_T float
+#define HD_SFX(name) name##_f_avx2
+#include "_scan_body.h"
+#undef HD_SFX
+#undef HD_T
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("avx2,fma")
@@ -137,19 +141,6 @@ typedef hd_intp (*hd_scan_d_fn)(const double *, hd_intp, hd_intp, hd_intp, hd_in
 #include "_gemm_body.h"
 #undef HD_GEMM_ISA
 #undef HD_SFX
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("avx2")
-#define HD_T float
-#define HD_SFX(name) name##_f_avx2
-#include "_scan_body.h"
-#undef HD_SFX
-#undef HD_T
-#define HD_T double
-#define HD_SFX(name) name##_d_avx2
-#include "_scan_body.h"
-#undef HD_SFX
-#undef HD_T
 #pragma GCC pop_options
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=512")
@@ -161,11 +152,6 @@ typedef hd_intp (*hd_scan_d_fn)(const double *, hd_intp, hd_intp, hd_intp, hd_in
 #undef HD_SFX
 #define HD_T float
 #define HD_SFX(name) name##_f_avx512
-#include "_scan_body.h"
-#undef HD_SFX
-#undef HD_T
-#define HD_T double
-#define HD_SFX(name) name##_d_avx512
 #include "_scan_body.h"
 #undef HD_SFX
 #undef HD_T
@@ -189,30 +175,15 @@ static hd_tile_fn hd_fns[HD_NISA][7] = {
     {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
 #endif
 };
-static hd_gemm_fn hd_gemm_fns[HD_NISA] = {
-    hd_gemm_blk_base,
+/* one entry per variant of a function compiled for every instruction set */
 #if HD_X86_DISPATCH
-    hd_gemm_blk_avx2, hd_gemm_blk_avx512,
+#define HD_VARIANTS(name) {name##_base, name##_avx2, name##_avx512}
 #else
-    NULL, NULL,
+#define HD_VARIANTS(name) {name##_base, NULL, NULL}
 #endif
-};
-static hd_scan_f_fn hd_scan_f_fns[HD_NISA] = {
-    hd_scan_f_base,
-#if HD_X86_DISPATCH
-    hd_scan_f_avx2, hd_scan_f_avx512,
-#else
-    NULL, NULL,
-#endif
-};
-static hd_scan_d_fn hd_scan_d_fns[HD_NISA] = {
-    hd_scan_d_base,
-#if HD_X86_DISPATCH
-    hd_scan_d_avx2, hd_scan_d_avx512,
-#else
-    NULL, NULL,
-#endif
-};
+static hd_gemm_fn hd_gemm_fns[HD_NISA] = HD_VARIANTS(hd_gemm_blk);
+static hd_scan_fn hd_scan_fns[HD_NISA] = HD_VARIANTS(hd_scan_f);
+#undef HD_VARIANTS
 static int hd_isa = 0;
 
 /* 1 when this machine runs variant isa */
@@ -261,19 +232,9 @@ static inline int hd_tile(const hd_tplan *P, const hd_tq *Q, const hd_tr *R, hd_
     return hd_fns[hd_isa][P->pmode](P, Q, R, j0, nb, bound, s);
 }
 
-/* nqb <= HD_GQB query rows X (ldx apart, K features) packed for hd_gemm_blk:
- * Xt[k HD_GQB + i], the rows from nqb on repeating the last one */
-static inline void hd_gemm_pack(const float *X, hd_intp ldx, hd_intp nqb, hd_intp K,
-                                float *Xt)
-{
-    hd_intp i, k;
-    for (k = 0; k < K; k++)
-        for (i = 0; i < HD_GQB; i++)
-            Xt[k * HD_GQB + i] = X[(i < nqb ? i : nqb - 1) * ldx + k];
-}
-
-/* The filter's estimates of nqb <= HD_GQB packed query rows against npan panels
- * (hdist/_gemm_body.h): G[i ldg + p HD_GPW + j] = sum_k Xt[k HD_GQB + i] Y[(p K + k) HD_GPW + j]. */
+/* The filter's estimates of a panel of query rows (the first nqb <= HD_GQB of it) against
+ * npan panels of reference rows (hdist/_gemm_body.h):
+ * G[i ldg + p HD_GPW + j] = sum_k Xt[k HD_GQB + i] Y[(p K + k) HD_GPW + j]. */
 static inline void hd_gemm_blk(const float *Xt, hd_intp nqb, const float *Y, hd_intp npan,
                                hd_intp K, float *G, hd_intp ldg)
 {
@@ -281,19 +242,15 @@ static inline void hd_gemm_blk(const float *Xt, hd_intp nqb, const float *Y, hd_
 }
 
 /* The filter's chunk scan (hdist/_scan_body.h): the first chunk in [c_first, c_end) of a
- * row of estimates kept by the thresholds th1/th2, or c_end; hd_scan_f for float
- * estimates, hd_scan_d for double ones. */
-#define HD_SCAN_ENTRY(T, sfx)                                                              \
-    static inline hd_intp hd_scan_##sfx(const T *g, hd_intp n, hd_intp rc, hd_intp c_first, \
-                                        hd_intp c_end, const T *th1, const T *th2,          \
-                                        const T *gy, hd_intp gstride, const hd_intp *mi,    \
-                                        hd_intp nm, const T *hc, T hm, T *est)              \
-    {                                                                                       \
-        return hd_scan_##sfx##_fns[hd_isa](g, n, rc, c_first, c_end, th1, th2, gy, gstride, \
-                                           mi, nm, hc, hm, est);                            \
-    }
-HD_SCAN_ENTRY(float, f)
-HD_SCAN_ENTRY(double, d)
-#undef HD_SCAN_ENTRY
+ * row of float estimates kept by the thresholds th1/th2, or c_end (hd_scan_d, the same for
+ * double estimates, is defined above). */
+static inline hd_intp hd_scan_f(const float *g, hd_intp n, hd_intp rc, hd_intp c_first,
+                                hd_intp c_end, const float *th1, const float *th2,
+                                const float *gy, hd_intp gstride, const hd_intp *mi,
+                                hd_intp nm, const float *hc, float hm, float *est)
+{
+    return hd_scan_fns[hd_isa](g, n, rc, c_first, c_end, th1, th2, gy, gstride, mi, nm, hc,
+                               hm, est);
+}
 
 #endif
