@@ -15,9 +15,12 @@ embeddings (plus their squared norms) and two sparse additions: for each attribu
 query misses, one reference-side column ``g = p_y (A_y − s_y)`` added to that query's
 estimates, and for each attribute a reference row misses, the query's
 ``h = p_x (A_x − s_x) + q_x B``.  The latter is added only to the pairs whose estimate
-with a lower bound of it (the row's number of missing attributes times the query's
-smallest ``h``, or the sum of its negative ones) passes the threshold: the product keeps
-the length of the data without missing values.
+with a lower bound of it passes the threshold: the product keeps the length of the data
+without missing values.  When the query's ``h`` are all >= 0 the bound is, in float32,
+the ``h`` of the row's first two missing attributes (exact for the many rows missing at
+most two), or of one and the others' number times the smallest ``h``, two entries of a
+32-entry table per query indexed by codes per row (``miss_codes``); otherwise the sum of
+its negative ``h``.
 Each embedding is projected on the span of its reference values first (C class
 probabilities span C − 1 dimensions), which shortens the product without changing it.
 

@@ -1,6 +1,5 @@
 /* Bit masks of the estimates of the matrix-product filter (hdist/_gemm.py) at or below a
- * threshold: bit j of the result is set when e[j] (+ hc[j] * hm when hc is not NULL) <= s,
- * for n <= 64 entries.  The selection then visits only the set bits instead of testing
+ * threshold: bit j of the result is set when e[j] <= s, for n <= 64 entries.  The selection then visits only the set bits instead of testing
  * every entry of a kept chunk with a branch.  SSE2 (every x86-64) compares four floats or
  * two doubles at once; elsewhere a plain loop.  Each comparison is the one the plain C
  * expression makes (IEEE single or double operations, no contraction): the masks do not
@@ -18,45 +17,31 @@
 #define HD_SCAN_SSE2 0
 #endif
 
-static inline uint64_t hd_le_mask_f(const float *e, const float *hc, float hm, ptrdiff_t n,
-                                    float s)
+static inline uint64_t hd_le_mask_f(const float *e, ptrdiff_t n, float s)
 {
     uint64_t m = 0;
     ptrdiff_t j = 0;
 #if HD_SCAN_SSE2
-    __m128 vs = _mm_set1_ps(s), vh = _mm_set1_ps(hm), v;
-    for (; j + 4 <= n; j += 4) {
-        v = _mm_loadu_ps(e + j);
-        if (hc)
-            v = _mm_add_ps(v, _mm_mul_ps(_mm_loadu_ps(hc + j), vh));
-        m |= (uint64_t)_mm_movemask_ps(_mm_cmple_ps(v, vs)) << j;
-    }
+    __m128 vs = _mm_set1_ps(s);
+    for (; j + 4 <= n; j += 4)
+        m |= (uint64_t)_mm_movemask_ps(_mm_cmple_ps(_mm_loadu_ps(e + j), vs)) << j;
 #endif
-    for (; j < n; j++) {
-        float v1 = hc ? e[j] + hc[j] * hm : e[j];
-        m |= (uint64_t)(v1 <= s) << j;
-    }
+    for (; j < n; j++)
+        m |= (uint64_t)(e[j] <= s) << j;
     return m;
 }
 
-static inline uint64_t hd_le_mask_d(const double *e, const double *hc, double hm,
-                                    ptrdiff_t n, double s)
+static inline uint64_t hd_le_mask_d(const double *e, ptrdiff_t n, double s)
 {
     uint64_t m = 0;
     ptrdiff_t j = 0;
 #if HD_SCAN_SSE2
-    __m128d vs = _mm_set1_pd(s), vh = _mm_set1_pd(hm), v;
-    for (; j + 2 <= n; j += 2) {
-        v = _mm_loadu_pd(e + j);
-        if (hc)
-            v = _mm_add_pd(v, _mm_mul_pd(_mm_loadu_pd(hc + j), vh));
-        m |= (uint64_t)_mm_movemask_pd(_mm_cmple_pd(v, vs)) << j;
-    }
+    __m128d vs = _mm_set1_pd(s);
+    for (; j + 2 <= n; j += 2)
+        m |= (uint64_t)_mm_movemask_pd(_mm_cmple_pd(_mm_loadu_pd(e + j), vs)) << j;
 #endif
-    for (; j < n; j++) {
-        double v1 = hc ? e[j] + hc[j] * hm : e[j];
-        m |= (uint64_t)(v1 <= s) << j;
-    }
+    for (; j < n; j++)
+        m |= (uint64_t)(e[j] <= s) << j;
     return m;
 }
 

@@ -106,6 +106,9 @@ GEMM_REGION_PAIRS: int
 GEMM_MAX_QUERY_CHUNK: int
 
 def gemm_panels(Y: npt.NDArray[np.float32], height: int = 16) -> npt.NDArray[np.float32]: ...
+def miss_codes(
+    hq: Float64Array, hb: Float64Array, rptr: IntpArray, ridx: IntpArray
+) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.float32]]: ...
 def gemm_products(
     X: npt.NDArray[np.float32], Yp: npt.NDArray[np.float32]
 ) -> npt.NDArray[np.float32]: ...

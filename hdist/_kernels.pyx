@@ -40,10 +40,8 @@ cdef extern from "Python.h":
     int PyErr_CheckSignals() except -1
 
 cdef extern from "_gemm_scan.h":
-    unsigned long long hd_le_mask_f(const float* e, const float* hc, float hm, intp n,
-                                    float s) noexcept nogil
-    unsigned long long hd_le_mask_d(const double* e, const double* hc, double hm, intp n,
-                                    double s) noexcept nogil
+    unsigned long long hd_le_mask_f(const float* e, intp n, float s) noexcept nogil
+    unsigned long long hd_le_mask_d(const double* e, intp n, double s) noexcept nogil
     int hd_ctz64(unsigned long long m) noexcept nogil
 
 cdef extern from "_tile.h":
@@ -100,13 +98,15 @@ cdef extern from "_tile.h":
     enum: HD_GQB
     enum: HD_GPW
     intp hd_scan_f(const float* g, intp n, intp rc, intp c_first, intp c_end,
-                   const float* th1, const float* th2, const float* gy, intp gstride,
-                   const intp* mi, intp nm, const float* hc, float hm,
-                   float* est) noexcept nogil
+                   const float* th) noexcept nogil
     intp hd_scan_d(const double* g, intp n, intp rc, intp c_first, intp c_end,
-                   const double* th1, const double* th2, const double* gy, intp gstride,
-                   const intp* mi, intp nm, const double* hc, double hm,
-                   double* est) noexcept nogil
+                   const double* th) noexcept nogil
+    void hd_prep_f(const float* g, intp n, intp rc, const float* th1, const float* gy,
+                   intp gstride, const intp* mi, intp nm, const float* hc, float hm,
+                   const unsigned short* ab, const float* tab, float* v) noexcept nogil
+    void hd_prep_d(const double* g, intp n, intp rc, const double* th1, const double* gy,
+                   intp gstride, const intp* mi, intp nm, const double* hc, double hm,
+                   const unsigned short* ab, const double* tab, double* v) noexcept nogil
     void hd_gemm_blk(const float* Xt, intp nqb, const float* Y, intp npan, intp K, float* G,
                      intp ldg) noexcept nogil
 
@@ -683,17 +683,18 @@ cdef enum:
     GEMM_MAX_CHUNK_C = 256
     # chunks whose thresholds _filter_row computes at once
     SCAN_WINDOW = 64
+    # most reference rows of a segment whose tested values _filter_row computes at once
+    PREP_ROWS = 2048
 
 #: most reference rows per chunk of the matrix-product filter (``r_chunk``)
 GEMM_MAX_CHUNK = GEMM_MAX_CHUNK_C
 
 
-cdef inline unsigned long long _le_mask(const real* e, const real* hc, real hm, intp n,
-                                       real s) noexcept nogil:
-    """Bit j set when ``e[j] (+ hc[j] hm, hc not NULL) <= s``, for ``n <= 64``."""
+cdef inline unsigned long long _le_mask(const real* e, intp n, real s) noexcept nogil:
+    """Bit j set when ``e[j] <= s``, for ``n <= 64``."""
     if real is float:
-        return hd_le_mask_f(e, hc, hm, n, s)
-    return hd_le_mask_d(e, hc, hm, n, s)
+        return hd_le_mask_f(e, n, s)
+    return hd_le_mask_d(e, n, s)
 
 
 cdef inline real _below(double t, const real* like) noexcept nogil:
@@ -760,102 +761,142 @@ cdef inline void _hq_bounds(const double* hq, intp nh, double* lbq,
             hmin[0] = hq[t]
 
 
+ctypedef struct _Codes:
+    # two codes per reference row, ab[j] = a + 256 b, and the query's table of 32 lower
+    # bounds (GemmKnnSelect._codes): tab[a] + tab[b] bounds the terms of the attributes
+    # row j misses, more tightly than hc[j] times the smallest
+    const unsigned short* ab
+    const float* tab
+
+
 cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                       const real* g, intp nt, intp r0, intp r_chunk, const double* ny_max,
                       double epsx, const real* gy, intp gstride, const intp* mi, intp nm,
                       const double* gmin, intp mstride, const double* hq, intp nh,
                       const intp* rptr, const intp* ridx, const real* hc, const double* hb,
-                      double* hd, intp* hi, intp k, double r, Hit** buf, intp* cap,
-                      intp cnt, int excl, intp self_off, miss_t* kind) noexcept nogil:
+                      const _Codes* cd, double* hd, intp* hi, intp k, double r, Hit** buf,
+                      intp* cap, intp cnt, int excl, intp self_off,
+                      miss_t* kind) noexcept nogil:
     """One query row of :func:`gemm_select` (``buf`` NULL: update the heap ``hd``/``hi``
     of ``k`` entries) or of :func:`gemm_radius_select` (append the hits within ``r`` to
     ``buf[0]`` from position ``cnt``).  Returns the new count, or -1 when out of memory.
 
     ``hq`` (NULL: none) holds the query's ``nh`` terms against the attributes missing in
     reference rows (``rptr``/``ridx``: those of each row, ``hc`` their number).  When
-    they are all >= 0, ``hc[j]`` times the smallest, ``hm``, else ``lbq``, the sum of their
-    negative parts, bounds row ``j``'s from below: the estimates with that bound are
-    tested against ``Sr - lbq`` first, and a pair passing is tested again, with its own
-    terms added in float64, against ``Sr``.  ``kind`` (a NULL pointer) selects the
-    compiled variant: ``_Complete`` only when ``nm == 0`` and ``hq`` is NULL.  ``hb`` (NULL:
-    computed here) holds that sum and smallest, :func:`_hq_bounds`, computed once per query."""
-    cdef real est[GEMM_MAX_CHUNK_C]
+    they are all >= 0, a lower bound of row ``j``'s is added to its estimate before the
+    test: ``hc[j]`` times the smallest, ``hm``, or with the codes ``cd`` (float only) the
+    terms of its first two such attributes, or of one and the others' number times ``hm``
+    (:meth:`GemmKnnSelect._codes`).  Else
+    the estimates are tested against ``Sr - lbq``, ``lbq`` the sum of the negative terms.
+    A pair passing is tested again, with its own terms added in float64, against ``Sr``.
+    ``kind`` (a NULL pointer) selects the compiled variant: ``_Complete`` only when
+    ``nm == 0`` and ``hq`` is NULL.  ``hb`` (NULL: computed here) holds that sum and
+    smallest, :func:`_hq_bounds`, computed once per query."""
+    cdef real vb[PREP_ROWS]
     cdef real th1[SCAN_WINDOW]
     cdef real th2[SCAN_WINDOW]
-    cdef const real* e
+    cdef const real* tv
+    cdef real ev
     cdef double tau = reduced_bound(P, r if buf != NULL else hd[0]), s, corr
-    cdef real Sr, Sl
-    cdef intp c0 = 0, c1, c = 0, jj, j, t, cg = r0 // r_chunk, ci
+    cdef real Sr, Sl        # the threshold of the pair and that of its tested value
+    cdef intp c0 = 0, c1, c = 0, jj, j, t, cg = r0 // r_chunk, ci, cend
     cdef intp nc = (nt + r_chunk - 1) // r_chunk, cw = 0, cw_end = 0
+    cdef intp s0 = 0, s1 = 0, sj = 0, sn = 0
+    cdef intp seg = max(1, min(SCAN_WINDOW, PREP_ROWS // r_chunk))
     cdef double lb, mag, lbq = 0.0, hmin = INFINITY
     cdef real hm = 0
-    cdef const real* hcc = NULL
-    cdef const real* hcs = NULL
+    cdef const real* hcx = NULL
+    cdef const unsigned short* ab = NULL
+    cdef const real* tab = NULL
     cdef unsigned long long mask
     cdef intp b0
     cdef Hit* tmp
-    cdef bint stale = True, pre = False
+    cdef bint stale = True, pre = False, fused = False
     if miss_t is _Missing:
         if hb != NULL:
             lbq, hmin = hb[0], hb[1]
         else:
             _hq_bounds(hq, nh, &lbq, &hmin)
-        hm = _below(hmin, g) if nh > 0 and lbq == 0.0 else 0
-        if hm != 0:
-            hcs = hc + r0
+        if nh > 0 and lbq == 0.0:
+            # every term against a missing reference value is >= 0: a lower bound of
+            # each row's is added to its estimate
+            hm = _below(hmin, g)
+            if real is float and cd != NULL:
+                ab, tab = cd.ab + r0, cd.tab
+            elif hm != 0:
+                hcx = hc + r0
+        # the tested values are computed a segment at a time (hdist/_scan_body.h) when
+        # something is added to the estimates
+        fused = nm > 0 or hcx != NULL or ab != NULL
     while c < nc:
         if stale or c >= cw_end:
             # the thresholds of the next chunks (SCAN_WINDOW at most), with the current
             # bound: Sr, for a row with missing values Sl = Sr less the reference-missing
-            # terms' lower bound, and (pre) Sl less the chunk's smallest added columns,
-            # against which the product alone is tested first.  They are recomputed
-            # whenever the bound drops, so each chunk is tested exactly as if its
-            # thresholds were computed when it is reached.
+            # terms' sum of negative parts.  They are recomputed whenever the bound drops,
+            # so each chunk is tested exactly as if its threshold were computed when it is
+            # reached.
             cw = c
             cw_end = min(nc, c + SCAN_WINDOW)
-            pre = False
-            if miss_t is _Missing:
-                pre = hm == 0 and tau < INFINITY and (nm == 0 or gmin != NULL)
             for ci in range(cw, cw_end):
                 Sr = _threshold(tau, epsx * ny_max[ci], g)
                 if miss_t is _Complete:
                     th2[ci - cw] = Sr
                 else:
                     th2[ci - cw] = _lower(Sr, lbq, fabs(lbq), g)
-                    if pre:
-                        # the chunk's smallest added columns bound its estimates from
-                        # below: a chunk is kept unless every product is certainly above
-                        # Sl less those columns (the slack covers the rounding of the
-                        # additions, which are monotone, and the threshold is rounded up)
+            stale = False
+        if miss_t is _Missing:
+            if fused and c >= s1:
+                # the next segment's tested values; with nothing added but the query's
+                # columns, a chunk is computed only when its product alone passes Sl less
+                # the chunk's smallest added columns (the slack covers the rounding of the
+                # additions, which are monotone, and the threshold is rounded up)
+                s0 = c
+                s1 = min(nc, c + seg)
+                sj = s0 * r_chunk
+                sn = min(nt, s1 * r_chunk) - sj
+                pre = hcx == NULL and ab == NULL and gmin != NULL and tau < INFINITY
+                if pre:
+                    for ci in range(s0, s1):
+                        Sr = _threshold(tau, epsx * ny_max[ci], g)
                         lb = lbq
                         mag = fabs(lbq)
                         for t in range(nm):
                             lb = lb + gmin[mi[t] * mstride + cg + ci]
                             mag = mag + fabs(gmin[mi[t] * mstride + cg + ci])
-                        th1[ci - cw] = _lower(Sr, lb, mag, g)
-            stale = False
-        # the first chunk from c on that some pair may pass (hdist/_scan_body.h); for one
-        # with added columns their sums are left in est
-        if real is float:
-            c = hd_scan_f(g, nt, r_chunk, c, cw_end, th1 + (c - cw) if pre else NULL,
-                          th2 + (c - cw), gy + r0 if nm > 0 else NULL, gstride, mi, nm,
-                          hcs, hm, est)
+                        th1[ci - s0] = _lower(Sr, lb, mag, g)
+                if real is float:
+                    hd_prep_f(g + sj, sn, r_chunk, &th1[0] if pre else NULL,
+                              gy + r0 + sj if nm > 0 else NULL, gstride, mi, nm,
+                              hcx + sj if hcx != NULL else NULL, hm,
+                              ab + sj if ab != NULL else NULL, tab, vb)
+                else:
+                    hd_prep_d(g + sj, sn, r_chunk, &th1[0] if pre else NULL,
+                              gy + r0 + sj if nm > 0 else NULL, gstride, mi, nm,
+                              hcx + sj if hcx != NULL else NULL, hm, NULL, NULL, vb)
+        # the first chunk from c on with a value at or below its threshold
+        # (hdist/_scan_body.h)
+        if miss_t is _Missing and fused:
+            cend = min(cw_end, s1)
+            if real is float:
+                c = s0 + hd_scan_f(vb, sn, r_chunk, c - s0, cend - s0, th2 + (c - cw))
+            else:
+                c = s0 + hd_scan_d(vb, sn, r_chunk, c - s0, cend - s0, th2 + (c - cw))
         else:
-            c = hd_scan_d(g, nt, r_chunk, c, cw_end, th1 + (c - cw) if pre else NULL,
-                          th2 + (c - cw), gy + r0 if nm > 0 else NULL, gstride, mi, nm,
-                          hcs, hm, est)
-        if c >= cw_end:
+            cend = cw_end
+            if real is float:
+                c = hd_scan_f(g, nt, r_chunk, c, cend, th2 + (c - cw))
+            else:
+                c = hd_scan_d(g, nt, r_chunk, c, cend, th2 + (c - cw))
+        if c >= cend:
             continue
         c0 = c * r_chunk
         c1 = min(nt, c0 + r_chunk)
         Sr = _threshold(tau, epsx * ny_max[c], g)
-        e = g + c0
+        tv = g + c0
+        Sl = th2[c - cw]
         if miss_t is _Missing:
-            Sl = th2[c - cw]
-            if nm > 0:
-                e = est
-            if hm != 0:
-                hcc = hc + r0 + c0
+            if fused:
+                tv = &vb[c0 - sj]
         b0 = 0
         mask = 0
         while True:
@@ -863,28 +904,30 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
             if mask == 0:
                 if b0 >= c1 - c0:
                     break
-                mask = _le_mask(e + b0, hcc + b0 if miss_t is _Missing and hm != 0 else NULL,
-                                hm, min(64, c1 - c0 - b0),
-                                Sr if miss_t is _Complete else Sl)
+                mask = _le_mask(tv + b0, min(64, c1 - c0 - b0), Sl)
                 b0 = b0 + 64
                 continue
             jj = b0 - 64 + hd_ctz64(mask)
             mask = mask & (mask - 1)
-            # the threshold may have dropped since the mask was taken
-            if miss_t is _Complete:
-                if e[jj] > Sr:
-                    continue
-            else:
-                if (e[jj] + hcc[jj] * hm if hm != 0 else e[jj]) > Sl:
-                    continue
             j = r0 + c0 + jj
+            # the threshold may have dropped since the mask was taken
+            if tv[jj] > Sl:
+                continue
             if miss_t is _Missing:
                 if hq != NULL:
-                    # the terms of the attributes row j misses, added in float64
+                    # the estimate with the query's columns (the sum hdist/_scan_body.h
+                    # makes: the tested value itself when nothing else is added), and the
+                    # terms of the attributes row j misses, in float64
+                    if hcx == NULL and ab == NULL:
+                        ev = tv[jj]
+                    else:
+                        ev = g[c0 + jj]
+                        for t in range(nm):
+                            ev = ev + gy[mi[t] * gstride + j]
                     corr = 0.0
                     for t in range(rptr[j], rptr[j + 1]):
                         corr = corr + hq[ridx[t]]
-                    if <double> e[jj] + corr > <double> Sr:
+                    if <double> ev + corr > <double> Sr:
                         continue
             if excl and j == q + self_off:
                 continue
@@ -897,8 +940,7 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                     heap_push(hd, hi, k, s, j)
                     tau = reduced_bound(P, hd[0])
                     Sr = _threshold(tau, epsx * ny_max[c], g)
-                    if miss_t is _Missing:
-                        Sl = _lower(Sr, lbq, fabs(lbq), g)
+                    Sl = Sr if miss_t is _Complete else _lower(Sr, lbq, fabs(lbq), g)
                     stale = True
             elif s <= r:
                 if cnt == cap[0]:
@@ -986,6 +1028,8 @@ ctypedef struct _SelS:
     const intp* ridx
     const void* hc
     const double* hb      # per query, _hq_bounds of its hq row (NULL: computed per row)
+    const unsigned short* ab      # per reference row, _Codes (NULL: none)
+    const float* tab      # per query, 32 entries
 
 
 cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
@@ -996,21 +1040,25 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
     variant of :func:`_filter_row` when neither side misses a value, else the other."""
     cdef intp nm = 0
     cdef const intp* mi = NULL
+    cdef _Codes cd
     if S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
         nm = S.qptr[q + 1] - S.qptr[q]
         mi = S.qidx + S.qptr[q]
     if nm == 0 and not S.has_h:
         _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
                     <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride, NULL, 0,
-                    NULL, NULL, NULL, NULL, S.HD + q * S.k, S.HI + q * S.k, S.k, 0.0, NULL,
-                    NULL, 0, S.excl, S.self_off, <_Complete*> NULL)
+                    NULL, NULL, NULL, NULL, NULL, S.HD + q * S.k, S.HI + q * S.k, S.k, 0.0,
+                    NULL, NULL, 0, S.excl, S.self_off, <_Complete*> NULL)
     else:
+        if S.ab != NULL:
+            cd.ab, cd.tab = S.ab, S.tab + 32 * q
         _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
                     <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride,
                     S.hq + q * S.nh if S.has_h else NULL, S.nh if S.has_h else 0,
                     S.rptr if S.has_h else NULL, S.ridx if S.has_h else NULL,
                     <const real*> S.hc if S.has_h else NULL,
-                    S.hb + 2 * q if S.has_h and S.hb != NULL else NULL, S.HD + q * S.k,
+                    S.hb + 2 * q if S.has_h and S.hb != NULL else NULL,
+                    &cd if S.ab != NULL else NULL, S.HD + q * S.k,
                     S.HI + q * S.k, S.k, 0.0, NULL, NULL, 0, S.excl, S.self_off,
                     <_Missing*> NULL)
 
@@ -1079,6 +1127,7 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     S.ridx = &ridx[0] if has_h else NULL
     S.hc = &hc[0] if has_h else NULL
     S.hb = NULL
+    S.ab, S.tab = NULL, NULL
     with nogil:
         for ii in prange(nb, num_threads=n_threads, schedule="static"):
             _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, r0, S.ny_max)
@@ -1124,6 +1173,67 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
                         npan, K, &G[q, 0], npan * HD_GPW)
             q = q + HD_GQB
     return out
+
+
+def miss_codes(const double[:, ::1] hq not None, const double[:, ::1] hb not None,
+               const intp[::1] rptr not None, const intp[::1] ridx not None):
+    """The filter's tighter bound of the terms of the attributes a reference row misses:
+    ``(ab, tab)``, ``ab[j] = a + 256 b`` two codes per reference row (below 32) and
+    ``tab[q]`` a table of 32 float32 lower bounds per query, so that
+    ``tab[q, a] + tab[q, b]`` (in float32) never exceeds the sum of ``hq[q, t]`` over the
+    attributes ``t`` row ``j`` misses (``ridx[rptr[j]:rptr[j + 1]]``, distinct columns of
+    ``hq``).  ``hb[q]`` is the query's sum of negative terms and smallest term
+    (:func:`_hq_bounds`); a query with a negative term keeps a table of zeros (the filter
+    then bounds its rows otherwise).
+
+    The first ``na = min(nh, 24)`` attributes have a code each, their entry the query's
+    term rounded down; entries ``na .. 30`` hold ``m`` times the rounded-down smallest
+    term for ``m = 1 .. 31 - na``, and entry 31 is 0.  A row missing at most two
+    attributes, both coded, gets their codes (31 for none): its terms up to rounding.  Any
+    other row gets the code of its first coded attribute (31: none) and that of the number
+    of its other attributes (at most ``31 - na``).  Every entry rounds down and the terms
+    are >= 0, so a row's two entries and their float32 sum never exceed its terms' sum."""
+    cdef intp nq = hq.shape[0], nh = hq.shape[1], nr = rptr.shape[0] - 1, j, t, q, m
+    cdef intp na = min(nh, 24), first, nco
+    cdef float hm
+    if nr < 0 or hb.shape[0] != nq or hb.shape[1] != 2:
+        raise ValueError("rptr must have one entry per reference row plus one, hb one row "
+                         "of two per query")
+    if nr > 0 and (rptr[0] < 0 or rptr[nr] > ridx.shape[0]):
+        raise ValueError("rptr must index ridx")
+    for j in range(nr):
+        if rptr[j + 1] < rptr[j]:
+            raise ValueError("rptr must be non-decreasing")
+    for t in range(ridx.shape[0]):
+        if ridx[t] < 0 or ridx[t] >= nh:
+            raise ValueError("ridx must index the columns of hq")
+    ab_a = np.empty(nr, dtype=np.uint16)
+    tab_a = np.zeros((nq, 32), dtype=np.float32)
+    cdef unsigned short[::1] ab = ab_a
+    cdef float[:, ::1] tab = tab_a
+    with nogil:
+        for j in range(nr):
+            nco = 0
+            first = 31
+            for t in range(rptr[j], rptr[j + 1]):
+                if ridx[t] < na:
+                    if nco == 0:
+                        first = ridx[t]
+                    nco = nco + 1
+            m = rptr[j + 1] - rptr[j]
+            if m == nco and m <= 2:
+                ab[j] = <unsigned short> (first + 256 * (31 if m < 2 else ridx[rptr[j] + 1]))
+            else:
+                m = m - (1 if nco > 0 else 0)
+                ab[j] = <unsigned short> (first + 256 * (na + min(m, 31 - na) - 1))
+        for q in range(nq):
+            if hb[q, 0] == 0.0:
+                for t in range(na):
+                    tab[q, t] = _below(hq[q, t], <const float*> NULL)
+                hm = _below(hb[q, 1], <const float*> NULL)
+                for m in range(1, 32 - na):
+                    tab[q, na + m - 1] = <float> m * hm
+    return ab_a, tab_a
 
 
 cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
@@ -1175,6 +1285,8 @@ cdef class GemmKnnSelect:
     cdef const intp[::1] qptr, qidx, rptr, ridx
     cdef const double[:, ::1] gmin, hq
     cdef double[:, ::1] hb
+    cdef const unsigned short[::1] ab
+    cdef const float[:, ::1] tab
 
     def __init__(self, CPlan plan, CRows Q, CRows R, const double[::1] nx,
                  const double[::1] ny_max, intp r_chunk, double[:, ::1] HD,
@@ -1251,6 +1363,7 @@ cdef class GemmKnnSelect:
         self.s.has_h, self.s.nh = 0, 0
         self.s.hq, self.s.rptr, self.s.ridx, self.s.hc = NULL, NULL, NULL, NULL
         self.s.hb = NULL
+        self.s.ab, self.s.tab = NULL, NULL
         given = [a is None for a in (hq, rptr, ridx, hc)]
         if any(given) and not all(given):
             raise ValueError("hq, rptr, ridx and hc go together")
@@ -1284,6 +1397,9 @@ cdef class GemmKnnSelect:
                 for t in range(nq):
                     _hq_bounds(&hq[t, 0], hq.shape[1], &self.hb[t, 0], &self.hb[t, 1])
                 self.s.hb = &self.hb[0, 0]
+                if self.npy_type == cnp.NPY_FLOAT32:
+                    self.ab, self.tab = miss_codes(hq, self.hb, rptr, ridx)
+                    self.s.ab, self.s.tab = &self.ab[0], &self.tab[0, 0]
 
     def search(self, const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
                int n_threads, intp q_chunk=0, intp r_block=0):
@@ -1412,7 +1528,7 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                     cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk,
                                       &ny_max[0], eps * nx[q], gyp, gstride, mi, nm, gm,
                                       mstride, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
-                                      0, r, &buf, &cap, cnt, excl, self_offset,
+                                      NULL, 0, r, &buf, &cap, cnt, excl, self_offset,
                                       <_Complete*> NULL)
                 else:
                     cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk,
@@ -1421,8 +1537,9 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                                       hq.shape[1] if has_h else 0,
                                       &rptr[0] if has_h else NULL,
                                       &ridx[0] if has_h else NULL,
-                                      &hc[0] if has_h else NULL, NULL, NULL, NULL, 0, r,
-                                      &buf, &cap, cnt, excl, self_offset, <_Missing*> NULL)
+                                      &hc[0] if has_h else NULL, NULL, NULL, NULL, NULL,
+                                      0, r, &buf, &cap, cnt, excl, self_offset,
+                                      <_Missing*> NULL)
                 if cnt < 0:
                     break
                 if cnt > ocap:

@@ -1,18 +1,16 @@
 /* The chunk scan of the matrix-product filter's selection (hdist/_kernels.pyx,
  * _filter_row), included by _tile.h once per instruction set and precision with HD_SFX
- * (a suffix for every function name) and HD_T (float or double) defined.  No include
- * guard on purpose.
+ * (a suffix for every function name) and HD_T (float or double) defined, and
+ * HD_SCAN_VPERM for the AVX-512 float variant.  No include guard on purpose.
  *
- * A row of estimates g[0 .. n) is cut into chunks of rc entries.  Chunk c is kept when
- *   - th1 is NULL or some g[j] <= th1[c - c_first], and
- *   - some v[j] <= th2[c - c_first], v[j] = ((g[j] + col_0[j]) + ...) + col_{nm-1}[j]
- *     (col_t = gy + mi[t] gstride, the columns added for the attributes the query misses),
- *     plus hc[j] hm when hc is not NULL.
- * The scan returns the first kept chunk in [c_first, c_end), or c_end; for a kept chunk
- * with nm > 0 the sums (without hc hm) are left in est[0 .. rc).  The comparisons and
- * the order of the additions are those of the plain C expressions (no contraction), so
- * every variant keeps the same chunks; the loops are written for the compiler to
- * vectorize (OR of comparisons, no early exit inside a chunk). */
+ * A row of tested values is cut into chunks of rc entries, and a chunk is kept when one of
+ * its values is at or below the chunk's threshold.  For a query row with missing values
+ * the values are computed first, a segment of rows at a time (hd_prep): the columns added
+ * for the attributes the query misses, then each reference row's lower bound of its terms
+ * against the attributes it misses.  The comparisons and the order of the additions are
+ * those of the plain C expressions (no contraction), so every variant keeps the same
+ * chunks; the loops are written for the compiler to vectorize (OR of comparisons, no early
+ * exit inside a chunk). */
 
 static HD_INLINE int HD_SFX(hd_any_le)(const HD_T *v, hd_intp n, HD_T s)
 {
@@ -23,77 +21,119 @@ static HD_INLINE int HD_SFX(hd_any_le)(const HD_T *v, hd_intp n, HD_T s)
     return hit;
 }
 
-static HD_INLINE int HD_SFX(hd_any_le_h)(const HD_T *v, const HD_T *hc, HD_T hm, hd_intp n,
-                                         HD_T s)
+/* The values the chunk scan tests for a query row with missing values, rows j0 .. j1 of a
+ * segment (pointers at the segment's first row): v[j] = e[j] (+ b[j] when hc is not NULL)
+ * with e[j] = ((g[j] + col_0[j]) + ...) + col_{nm-1}[j] the estimate with the columns of
+ * the attributes the query misses (col_t = gy + mi[t] gstride) and b[j] the row's lower
+ * bound of its terms against the attributes it misses: tab[a] + tab[b] when ab is not
+ * NULL (ab[j] = a + 256 b, codes below 32 into the 32 entries of tab), else hc[j] hm.  The additions
+ * are those of the plain C expressions, in that order and without contraction; the
+ * AVX-512 variant (for at most HD_PREP_COLS columns) looks the table up with a
+ * two-register permutation, which moves the same bits.  E(j) is e[j] for the kind ne of e: 0 g, 1 and 2 one or two columns added,
+ * 3 already in v (more columns). */
+#define HD_PREP_E(j) (ne == 0 ? g[j] : ne == 1 ? g[j] + c1[j] \
+                      : ne == 2 ? (g[j] + c1[j]) + c2[j] : v[j])
+
+static HD_INLINE void HD_SFX(hd_prep_rows)(const HD_T *HD_RESTRICT g, hd_intp j0, hd_intp j1,
+                                           const HD_T *gy, hd_intp gstride, const hd_intp *mi,
+                                           hd_intp nm, const HD_T *HD_RESTRICT hc, HD_T hm,
+                                           const unsigned short *HD_RESTRICT ab,
+                                           const HD_T *HD_RESTRICT tab, HD_T *HD_RESTRICT v)
 {
-    hd_intp j;
-    int hit = 0;
-    for (j = 0; j < n; j++)
-        hit |= v[j] + hc[j] * hm <= s;
-    return hit;
+    hd_intp j, t;
+    int ne = nm < 3 ? (int)nm : 3;
+    const HD_T *HD_RESTRICT c1 = nm > 0 ? gy + mi[0] * gstride : g;
+    const HD_T *HD_RESTRICT c2 = nm > 1 ? gy + mi[1] * gstride : g;
+#if defined(HD_SCAN_VPERM)
+    /* with the codes, one pass whatever the number of columns: each vector of estimates
+     * is summed in a register, column after column */
+    if (ab && nm <= HD_PREP_COLS) {
+        const float *cols[HD_PREP_COLS];
+        __m512 tlo = _mm512_loadu_ps(tab), thi = _mm512_loadu_ps(tab + 16), acc;
+        for (t = 0; t < nm; t++)
+            cols[t] = gy + mi[t] * gstride;
+        for (j = j0; j + 16 <= j1; j += 16) {
+            /* the permutation reads the low 5 bits of each index */
+            __m512i ix = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(ab + j)));
+            acc = _mm512_loadu_ps(g + j);
+            for (t = 0; t < nm; t++)
+                acc = _mm512_add_ps(acc, _mm512_loadu_ps(cols[t] + j));
+            acc = _mm512_add_ps(acc, _mm512_add_ps(
+                _mm512_permutex2var_ps(tlo, ix, thi),
+                _mm512_permutex2var_ps(tlo, _mm512_srli_epi32(ix, 8), thi)));
+            _mm512_storeu_ps(v + j, acc);
+        }
+        for (; j < j1; j++) {
+            float e = g[j];
+            for (t = 0; t < nm; t++)
+                e = e + cols[t][j];
+            v[j] = e + (tab[ab[j] & 255] + tab[ab[j] >> 8]);
+        }
+        return;
+    }
+#endif
+    if (ne == 3) {
+        for (j = j0; j < j1; j++)
+            v[j] = (g[j] + c1[j]) + c2[j];
+        for (t = 2; t < nm; t++) {
+            const HD_T *HD_RESTRICT col = gy + mi[t] * gstride;
+            for (j = j0; j < j1; j++)
+                v[j] = v[j] + col[j];
+        }
+    }
+    j = j0;
+    if (!hc && !ab) {
+        if (ne == 1)
+            for (; j < j1; j++)
+                v[j] = g[j] + c1[j];
+        else if (ne == 2)
+            for (; j < j1; j++)
+                v[j] = (g[j] + c1[j]) + c2[j];
+    } else if (ab) {
+        for (; j < j1; j++)
+            v[j] = HD_PREP_E(j) + (tab[ab[j] & 255] + tab[ab[j] >> 8]);
+    } else {
+        for (; j < j1; j++)
+            v[j] = HD_PREP_E(j) + hc[j] * hm;
+    }
+}
+#undef HD_PREP_E
+
+/* hd_prep_rows over the rows [0, n) of a segment.  With th1 (one threshold per chunk of rc
+ * rows), a chunk none of whose g[j] is at or below th1[c] is not computed: its values are
+ * set to INFINITY, which no threshold keeps (th1 is given only once the bound is finite,
+ * and the bound never grows). */
+static inline void HD_SFX(hd_prep)(const HD_T *g, hd_intp n, hd_intp rc, const HD_T *th1,
+                                   const HD_T *gy, hd_intp gstride, const hd_intp *mi,
+                                   hd_intp nm, const HD_T *hc, HD_T hm,
+                                   const unsigned short *ab, const HD_T *tab, HD_T *v)
+{
+    hd_intp c, j, j0, j1;
+    if (!th1) {
+        HD_SFX(hd_prep_rows)(g, 0, n, gy, gstride, mi, nm, hc, hm, ab, tab, v);
+        return;
+    }
+    for (c = 0, j0 = 0; j0 < n; c++, j0 += rc) {
+        j1 = n - j0 < rc ? n : j0 + rc;
+        if (HD_SFX(hd_any_le)(g + j0, j1 - j0, th1[c]))
+            HD_SFX(hd_prep_rows)(g, j0, j1, gy, gstride, mi, nm, hc, hm, ab, tab, v);
+        else
+            for (j = j0; j < j1; j++)
+                v[j] = (HD_T)INFINITY;
+    }
 }
 
-/* some ((v[j] + c1[j]) (+ c2[j], c2 not NULL)) (+ hc[j] hm, hc not NULL) <= s: the test
- * of a chunk with one or two added columns in one pass, without storing the sums */
-static HD_INLINE int HD_SFX(hd_any_le_cols)(const HD_T *v, const HD_T *c1, const HD_T *c2,
-                                            const HD_T *hc, HD_T hm, hd_intp n, HD_T s)
+/* The first chunk in [c_first, c_end) of the row g[0 .. n), cut into chunks of rc entries,
+ * with some g[j] <= th[c - c_first], or c_end. */
+static inline hd_intp HD_SFX(hd_scan)(const HD_T *g, hd_intp n, hd_intp rc, hd_intp c_first,
+                                      hd_intp c_end, const HD_T *th)
 {
-    hd_intp j;
-    int hit = 0;
-    if (c2 && hc)
-        for (j = 0; j < n; j++)
-            hit |= ((v[j] + c1[j]) + c2[j]) + hc[j] * hm <= s;
-    else if (c2)
-        for (j = 0; j < n; j++)
-            hit |= (v[j] + c1[j]) + c2[j] <= s;
-    else if (hc)
-        for (j = 0; j < n; j++)
-            hit |= (v[j] + c1[j]) + hc[j] * hm <= s;
-    else
-        for (j = 0; j < n; j++)
-            hit |= v[j] + c1[j] <= s;
-    return hit;
-}
-
-static inline hd_intp HD_SFX(hd_scan)(const HD_T *g, hd_intp n, hd_intp rc,
-                                      hd_intp c_first, hd_intp c_end, const HD_T *th1,
-                                      const HD_T *th2, const HD_T *gy, hd_intp gstride,
-                                      const hd_intp *mi, hd_intp nm, const HD_T *hc, HD_T hm,
-                                      HD_T *est)
-{
-    hd_intp c, j, t, j0, ln;
+    hd_intp c, j0;
     for (c = c_first; c < c_end; c++) {
-        const HD_T *v;
         j0 = c * rc;
-        ln = n - j0 < rc ? n - j0 : rc;
-        if (th1 && !HD_SFX(hd_any_le)(g + j0, ln, th1[c - c_first]))
-            continue;
-        v = g + j0;
-        if (nm == 1 || nm == 2) {
-            const HD_T *c1 = gy + mi[0] * gstride + j0;
-            const HD_T *c2 = nm == 2 ? gy + mi[1] * gstride + j0 : NULL;
-            if (!HD_SFX(hd_any_le_cols)(v, c1, c2, hc ? hc + j0 : NULL, hm, ln,
-                                        th2[c - c_first]))
-                continue;
-            /* kept: the sums for the selection */
-            for (j = 0; j < ln; j++)
-                est[j] = c2 ? (v[j] + c1[j]) + c2[j] : v[j] + c1[j];
-            return c;
-        }
-        if (nm > 2) {
-            const HD_T *col = gy + mi[0] * gstride + j0;
-            for (j = 0; j < ln; j++)
-                est[j] = v[j] + col[j];
-            for (t = 1; t < nm; t++) {
-                col = gy + mi[t] * gstride + j0;
-                for (j = 0; j < ln; j++)
-                    est[j] = est[j] + col[j];
-            }
-            v = est;
-        }
-        if (hc ? HD_SFX(hd_any_le_h)(v, hc + j0, hm, ln, th2[c - c_first])
-               : HD_SFX(hd_any_le)(v, ln, th2[c - c_first]))
+        if (HD_SFX(hd_any_le)(g + j0, n - j0 < rc ? n - j0 : rc, th[c - c_first]))
             return c;
     }
     return c_end;
 }
+

@@ -93,13 +93,17 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 /* the matrix-product filter's blocks: query rows per block, reference rows per panel */
 #define HD_GQB 8
 #define HD_GPW 16
+/* most columns the AVX-512 filter adds in one pass (hdist/_scan_body.h) */
+#define HD_PREP_COLS 64
 
 typedef void (*hd_gemm_fn)(const float *, hd_intp, const float *, hd_intp, hd_intp, float *,
                            hd_intp);
 
 typedef hd_intp (*hd_scan_fn)(const float *, hd_intp, hd_intp, hd_intp, hd_intp,
-                              const float *, const float *, const float *, hd_intp,
-                              const hd_intp *, hd_intp, const float *, float, float *);
+                              const float *);
+typedef void (*hd_prep_fn)(const float *, hd_intp, hd_intp, const float *, const float *,
+                           hd_intp, const hd_intp *, hd_intp, const float *, float,
+                           const unsigned short *, const float *, float *);
 
 #define HD_SFX(name) name##_base
 #define HD_GEMM_ISA 0
@@ -152,7 +156,9 @@ typedef hd_intp (*hd_scan_fn)(const float *, hd_intp, hd_intp, hd_intp, hd_intp,
 #undef HD_SFX
 #define HD_T float
 #define HD_SFX(name) name##_f_avx512
+#define HD_SCAN_VPERM 1
 #include "_scan_body.h"
+#undef HD_SCAN_VPERM
 #undef HD_SFX
 #undef HD_T
 #pragma GCC pop_options
@@ -183,6 +189,7 @@ static hd_tile_fn hd_fns[HD_NISA][7] = {
 #endif
 static hd_gemm_fn hd_gemm_fns[HD_NISA] = HD_VARIANTS(hd_gemm_blk);
 static hd_scan_fn hd_scan_fns[HD_NISA] = HD_VARIANTS(hd_scan_f);
+static hd_prep_fn hd_prep_fns[HD_NISA] = HD_VARIANTS(hd_prep_f);
 #undef HD_VARIANTS
 static int hd_isa = 0;
 
@@ -242,15 +249,22 @@ static inline void hd_gemm_blk(const float *Xt, hd_intp nqb, const float *Y, hd_
 }
 
 /* The filter's chunk scan (hdist/_scan_body.h): the first chunk in [c_first, c_end) of a
- * row of float estimates kept by the thresholds th1/th2, or c_end (hd_scan_d, the same for
- * double estimates, is defined above). */
+ * row of float values with one at or below its threshold th[c - c_first], or c_end
+ * (hd_scan_d, the same for double values, is defined above). */
 static inline hd_intp hd_scan_f(const float *g, hd_intp n, hd_intp rc, hd_intp c_first,
-                                hd_intp c_end, const float *th1, const float *th2,
-                                const float *gy, hd_intp gstride, const hd_intp *mi,
-                                hd_intp nm, const float *hc, float hm, float *est)
+                                hd_intp c_end, const float *th)
 {
-    return hd_scan_fns[hd_isa](g, n, rc, c_first, c_end, th1, th2, gy, gstride, mi, nm, hc,
-                               hm, est);
+    return hd_scan_fns[hd_isa](g, n, rc, c_first, c_end, th);
+}
+
+/* The values the chunk scan tests for a float query row with missing values
+ * (hdist/_scan_body.h; hd_prep_d, the same in double, is defined above). */
+static inline void hd_prep_f(const float *g, hd_intp n, hd_intp rc, const float *th1,
+                             const float *gy, hd_intp gstride, const hd_intp *mi, hd_intp nm,
+                             const float *hc, float hm, const unsigned short *ab,
+                             const float *tab, float *v)
+{
+    hd_prep_fns[hd_isa](g, n, rc, th1, gy, gstride, mi, nm, hc, hm, ab, tab, v);
 }
 
 #endif

@@ -268,3 +268,87 @@ def test_bad_arguments_are_refused():
     sel.tile(G[:, :0], 0, 0)                           # empty: nothing to do
     sel.tile(G, 0, 0)
     assert np.isfinite(HD).all()
+
+
+@pytest.mark.parametrize("nh", [1, 5, 24, 40])
+def test_miss_codes_bound_the_terms(nh):
+    # the codes' two float32 entries never exceed a row's terms against the attributes it
+    # misses (exact rational sums), and equal them up to rounding for a row missing at
+    # most two coded attributes; a query with a negative term keeps a table of zeros
+    from fractions import Fraction
+    rng = np.random.default_rng(nh)
+    nq, nr = 12, 300
+    hq = rng.random((nq, nh)) * rng.choice([1e-3, 1.0, 50.0], (nq, nh))
+    hq[rng.random((nq, nh)) < 0.1] = 0.0
+    hq[1, 0] = 1e-35                       # below the rounding's floor: entry 0
+    hq[2, -1] = -0.5
+    lbq = np.where(hq < 0, hq, 0.0).sum(axis=1)
+    hb = np.column_stack([lbq, hq.min(axis=1)])
+    miss = rng.random((nr, nh)) < rng.choice([0.02, 0.1, 0.6], nr)[:, None]
+    rptr = np.zeros(nr + 1, dtype=np.intp)
+    np.cumsum(miss.sum(axis=1), out=rptr[1:])
+    ridx = np.nonzero(miss)[1].astype(np.intp)
+    ab, tab = _kernels.miss_codes(hq, hb, rptr, ridx)
+    assert ab.dtype == np.uint16 and tab.dtype == np.float32 and tab.shape == (nq, 32)
+    a, b = ab & 255, ab >> 8
+    assert a.max() < 32 and b.max() < 32
+    assert np.all(tab[2] == 0) and np.all(tab[:, 31] == 0)
+    na = min(nh, 24)
+    n_exact = 0
+    for q in range(nq):
+        if lbq[q] < 0:
+            continue
+        got = tab[q, a] + tab[q, b]            # the float32 sum the filter makes
+        assert got.dtype == np.float32
+        for j in range(nr):
+            cols = ridx[rptr[j]:rptr[j + 1]]
+            exact = sum((Fraction(float(t)) for t in hq[q, cols]), Fraction(0))
+            assert Fraction(float(got[j])) <= exact
+            if len(cols) <= 2 and np.all(cols < na):
+                assert float(got[j]) >= float(exact) * (1 - 2.0 ** -20) - 1e-30
+                n_exact += 1
+    assert n_exact > 100
+
+
+def test_miss_codes_checks_its_arguments():
+    hq, hb = np.ones((2, 3)), np.zeros((2, 2))
+    rptr, ridx = np.array([0, 1, 2], dtype=np.intp), np.array([0, 2], dtype=np.intp)
+    _kernels.miss_codes(hq, hb, rptr, ridx)
+    with pytest.raises(ValueError, match="ridx must index the columns"):
+        _kernels.miss_codes(hq, hb, rptr, np.array([0, 3], dtype=np.intp))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        _kernels.miss_codes(hq, hb, np.array([0, 2, 1], dtype=np.intp), ridx)
+    with pytest.raises(ValueError, match="rptr must index ridx"):
+        _kernels.miss_codes(hq, hb, np.array([0, 1, 3], dtype=np.intp), ridx)
+    with pytest.raises(ValueError, match="hb one row of two per query"):
+        _kernels.miss_codes(hq, np.zeros((3, 2)), rptr, ridx)
+
+
+@pytest.mark.parametrize("r_chunk", [16, 64])
+def test_search_with_many_missing_attributes(isa, r_chunk):
+    # more attributes missing in the reference rows than have codes, rows missing many of
+    # them, and queries with negative terms (values far outside the reference range): the
+    # heaps of the BLAS tiles without the codes, on every variant, and the direct kernel
+    X, y, nom = mixed(430, n_cont=20, n_nom=20, missing=0.3, seed=21)
+    X[400:404, 0] = 1e3
+    m = hdist.get_metric("hvdm", nominal=nom).fit(X[:400], y[:400])
+    st, rows = m._fitted(), m.encode(X[400:])
+    F = _gemm._prepare(st.plan, rows, st.train, {}, r_chunk, np.float32)
+    assert F.H.shape[1] > 31
+    neg = (F.H < 0).any(axis=1)
+    assert 1 <= neg.sum() < len(neg)
+    nq, nr, k = rows.n, st.train.n, 7
+    cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
+    HD0, HI0 = heaps(nq, k, nr)
+    gemm_select(cp, cQ, cR, F.Xg @ F.Yg.T, F.nx, F.ny_chunk, 0, 0, F.r_chunk, HD0, HI0, F.eps,
+                1, False, 0, **F.extra())
+    for n_threads in (1, 2):
+        HD1, HI1 = heaps(nq, k, nr)
+        GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, np.float32,
+                      False, 0, **F.extra()).search(F.Xg, F.Yp, n_threads, 0, 0)
+        np.testing.assert_array_equal(HI0, HI1)
+        np.testing.assert_array_equal(HD0, HD1)
+    finish_heaps(cp, HD1, HI1)
+    d, i = m._knn_rows(rows, k, False, 1, "direct")
+    np.testing.assert_array_equal(i, HI1)
+    np.testing.assert_array_equal(d, HD1)
