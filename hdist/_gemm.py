@@ -18,9 +18,9 @@ estimates, and for each attribute a reference row misses, the query's
 with a lower bound of it passes the threshold: the product keeps the length of the data
 without missing values.  When the query's ``h`` are all >= 0 the bound is, in float32,
 the ``h`` of the row's first two missing attributes (exact for the many rows missing at
-most two), or of one and the others' number times the smallest ``h``, two entries of a
-32-entry table per query indexed by codes per row (``miss_codes``); otherwise the sum of
-its negative ``h``.
+most two of the first 24 attributes), or of one and the others' number times the
+smallest ``h``: two entries of a 32-entry table per query indexed by codes per row
+(``miss_codes``).  Otherwise it is the sum of the query's negative ``h``.
 Each embedding is projected on the span of its reference values first (C class
 probabilities span C − 1 dimensions), which shortens the product without changing it.
 

@@ -763,7 +763,7 @@ cdef inline void _hq_bounds(const double* hq, intp nh, double* lbq,
 
 ctypedef struct _Codes:
     # two codes per reference row, ab[j] = a + 256 b, and the query's table of 32 lower
-    # bounds (GemmKnnSelect._codes): tab[a] + tab[b] bounds the terms of the attributes
+    # bounds (miss_codes): tab[a] + tab[b] bounds the terms of the attributes
     # row j misses, more tightly than hc[j] times the smallest
     const unsigned short* ab
     const float* tab
@@ -786,7 +786,7 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
     they are all >= 0, a lower bound of row ``j``'s is added to its estimate before the
     test: ``hc[j]`` times the smallest, ``hm``, or with the codes ``cd`` (float only) the
     terms of its first two such attributes, or of one and the others' number times ``hm``
-    (:meth:`GemmKnnSelect._codes`).  Else
+    (:func:`miss_codes`).  Else
     the estimates are tested against ``Sr - lbq``, ``lbq`` the sum of the negative terms.
     A pair passing is tested again, with its own terms added in float64, against ``Sr``.
     ``kind`` (a NULL pointer) selects the compiled variant: ``_Complete`` only when

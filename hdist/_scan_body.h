@@ -22,21 +22,22 @@ static HD_INLINE int HD_SFX(hd_any_le)(const HD_T *v, hd_intp n, HD_T s)
 }
 
 /* The values the chunk scan tests for a query row with missing values, rows j0 .. j1 of a
- * segment (pointers at the segment's first row): v[j] = e[j] (+ b[j] when hc is not NULL)
- * with e[j] = ((g[j] + col_0[j]) + ...) + col_{nm-1}[j] the estimate with the columns of
- * the attributes the query misses (col_t = gy + mi[t] gstride) and b[j] the row's lower
- * bound of its terms against the attributes it misses: tab[a] + tab[b] when ab is not
- * NULL (ab[j] = a + 256 b, codes below 32 into the 32 entries of tab), else hc[j] hm.  The additions
- * are those of the plain C expressions, in that order and without contraction; the
- * AVX-512 variant (for at most HD_PREP_COLS columns) looks the table up with a
- * two-register permutation, which moves the same bits.  E(j) is e[j] for the kind ne of e: 0 g, 1 and 2 one or two columns added,
- * 3 already in v (more columns). */
-#define HD_PREP_E(j) (ne == 0 ? g[j] : ne == 1 ? g[j] + c1[j] \
-                      : ne == 2 ? (g[j] + c1[j]) + c2[j] : v[j])
+ * segment (pointers at the segment's first row): v[j] = e[j] + b[j], or e[j] when neither
+ * ab nor hc is given.  e[j] = ((g[j] + col_0[j]) + ...) + col_{nm-1}[j] is the estimate
+ * with the columns of the attributes the query misses (col_t = gy + mi[t] gstride); b[j]
+ * is the row's lower bound of its terms against the attributes it misses:
+ * tab[a] + tab[b] with ab[j] = a + 256 b (codes below 32 into the 32 entries of tab),
+ * else hc[j] hm.  The additions are those of the plain C expressions, in that order and
+ * without contraction; the AVX-512 variant (at most HD_PREP_COLS columns) looks the
+ * table up with a two-register permutation, which moves the same bits.  HD_PREP_E(j) is
+ * e[j] for the kind ne of e: 0 g, 1 and 2 one or two columns added, 3 already in v. */
+#define HD_PREP_E(j) \
+    (ne == 0 ? g[j] : ne == 1 ? g[j] + c1[j] : ne == 2 ? (g[j] + c1[j]) + c2[j] : v[j])
 
-static HD_INLINE void HD_SFX(hd_prep_rows)(const HD_T *HD_RESTRICT g, hd_intp j0, hd_intp j1,
-                                           const HD_T *gy, hd_intp gstride, const hd_intp *mi,
-                                           hd_intp nm, const HD_T *HD_RESTRICT hc, HD_T hm,
+static HD_INLINE void HD_SFX(hd_prep_rows)(const HD_T *HD_RESTRICT g, hd_intp j0,
+                                           hd_intp j1, const HD_T *gy, hd_intp gstride,
+                                           const hd_intp *mi, hd_intp nm,
+                                           const HD_T *HD_RESTRICT hc, HD_T hm,
                                            const unsigned short *HD_RESTRICT ab,
                                            const HD_T *HD_RESTRICT tab, HD_T *HD_RESTRICT v)
 {
@@ -54,7 +55,8 @@ static HD_INLINE void HD_SFX(hd_prep_rows)(const HD_T *HD_RESTRICT g, hd_intp j0
             cols[t] = gy + mi[t] * gstride;
         for (j = j0; j + 16 <= j1; j += 16) {
             /* the permutation reads the low 5 bits of each index */
-            __m512i ix = _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(ab + j)));
+            __m512i ix =
+                _mm512_cvtepu16_epi32(_mm256_loadu_si256((const __m256i *)(ab + j)));
             acc = _mm512_loadu_ps(g + j);
             for (t = 0; t < nm; t++)
                 acc = _mm512_add_ps(acc, _mm512_loadu_ps(cols[t] + j));
@@ -101,8 +103,9 @@ static HD_INLINE void HD_SFX(hd_prep_rows)(const HD_T *HD_RESTRICT g, hd_intp j0
 
 /* hd_prep_rows over the rows [0, n) of a segment.  With th1 (one threshold per chunk of rc
  * rows), a chunk none of whose g[j] is at or below th1[c] is not computed: its values are
- * set to INFINITY, which no threshold keeps (th1 is given only once the bound is finite,
- * and the bound never grows). */
+ * set to INFINITY, which no finite threshold keeps (th1 is given only once the bound is
+ * finite, and the bound never grows; were a float threshold to overflow, such a chunk
+ * would only cost exact checks). */
 static inline void HD_SFX(hd_prep)(const HD_T *g, hd_intp n, hd_intp rc, const HD_T *th1,
                                    const HD_T *gy, hd_intp gstride, const hd_intp *mi,
                                    hd_intp nm, const HD_T *hc, HD_T hm,
@@ -136,4 +139,3 @@ static inline hd_intp HD_SFX(hd_scan)(const HD_T *g, hd_intp n, hd_intp rc, hd_i
     }
     return c_end;
 }
-
