@@ -1175,6 +1175,36 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
     return out
 
 
+cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
+                      const intp* rptr, const intp* ridx, intp nr, unsigned short* ab,
+                      float* tab) noexcept nogil:
+    """:func:`miss_codes` on checked arguments: ``ab [nr]`` and ``tab [nq, 32]`` (zeros
+    on entry) filled from ``hq [nq, nh]``, ``hb [nq, 2]`` and ``rptr``/``ridx``."""
+    cdef intp na = min(nh, 24), j, t, q, m, first, nco
+    cdef float hm
+    for j in range(nr):
+        nco = 0
+        first = 31
+        for t in range(rptr[j], rptr[j + 1]):
+            if ridx[t] < na:
+                if nco == 0:
+                    first = ridx[t]
+                nco = nco + 1
+        m = rptr[j + 1] - rptr[j]
+        if m == nco and m <= 2:
+            ab[j] = <unsigned short> (first + 256 * (31 if m < 2 else ridx[rptr[j] + 1]))
+        else:
+            m = m - (1 if nco > 0 else 0)
+            ab[j] = <unsigned short> (first + 256 * (na + min(m, 31 - na) - 1))
+    for q in range(nq):
+        if hb[2 * q] == 0.0:
+            for t in range(na):
+                tab[32 * q + t] = _below(hq[q * nh + t], <const float*> NULL)
+            hm = _below(hb[2 * q + 1], <const float*> NULL)
+            for m in range(1, 32 - na):
+                tab[32 * q + na + m - 1] = <float> m * hm
+
+
 def miss_codes(const double[:, ::1] hq not None, const double[:, ::1] hb not None,
                const intp[::1] rptr not None, const intp[::1] ridx not None):
     """The filter's tighter bound of the terms of the attributes a reference row misses:
@@ -1193,9 +1223,7 @@ def miss_codes(const double[:, ::1] hq not None, const double[:, ::1] hb not Non
     other row gets the code of its first coded attribute (31: none) and that of the number
     of its other attributes (at most ``31 - na``).  Every entry rounds down and the terms
     are >= 0, so a row's two entries and their float32 sum never exceed its terms' sum."""
-    cdef intp nq = hq.shape[0], nh = hq.shape[1], nr = rptr.shape[0] - 1, j, t, q, m
-    cdef intp na = min(nh, 24), first, nco
-    cdef float hm
+    cdef intp nq = hq.shape[0], nh = hq.shape[1], nr = rptr.shape[0] - 1, j, t
     if nr < 0 or hb.shape[0] != nq or hb.shape[1] != 2:
         raise ValueError("rptr must have one entry per reference row plus one, hb one row "
                          "of two per query")
@@ -1211,28 +1239,10 @@ def miss_codes(const double[:, ::1] hq not None, const double[:, ::1] hb not Non
     tab_a = np.zeros((nq, 32), dtype=np.float32)
     cdef unsigned short[::1] ab = ab_a
     cdef float[:, ::1] tab = tab_a
-    with nogil:
-        for j in range(nr):
-            nco = 0
-            first = 31
-            for t in range(rptr[j], rptr[j + 1]):
-                if ridx[t] < na:
-                    if nco == 0:
-                        first = ridx[t]
-                    nco = nco + 1
-            m = rptr[j + 1] - rptr[j]
-            if m == nco and m <= 2:
-                ab[j] = <unsigned short> (first + 256 * (31 if m < 2 else ridx[rptr[j] + 1]))
-            else:
-                m = m - (1 if nco > 0 else 0)
-                ab[j] = <unsigned short> (first + 256 * (na + min(m, 31 - na) - 1))
-        for q in range(nq):
-            if hb[q, 0] == 0.0:
-                for t in range(na):
-                    tab[q, t] = _below(hq[q, t], <const float*> NULL)
-                hm = _below(hb[q, 1], <const float*> NULL)
-                for m in range(1, 32 - na):
-                    tab[q, na + m - 1] = <float> m * hm
+    _fill_codes(&hq[0, 0] if nq > 0 and nh > 0 else NULL, nq, nh,
+                &hb[0, 0] if nq > 0 else NULL, &rptr[0],
+                &ridx[0] if ridx.shape[0] > 0 else NULL, nr, &ab[0] if nr > 0 else NULL,
+                &tab[0, 0] if nq > 0 else NULL)
     return ab_a, tab_a
 
 
@@ -1398,8 +1408,14 @@ cdef class GemmKnnSelect:
                     _hq_bounds(&hq[t, 0], hq.shape[1], &self.hb[t, 0], &self.hb[t, 1])
                 self.s.hb = &self.hb[0, 0]
                 if self.npy_type == cnp.NPY_FLOAT32:
-                    self.ab, self.tab = miss_codes(hq, self.hb, rptr, ridx)
+                    # rptr and ridx are checked above
+                    self.ab = np.empty(nr, dtype=np.uint16)
+                    self.tab = np.zeros((nq, 32), dtype=np.float32)
                     self.s.ab, self.s.tab = &self.ab[0], &self.tab[0, 0]
+                    with nogil:
+                        _fill_codes(&hq[0, 0], nq, hq.shape[1], &self.hb[0, 0], &rptr[0],
+                                    &ridx[0], nr, <unsigned short*> self.s.ab,
+                                    <float*> self.s.tab)
 
     def search(self, const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
                int n_threads, intp q_chunk=0, intp r_block=0):
