@@ -1253,9 +1253,13 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
     :meth:`GemmKnnSelect.search`: per block of ``rt`` reference rows, per panel of
     ``HD_GQB`` queries, the products into a buffer of the L1 cache, then the selection of
     each row as :meth:`GemmKnnSelect.tile` makes it.  1: out of memory."""
-    cdef float* G = <float*> malloc(HD_GQB * rt * sizeof(float))
+    # the block of estimates on a 64-byte boundary (rt is a multiple of HD_GPW, so every
+    # row of it is): a vector stored across two cache lines costs two stores, and one
+    # read back at once is not forwarded from the store
+    cdef void* mem = malloc(HD_GQB * rt * sizeof(float) + 64)
+    cdef float* G = <float*> (((<size_t> mem) + 63) & ~(<size_t> 63))
     cdef intp r0, nt, qb, nqb
-    if G == NULL:
+    if mem == NULL:
         return 1
     r0 = 0
     while r0 < S.nr:
@@ -1268,7 +1272,7 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
             _select_tile(P, QS, RS, S, <const float*> G, rt, nqb, nt, qb, r0)
             qb = qb + HD_GQB
         r0 = r0 + rt
-    free(G)
+    free(mem)
     return 0
 
 
