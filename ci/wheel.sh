@@ -55,6 +55,10 @@ for f in hdist/py.typed hdist/_kernels.pyi hdist/__init__.pyi hdist/_kernels.pyx
   grep -q " *$f " "$WORK/wheel.txt" || grep -q "^$f" "$WORK/wheel.txt" ||
     { echo "wheel lacks $f" >&2; exit 1; }
 done
+# nor the C files Cython generated (the sdist needs them, a wheel does not)
+if grep -qE '^ *hdist/[^ ]*\.c ' "$WORK/wheel.txt"; then
+  echo "wheel holds generated C files" >&2; exit 1
+fi
 cp "$SDIST" "$REPAIRED" "$OUT/"
 
 step "fresh environment with the repaired wheel"
