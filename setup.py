@@ -3,6 +3,9 @@
 OpenMP is required: a build without it fails unless ``HDIST_ALLOW_NO_OPENMP=1``
 is set.  ``HDIST_DEBUG=1`` builds with Cython bounds checks, ``-O0 -g``.
 ``HDIST_SANITIZE=1`` adds AddressSanitizer and UndefinedBehaviorSanitizer (gcc/clang).
+On Linux the modules are linked without their debugging information (a quarter of the
+size; symbol names stay, so profilers still name the functions) unless
+``HDIST_KEEP_DEBUG=1`` (or one of the two above) is set.
 """
 import os
 import platform
@@ -18,6 +21,7 @@ from setuptools.command.build_ext import build_ext
 DEBUG = os.environ.get("HDIST_DEBUG", "0") == "1"
 SANITIZE = os.environ.get("HDIST_SANITIZE", "0") == "1"
 ALLOW_NO_OPENMP = os.environ.get("HDIST_ALLOW_NO_OPENMP", "0") == "1"
+KEEP_DEBUG = DEBUG or SANITIZE or os.environ.get("HDIST_KEEP_DEBUG", "0") == "1"
 
 MODULES = ["_kernels", "_trees"]
 
@@ -85,9 +89,15 @@ class BuildExt(build_ext):
                     "-fno-math-errno", "-fno-trapping-math"]
             if SANITIZE:
                 opt += ["-fsanitize=address,undefined", "-fno-omit-frame-pointer", "-g"]
+        link = list(omp_l)
+        if SANITIZE and ctype != "msvc":
+            link += ["-fsanitize=address,undefined"]
+        if not KEEP_DEBUG and ctype == "unix" and sys.platform.startswith("linux"):
+            # Python's own flags compile with -g: 15 MB of modules, 3.5 MB without it
+            link += ["-Wl,--strip-debug"]
         for ext in self.extensions:
             ext.extra_compile_args = opt + omp_c
-            ext.extra_link_args = omp_l + (["-fsanitize=address,undefined"] if SANITIZE and ctype != "msvc" else [])
+            ext.extra_link_args = link
             ext.define_macros = list(ext.define_macros or []) + [
                 ("HDIST_HAVE_OPENMP", "1" if omp_c else "0"),
                 ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),

@@ -59,6 +59,14 @@ done
 if grep -qE '^ *hdist/[^ ]*\.c ' "$WORK/wheel.txt"; then
   echo "wheel holds generated C files" >&2; exit 1
 fi
+# and modules linked without their debugging information
+mkdir "$WORK/unz"
+"$WORK/tools/bin/python" -m zipfile -e "$REPAIRED" "$WORK/unz"
+for so in "$WORK"/unz/hdist/*.so; do
+  if readelf -S "$so" | grep -q "\.debug_info"; then
+    echo "$(basename "$so") carries debugging information" >&2; exit 1
+  fi
+done
 cp "$SDIST" "$REPAIRED" "$OUT/"
 
 step "fresh environment with the repaired wheel"
