@@ -235,6 +235,7 @@ def _queries(plan, Q, ref):
         return None
     n, mc = Q.n, plan.mc
     cols, const, hs = [], np.zeros(n), {}
+    need_h = set(ref["miss"])      # H's attributes: those some reference row misses
     absent = np.zeros((n, len(attrs)), dtype=bool)
     if mc:
         # the continuous attributes as one block (one column each, never projected): the
@@ -246,9 +247,10 @@ def _queries(plan, Q, ref):
         cols.append(Et)
         for a in range(mc):
             const += S[:, a]
-        Hc = np.where(pres, Q.cpen[:, :mc] - S, plan.c_both[:mc])
-        for a in range(mc):
-            hs[a] = Hc[:, a]
+        if need_h.intersection(range(mc)):
+            Hc = np.where(pres, Q.cpen[:, :mc] - S, plan.c_both[:mc])
+            for a in range(mc):
+                hs[a] = Hc[:, a]
         absent[:, :mc] = ~pres
     for a, ((E, pres, A, B, vals, codes), c) in enumerate(zip(attrs, ref["centres"])):
         basis = ref["bases"][a]
@@ -267,7 +269,8 @@ def _queries(plan, Q, ref):
             s = np.einsum("ij,ij->i", Et, Et)
         cols.append(Et)
         const += s
-        hs[a] = np.where(pres, A - s, B)
+        if a in need_h:
+            hs[a] = np.where(pres, A - s, B)
         absent[:, a] = ~pres
     X = np.hstack(cols + [np.column_stack([const, np.ones(n)])])
     H = np.column_stack([hs[a] for a in ref["miss"]] + [np.zeros(n)])[:, :-1]
