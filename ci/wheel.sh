@@ -62,8 +62,10 @@ fi
 # and modules linked without their debugging information
 mkdir "$WORK/unz"
 "$WORK/tools/bin/python" -m zipfile -e "$REPAIRED" "$WORK/unz"
+ls "$WORK"/unz/hdist/*.so >/dev/null    # fails when the wheel holds no module
 for so in "$WORK"/unz/hdist/*.so; do
-  if readelf -S "$so" | grep -q "\.debug_info"; then
+  readelf -S "$so" >"$WORK/sections.txt"    # fails (set -e) when readelf cannot read it
+  if grep -q "\.debug_info" "$WORK/sections.txt"; then
     echo "$(basename "$so") carries debugging information" >&2; exit 1
   fi
 done
