@@ -769,6 +769,12 @@ ctypedef struct _Codes:
     const float* tab
 
 
+cdef inline bint _code_exact(unsigned short code, intp nh) noexcept nogil:
+    """True when a reference row's codes (:func:`miss_codes`) are those of the
+    attributes it misses (at most two, each coded), not a count."""
+    return (code >> 8) == 31 or (code >> 8) < min(nh, 24)
+
+
 cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                       const real* g, intp nt, intp r0, intp r_chunk, const double* ny_max,
                       double epsx, const real* gy, intp gstride, const intp* mi, intp nm,
@@ -914,7 +920,10 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
             if tv[jj] > Sl:
                 continue
             if miss_t is _Missing:
-                if hq != NULL:
+                # a row whose codes are its own attributes (miss_codes) was tested with its
+                # terms up to float32 rounding: the test below would seldom reject it, and
+                # its entries of rptr/ridx are cache misses; the exact kernel decides
+                if hq != NULL and (ab == NULL or not _code_exact(ab[c0 + jj], nh)):
                     # the estimate with the query's columns (the sum hdist/_scan_body.h
                     # makes: the tested value itself when nothing else is added), and the
                     # terms of the attributes row j misses, in float64
