@@ -141,6 +141,28 @@ def test_search_equals_tiles(isa, missing, q_chunk, r_block, r_chunk, exclude_se
         np.testing.assert_array_equal(HD0, HD1)
 
 
+@pytest.mark.parametrize("missing", [0.1, 0.3])
+@pytest.mark.parametrize("r_chunk,r_block", [(64, 0), (64, 192), (128, 384)])
+def test_search_with_missing_values_equals_the_direct_kernel(isa, missing, r_chunk, r_block):
+    # missing values on both sides, several blocks of reference rows, chunks of whole
+    # 64-row words and a last block that ends inside one: the fused search (codes of the
+    # reference rows' missing attributes, the queries' added columns) finds the direct
+    # kernel's neighbors and distances on every variant
+    m, st, rows, F = setup(1100, 90, missing, 21, r_chunk=r_chunk)
+    assert F.qidx.size > 0 and F.ridx.size > 0
+    assert (np.diff(F.rptr) > 2).any()        # rows whose codes are a count
+    nq, nr, k = rows.n, st.train.n, 7
+    d, i = m._knn_rows(rows, k, False, 1, "direct")
+    for n_threads in (1, 2):
+        HD, HI = heaps(nq, k, nr)
+        GemmKnnSelect(st.plan.cplan, CRows(rows), st.crows(), F.nx, F.ny_chunk, F.r_chunk,
+                      HD, HI, F.eps, np.float32, **F.extra()).search(F.Xg, F.Yp, n_threads,
+                                                                     0, r_block)
+        finish_heaps(st.plan.cplan, HD, HI)
+        np.testing.assert_array_equal(HI, i)
+        np.testing.assert_array_equal(HD, d)
+
+
 def test_search_checks_its_arguments():
     m, st, rows, F = setup(60, 20, 0.0, 3)
     nq, nr = rows.n, st.train.n
