@@ -135,6 +135,8 @@ def gemm_radius_select(
     rptr: IntpArray | None = None,
     ridx: IntpArray | None = None,
     hc: npt.NDArray[np.float32] | Float64Array | None = None,
+    ab: npt.NDArray[np.uint16] | None = None,
+    tab: npt.NDArray[np.float32] | None = None,
 ) -> tuple[IntpArray, IntpArray, Float64Array]: ...
 def gemm_radius_lists(
     qs: IntpArray, js: IntpArray, ds: Float64Array, nq: int

@@ -1516,10 +1516,14 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                        const intp[::1] qptr=None, const intp[::1] qidx=None,
                        const double[:, ::1] gmin=None, const double[:, ::1] hq=None,
                        const intp[::1] rptr=None, const intp[::1] ridx=None,
-                       const real[::1] hc=None):
+                       const real[::1] hc=None, const unsigned short[::1] ab=None,
+                       const float[:, ::1] tab=None):
     """The pairs of queries ``q0 .. q0 + G.shape[0]`` and reference rows
     ``r0 .. r0 + G.shape[1]`` within true distance ``r`` (inclusive), filtered by the
     estimates as :func:`gemm_select` does against the reduced bound of ``r``.
+    ``ab``/``tab`` (float32 tiles only; with ``hq``): the codes of :func:`miss_codes` for
+    all reference and query rows, which bound the terms of a reference row's missing
+    attributes more tightly than ``hc``.
 
     Returns ``(query, index, distance)`` arrays of the hits, in query order (unsorted
     within a query); the distances are bit-identical to :func:`radius`'s."""
@@ -1541,12 +1545,25 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
     cdef const double* gm = &gmin[0, 0] if gmin is not None and gmin.shape[0] > 0 else NULL
     cdef intp mstride = gmin.shape[1] if gmin is not None else 0
     cdef int has_h
+    cdef _Codes cd
+    cdef const _Codes* cdp = NULL
     _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n)
     _check_ref_miss(hq, rptr, ridx, hc, Q.s.n, R.s.n, r0, nt)
     has_h = hq is not None and hq.shape[1] > 0 and ridx.shape[0] > 0
     if has_h and not _ref_miss_ok(rptr, ridx, hc, hq.shape[1], r0, nt):
         raise ValueError("rptr and ridx must index ridx and the columns of hq, hc count "
                          "the entries of each row")
+    if (ab is None) != (tab is None) or (ab is not None and hq is None):
+        raise ValueError("ab and tab go together, with hq")
+    if ab is not None:
+        if ab.shape[0] != R.s.n or tab.shape[0] != Q.s.n or tab.shape[1] != 32:
+            raise ValueError("ab must have one entry per reference row, tab 32 per query")
+        for h in range(r0, r0 + nt):
+            if (ab[h] & 255) >= 32 or (ab[h] >> 8) >= 32:
+                raise ValueError("the codes in ab must be below 32")
+        if real is float and has_h and nt > 0 and nb > 0:
+            cd.ab = &ab[0]
+            cdp = &cd
     try:
         with nogil:
             for ii in range(nb):
@@ -1560,13 +1577,16 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                                       NULL, 0, r, &buf, &cap, cnt, excl, self_offset,
                                       <_Complete*> NULL)
                 else:
+                    if real is float:
+                        if cdp != NULL:
+                            cd.tab = &tab[q, 0]
                     cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk,
                                       &ny_max[0], eps * nx[q], gyp, gstride, mi, nm, gm,
                                       mstride, &hq[q, 0] if has_h else NULL,
                                       hq.shape[1] if has_h else 0,
                                       &rptr[0] if has_h else NULL,
                                       &ridx[0] if has_h else NULL,
-                                      &hc[0] if has_h else NULL, NULL, NULL, NULL, NULL,
+                                      &hc[0] if has_h else NULL, NULL, cdp, NULL, NULL,
                                       0, r, &buf, &cap, cnt, excl, self_offset,
                                       <_Missing*> NULL)
                 if cnt < 0:

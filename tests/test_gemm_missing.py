@@ -11,7 +11,8 @@ import pytest
 
 import hdist
 from hdist import _gemm
-from hdist._kernels import CRows, gemm_select
+from hdist import _kernels
+from hdist._kernels import CRows, gemm_radius_select, gemm_select, miss_codes
 
 
 def table(n, seed, levels, missing):
@@ -91,6 +92,55 @@ def test_reference_missing_arguments_are_checked():
         gemm_select(*args, **{**kw, "ridx": ridx})
     gemm_select(*args, **kw)                    # consistent: runs
     assert np.isfinite(HD).all()
+
+
+@pytest.mark.parametrize("isa", _kernels.isa_variants())
+def test_radius_tiles_with_the_codes_equal_those_without(isa):
+    # the radius filter bounds a reference row's missing terms by its codes (miss_codes):
+    # the same hits, bit for bit, as with the bound of their count, on every variant, and
+    # the same as the direct kernel
+    X = table(700, 67, 3, 0.3)
+    m = hdist.Metric("hvdm", nominal=[2, 3, 4]).fit(X[:600], np.arange(600) % 3)
+    st, rows = m._fitted(), m.encode(X[600:])
+    F = _gemm._prepare(st.plan, rows, st.train, {}, 64)
+    assert F.ridx.size > 0 and F.H.min() >= 0
+    H = F.H
+    hb = np.column_stack([np.zeros(len(H)), H.min(axis=1)])
+    ab, tab = miss_codes(H, hb, F.rptr, F.ridx)
+    r = float(np.quantile(m.pairwise(X[600:620], X[:600]), 0.05))
+    before = _kernels.isa()
+    _kernels.set_isa(isa)
+    try:
+        for r0 in (0, 192, 512):
+            G = np.ascontiguousarray((F.Xg @ F.Yg[r0:].T).astype(np.float32))
+            args = (st.plan.cplan, CRows(rows), st.crows(), G, F.nx,
+                    F.ny_chunk[r0 // 64:], 0, r0, 64, r, F.eps)
+            plain = gemm_radius_select(*args, **F.extra())
+            coded = gemm_radius_select(*args, **F.extra(), ab=ab, tab=tab)
+            for a, b in zip(plain, coded):
+                np.testing.assert_array_equal(a, b)
+            assert len(plain[0]) > 50
+    finally:
+        _kernels.set_isa(before)
+    D, I = _gemm.radius(st.plan, rows, st.train, CRows(rows), st.crows(), r, 2)
+    dd, di = m._radius_rows(rows, r, False, 2, 0, "direct")
+    for a, b, c, d in zip(I, di, D, dd):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(c, d)
+    args = (st.plan.cplan, CRows(rows), st.crows(), G, F.nx, F.ny_chunk[512 // 64:], 0,
+            512, 64, r, F.eps)
+    with pytest.raises(ValueError, match="go together"):
+        gemm_radius_select(*args, **F.extra(), ab=ab)
+    with pytest.raises(ValueError, match="go together"):
+        gemm_radius_select(*args, ab=ab, tab=tab)
+    with pytest.raises(ValueError, match="one entry per reference row"):
+        gemm_radius_select(*args, **F.extra(), ab=ab[1:], tab=tab)
+    with pytest.raises(ValueError, match="32 per query"):
+        gemm_radius_select(*args, **F.extra(), ab=ab, tab=np.zeros((len(tab), 31), np.float32))
+    bad = ab.copy()
+    bad[600 - 1] = 32
+    with pytest.raises(ValueError, match="below 32"):
+        gemm_radius_select(*args, **F.extra(), ab=bad, tab=tab)
 
 
 @pytest.mark.parametrize("r_chunk", [5, 64, 100, 256])
