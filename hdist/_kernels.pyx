@@ -975,13 +975,52 @@ cdef inline const intp* _miss_of(const intp[::1] qptr, const intp[::1] qidx, int
     return &qidx[qptr[q]]
 
 
-def _check_select(G, intp r_chunk, gy, qptr, qidx, intp nq_all):
+cdef int _query_miss_ok(const intp[::1] qptr, const intp[::1] qidx, intp q0, intp nb,
+                        intp m) noexcept:
+    """1 when the entries of queries ``q0 .. q0 + nb`` in ``qptr``/``qidx`` index ``qidx``
+    and ``m`` rows within bounds (O(nb) per tile)."""
+    cdef intp q, t
+    if qptr[q0] < 0 or qptr[q0 + nb] > qidx.shape[0]:
+        return 0
+    for q in range(q0, q0 + nb):
+        if qptr[q + 1] < qptr[q]:
+            return 0
+    for t in range(qptr[q0], qptr[q0 + nb]):
+        if qidx[t] < 0 or qidx[t] >= m:
+            return 0
+    return 1
+
+
+def _check_select(G, intp r_chunk, gy, qptr, qidx, intp nq_all, intp nr_all, nx, ny_max,
+                  intp q0, intp r0, gmin):
+    """Validate a tile's position and the arrays the selection indexes for it (the kernels
+    read them without bounds checks)."""
+    cdef intp nb = G.shape[0], nt = G.shape[1], nc
     if r_chunk < 1 or r_chunk > GEMM_MAX_CHUNK:
         raise ValueError("r_chunk must be in [1, %d], got %d" % (GEMM_MAX_CHUNK, r_chunk))
     if (qptr is None) != (qidx is None) or (qptr is not None and gy is None):
         raise ValueError("gy, qptr and qidx go together")
     if qptr is not None and qptr.shape[0] != nq_all + 1:
         raise ValueError("qptr must have one entry per query row plus one")
+    if q0 < 0 or r0 < 0 or q0 + nb > nq_all or r0 + nt > nr_all:
+        raise ValueError("the tile must lie within the query and reference rows")
+    if nx.shape[0] < nq_all:
+        raise ValueError("nx must have one entry per query row")
+    nc = (nt + r_chunk - 1) // r_chunk
+    if ny_max.shape[0] < nc:
+        raise ValueError("ny_max must have one entry per chunk of r_chunk rows of the tile")
+    if qptr is not None:
+        if not _query_miss_ok(qptr, qidx, q0, nb, gy.shape[0]):
+            raise ValueError("qptr must index qidx, and qidx the rows of gy, for the tile's "
+                             "queries")
+        if gy.shape[1] < r0 + nt:
+            raise ValueError("gy must have a column per reference row")
+        if gmin is not None:
+            if r0 % r_chunk != 0:
+                raise ValueError("r0 must be a multiple of r_chunk when gmin is given")
+            if gmin.shape[0] < gy.shape[0] or gmin.shape[1] < r0 // r_chunk + nc:
+                raise ValueError("gmin must have a row per row of gy and a column per chunk "
+                                 "of r_chunk reference rows")
 
 
 cdef int _ref_miss_ok(const intp[::1] rptr, const intp[::1] ridx, const real[::1] hc,
@@ -1111,7 +1150,10 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     cdef const RowsS* RS = &R.s
     cdef intp nb = G.shape[0], nt = G.shape[1], ii
     cdef _SelS S
-    _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n)
+    _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n, R.s.n, nx, ny_max, q0, r0, gmin)
+    if HD.shape[0] != Q.s.n or HI.shape[0] != Q.s.n or HD.shape[1] != HI.shape[1] \
+            or HD.shape[1] < 1:
+        raise ValueError("HD and HI must both be (queries, k) with k >= 1")
     _check_ref_miss(hq, rptr, ridx, hc, Q.s.n, R.s.n, r0, nt)
     has_h = hq is not None and hq.shape[1] > 0 and ridx.shape[0] > 0
     if has_h and not _ref_miss_ok(rptr, ridx, hc, hq.shape[1], r0, nt):
@@ -1547,7 +1589,7 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
     cdef int has_h
     cdef _Codes cd
     cdef const _Codes* cdp = NULL
-    _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n)
+    _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n, R.s.n, nx, ny_max, q0, r0, gmin)
     _check_ref_miss(hq, rptr, ridx, hc, Q.s.n, R.s.n, r0, nt)
     has_h = hq is not None and hq.shape[1] > 0 and ridx.shape[0] > 0
     if has_h and not _ref_miss_ok(rptr, ridx, hc, hq.shape[1], r0, nt):

@@ -94,6 +94,52 @@ def test_reference_missing_arguments_are_checked():
     assert np.isfinite(HD).all()
 
 
+def test_tile_position_and_lengths_are_checked():
+    # a tile beyond the query or reference rows, or arrays shorter than the tile needs,
+    # are refused before the kernel reads past them
+    X = table(200, 68, 3, 0.3)
+    m = hdist.Metric("hvdm", nominal=[2, 3, 4]).fit(X[:150], np.arange(150) % 3)
+    st, rows = m._fitted(), m.encode(X[150:])
+    F = _gemm._prepare(st.plan, rows, st.train, {}, 8)
+    nq, nr = rows.n, st.train.n
+    G = np.ascontiguousarray((F.Xg @ F.Yg.T).astype(np.float32))
+    kw = F.extra()
+    head = (st.plan.cplan, CRows(rows), st.crows())
+
+    def knn(G, nx, ny, q0, r0, HD=None, **extra):
+        HD = np.full((nq, 3), np.inf) if HD is None else HD
+        HI = np.full(HD.shape, nr, dtype=np.intp)
+        gemm_select(*head, G, nx, ny, q0, r0, 8, HD, HI, F.eps, 1, **{**kw, **extra})
+
+    def rad(G, nx, ny, q0, r0, **extra):
+        gemm_radius_select(*head, G, nx, ny, q0, r0, 8, 0.5, F.eps, **{**kw, **extra})
+
+    for run in (knn, rad):
+        with pytest.raises(ValueError, match="within"):
+            run(np.ascontiguousarray(G[:, :64]), F.nx, F.ny_chunk, 0, nr - 32)          # past the reference rows
+        with pytest.raises(ValueError, match="within"):
+            run(G[:10], F.nx, F.ny_chunk, nq - 5, 0)               # past the query rows
+        with pytest.raises(ValueError, match="within"):
+            run(G, F.nx, F.ny_chunk, -1, 0)
+        with pytest.raises(ValueError, match="nx"):
+            run(G, F.nx[:-1], F.ny_chunk, 0, 0)
+        with pytest.raises(ValueError, match="ny_max"):
+            run(G, F.nx, F.ny_chunk[:-1], 0, 0)
+        with pytest.raises(ValueError, match="gy"):
+            run(G, F.nx, F.ny_chunk, 0, 0, gy=np.ascontiguousarray(F.g[:, :-1]))
+        with pytest.raises(ValueError, match="qidx"):
+            run(G, F.nx, F.ny_chunk, 0, 0, gy=np.ascontiguousarray(F.g[:1]),
+                gmin=np.ascontiguousarray(F.gmin[:1]))     # qidx names rows gy lacks
+        with pytest.raises(ValueError, match="gmin"):
+            run(G, F.nx, F.ny_chunk, 0, 0, gmin=np.ascontiguousarray(F.gmin[:, :-1]))
+        with pytest.raises(ValueError, match="multiple of r_chunk"):
+            run(np.ascontiguousarray(G[:, 4:]), F.nx, F.ny_chunk, 0, 4)
+    with pytest.raises(ValueError, match="HD and HI"):
+        knn(G, F.nx, F.ny_chunk, 0, 0, HD=np.full((nq - 1, 3), np.inf))
+    knn(G, F.nx, F.ny_chunk, 0, 0)                 # consistent: runs
+    rad(G, F.nx, F.ny_chunk, 0, 0)
+
+
 @pytest.mark.parametrize("isa", _kernels.isa_variants())
 def test_radius_tiles_with_the_codes_equal_those_without(isa):
     # the radius filter bounds a reference row's missing terms by its codes (miss_codes):
