@@ -486,11 +486,8 @@ def radius(plan, Q, R, cQ, cR, r, n_threads, exclude_self=False, self_offset=0,
     extra = F.extra()
     if "hq" in extra and F.Xg.dtype == np.float32 and F.H.shape[1] > 0:
         # the per-row codes of the reference rows' missing attributes, as the k-NN search
-        # uses them (the query's sum of negative terms and smallest term: the codes apply
-        # only when that sum is 0)
-        H = F.H
-        hb = np.column_stack([np.where(H < 0, H, 0.0).sum(axis=1), H.min(axis=1)])
-        extra["ab"], extra["tab"] = miss_codes(H, hb, F.rptr, F.ridx)
+        # uses them
+        extra["ab"], extra["tab"] = miss_codes(F.H, None, F.rptr, F.ridx)
 
     def run(q0, q1, stop):
         parts = [gemm_radius_select(cplan, cQ, cR, G, F.nx, F.ny_chunk[r0 // F.r_chunk:],

@@ -107,7 +107,7 @@ GEMM_MAX_QUERY_CHUNK: int
 
 def gemm_panels(Y: npt.NDArray[np.float32], height: int = 16) -> npt.NDArray[np.float32]: ...
 def miss_codes(
-    hq: Float64Array, hb: Float64Array, rptr: IntpArray, ridx: IntpArray
+    hq: Float64Array, hb: Float64Array | None, rptr: IntpArray, ridx: IntpArray
 ) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.float32]]: ...
 def gemm_products(
     X: npt.NDArray[np.float32], Yp: npt.NDArray[np.float32]

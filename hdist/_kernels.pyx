@@ -685,6 +685,8 @@ cdef enum:
     SCAN_WINDOW = 64
     # most reference rows of a segment whose tested values _filter_row computes at once
     PREP_ROWS = 2048
+    # attributes with a code of their own in miss_codes (the others are counted)
+    CODED_ATTRS = 24
 
 #: most reference rows per chunk of the matrix-product filter (``r_chunk``)
 GEMM_MAX_CHUNK = GEMM_MAX_CHUNK_C
@@ -772,7 +774,7 @@ ctypedef struct _Codes:
 cdef inline bint _code_exact(unsigned short code, intp nh) noexcept nogil:
     """True when a reference row's codes (:func:`miss_codes`) are those of the
     attributes it misses (at most two, each coded), not a count."""
-    return (code >> 8) == 31 or (code >> 8) < min(nh, 24)
+    return (code >> 8) == 31 or (code >> 8) < min(nh, <intp> CODED_ATTRS)
 
 
 cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
@@ -1231,7 +1233,7 @@ cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
                       float* tab) noexcept nogil:
     """:func:`miss_codes` on checked arguments: ``ab [nr]`` and ``tab [nq, 32]`` (zeros
     on entry) filled from ``hq [nq, nh]``, ``hb [nq, 2]`` and ``rptr``/``ridx``."""
-    cdef intp na = min(nh, 24), j, t, q, m, first, nco
+    cdef intp na = min(nh, <intp> CODED_ATTRS), j, t, q, m, first, nco
     cdef float hm
     for j in range(nr):
         nco = 0
@@ -1256,16 +1258,26 @@ cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
                 tab[32 * q + na + m - 1] = <float> m * hm
 
 
-def miss_codes(const double[:, ::1] hq not None, const double[:, ::1] hb not None,
-               const intp[::1] rptr not None, const intp[::1] ridx not None):
+cdef _all_hq_bounds(const double[:, ::1] hq):
+    """``[nq, 2]``: each query row's :func:`_hq_bounds`."""
+    cdef intp t
+    out = np.empty((hq.shape[0], 2))
+    cdef double[:, ::1] hb = out
+    for t in range(hq.shape[0]):
+        _hq_bounds(&hq[t, 0], hq.shape[1], &hb[t, 0], &hb[t, 1])
+    return out
+
+
+def miss_codes(const double[:, ::1] hq not None, hb, const intp[::1] rptr not None,
+               const intp[::1] ridx not None):
     """The filter's tighter bound of the terms of the attributes a reference row misses:
     ``(ab, tab)``, ``ab[j] = a + 256 b`` two codes per reference row (below 32) and
     ``tab[q]`` a table of 32 float32 lower bounds per query, so that
     ``tab[q, a] + tab[q, b]`` (in float32) never exceeds the sum of ``hq[q, t]`` over the
     attributes ``t`` row ``j`` misses (``ridx[rptr[j]:rptr[j + 1]]``, distinct columns of
     ``hq``).  ``hb[q]`` is the query's sum of negative terms and smallest term
-    (:func:`_hq_bounds`); a query with a negative term keeps a table of zeros (the filter
-    then bounds its rows otherwise).
+    (:func:`_hq_bounds`; None: computed here); a query with a negative term keeps a table
+    of zeros (the filter then bounds its rows otherwise).
 
     The first ``na = min(nh, 24)`` attributes have a code each, their entry the query's
     term rounded down; entries ``na .. 30`` hold ``m`` times the rounded-down smallest
@@ -1275,7 +1287,8 @@ def miss_codes(const double[:, ::1] hq not None, const double[:, ::1] hb not Non
     of its other attributes (at most ``31 - na``).  Every entry rounds down and the terms
     are >= 0, so a row's two entries and their float32 sum never exceed its terms' sum."""
     cdef intp nq = hq.shape[0], nh = hq.shape[1], nr = rptr.shape[0] - 1, j, t
-    if nr < 0 or hb.shape[0] != nq or hb.shape[1] != 2:
+    cdef const double[:, ::1] hbv = _all_hq_bounds(hq) if hb is None else hb
+    if nr < 0 or hbv.shape[0] != nq or hbv.shape[1] != 2:
         raise ValueError("rptr must have one entry per reference row plus one, hb one row "
                          "of two per query")
     if nr > 0 and (rptr[0] < 0 or rptr[nr] > ridx.shape[0]):
@@ -1291,7 +1304,7 @@ def miss_codes(const double[:, ::1] hq not None, const double[:, ::1] hb not Non
     cdef unsigned short[::1] ab = ab_a
     cdef float[:, ::1] tab = tab_a
     _fill_codes(&hq[0, 0] if nq > 0 and nh > 0 else NULL, nq, nh,
-                &hb[0, 0] if nq > 0 else NULL, &rptr[0],
+                &hbv[0, 0] if nq > 0 else NULL, &rptr[0],
                 &ridx[0] if ridx.shape[0] > 0 else NULL, nr, &ab[0] if nr > 0 else NULL,
                 &tab[0, 0] if nq > 0 else NULL)
     return ab_a, tab_a
@@ -1458,9 +1471,7 @@ cdef class GemmKnnSelect:
                 self.s.hc = &self.hc_f[0] if self.npy_type == cnp.NPY_FLOAT32 \
                     else <const void*> &self.hc_d[0]
                 # each query's bounds of its terms against missing reference values, once
-                self.hb = np.empty((nq, 2))
-                for t in range(nq):
-                    _hq_bounds(&hq[t, 0], hq.shape[1], &self.hb[t, 0], &self.hb[t, 1])
+                self.hb = _all_hq_bounds(hq)
                 self.s.hb = &self.hb[0, 0]
                 if self.npy_type == cnp.NPY_FLOAT32:
                     # rptr and ridx are checked above

@@ -311,6 +311,9 @@ def test_miss_codes_bound_the_terms(nh):
     np.cumsum(miss.sum(axis=1), out=rptr[1:])
     ridx = np.nonzero(miss)[1].astype(np.intp)
     ab, tab = _kernels.miss_codes(hq, hb, rptr, ridx)
+    ab2, tab2 = _kernels.miss_codes(hq, None, rptr, ridx)      # hb computed by the kernel
+    np.testing.assert_array_equal(ab, ab2)
+    np.testing.assert_array_equal(tab, tab2)
     assert ab.dtype == np.uint16 and tab.dtype == np.float32 and tab.shape == (nq, 32)
     a, b = ab & 255, ab >> 8
     assert a.max() < 32 and b.max() < 32
