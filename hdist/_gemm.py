@@ -224,63 +224,103 @@ def _value_table(vals, c, basis):
     return Et, np.append(np.einsum("ij,ij->i", Et[:nv], Et[:nv]), 0.0), np.append(ok, True)
 
 
+def _coded_tables(plan, ref, attrs):
+    """The value tables of the nominal attributes the query side looks up, concatenated
+    for :func:`hdist._kernels.query_coded` (kept in ``ref``): their positions, and per
+    attribute its table of ``ẽ`` rows (the missing value's last), ``s``, ``ok``, the term
+    against a missing value and its column of ``H`` (-1: none)."""
+    tabs = ref.get("coded")
+    if tabs is None:
+        pos = [a for a in range(plan.mc, len(attrs)) if attrs[a][4] is not None]
+        if pos != list(range(plan.mc, plan.mc + len(pos))):
+            raise AssertionError("the looked-up attributes must follow the continuous ones")
+        hpos = {a: h for h, a in enumerate(ref["miss"])}
+        Ev = [ref["vtab"][a][0] for a in pos]
+        sv = [ref["vtab"][a][1] for a in pos]
+        ok = [ref["vtab"][a][2] for a in pos]
+        tabs = {
+            "n": len(pos),
+            "ev": np.concatenate([E.ravel() for E in Ev] + [np.zeros(0)]),
+            "ev_off": np.cumsum([0] + [E.size for E in Ev]).astype(np.intp),
+            "width": np.array([E.shape[1] for E in Ev], dtype=np.intp),
+            "sv": np.concatenate(sv + [np.zeros(0)]).astype(np.float64),
+            "ok": np.concatenate(ok + [np.zeros(0, bool)]).astype(np.uint8),
+            "sv_off": np.cumsum([0] + [len(v) for v in sv]).astype(np.intp),
+            "miss": np.array([float(attrs[a][3]) for a in pos], dtype=np.float64),
+            "hcol": np.array([hpos.get(a, -1) for a in pos], dtype=np.intp),
+        }
+        ref["coded"] = tabs
+    return tabs
+
+
 def _queries(plan, Q, ref):
     """The query side against ``ref``: ``X = [ẽ per attribute, Σ s, 1]``,
     ``H = p (A - s) + q B`` per attribute of ref["miss"] (float64, [n, len(miss)]) and, per row,
     the attributes it misses (``qptr``, ``qidx``: the rows of ``ref["g"]`` its estimates
     add); None when the rows do not allow it, "off-span" when a value lies off the span
-    ``ref`` projects on."""
+    ``ref`` projects on.  The nominal attributes' values are looked up in their tables
+    by :func:`hdist._kernels.query_coded`."""
+    from ._kernels import query_coded
     attrs = _attributes(plan, Q, coded=True)
     if attrs is None:
         return None
     n, mc = Q.n, plan.mc
-    cols, const, hs = [], np.zeros(n), {}
-    need_h = set(ref["miss"])      # H's attributes: those some reference row misses
+    tabs = _coded_tables(plan, ref, attrs)
+    nc = tabs["n"]
+    rest = range(mc + nc, len(attrs))        # the others: embedded, computed here
+    widths = [attrs[a][0].shape[1] if ref["bases"][a] is None else ref["bases"][a].shape[1]
+              for a in rest]
+    K = mc + int(tabs["width"].sum()) + sum(widths) + 2
+    X = np.empty((n, K))
+    const = np.zeros(n)
+    miss = ref["miss"]
+    hpos = {a: h for h, a in enumerate(miss)}
+    H = np.empty((n, len(miss)))
     absent = np.zeros((n, len(attrs)), dtype=bool)
     if mc:
-        # the continuous attributes as one block (one column each, never projected): the
-        # operations of the loop below, element by element
+        # the continuous attributes as one block (one column each, never projected)
         E = np.hstack([attrs[a][0] for a in range(mc)])
         pres = np.column_stack([attrs[a][1] for a in range(mc)])
         Et = np.where(pres, E - np.array([ref["centres"][a][0] for a in range(mc)]), 0.0)
         S = Et * Et
-        cols.append(Et)
+        X[:, :mc] = Et
         for a in range(mc):
             const += S[:, a]
-        if need_h.intersection(range(mc)):
+        if any(a in hpos for a in range(mc)):
             Hc = np.where(pres, Q.cpen[:, :mc] - S, plan.c_both[:mc])
             for a in range(mc):
-                hs[a] = Hc[:, a]
+                if a in hpos:
+                    H[:, hpos[a]] = Hc[:, a]
         absent[:, :mc] = ~pres
-    for a, ((E, pres, A, B, vals, codes), c) in enumerate(zip(attrs, ref["centres"])):
-        basis = ref["bases"][a]
-        if a < mc:
-            continue
-        if vals is not None:
-            Ev, sv, ok = ref["vtab"][a]
-            idx = np.where(pres, codes, len(sv) - 1)
-            if not ok[idx].all():
-                return "off-span"
-            Et, s = Ev[idx], sv[idx]
-        else:
-            if basis is not None and not _in_span(E[pres] - c, basis):
-                return "off-span"
-            Et = _centred(E, pres, c, basis)
-            s = np.einsum("ij,ij->i", Et, Et)
-        cols.append(Et)
+    if nc:
+        codes = np.column_stack([attrs[a][5] for a in range(mc, mc + nc)]).astype(np.int32)
+        if not query_coded(codes, tabs["ev"], tabs["ev_off"], tabs["width"], tabs["sv"],
+                           tabs["ok"], tabs["sv_off"], tabs["miss"], tabs["hcol"], X, mc,
+                           const, H, absent.view(np.uint8), mc):
+            return "off-span"
+    x = mc + int(tabs["width"].sum())
+    for a, w in zip(rest, widths):
+        E, pres, A, B, _, _ = attrs[a]
+        c, basis = ref["centres"][a], ref["bases"][a]
+        if basis is not None and not _in_span(E[pres] - c, basis):
+            return "off-span"
+        Et = _centred(E, pres, c, basis)
+        s = np.einsum("ij,ij->i", Et, Et)
+        X[:, x:x + w] = Et
+        x += w
         const += s
-        if a in need_h:
-            hs[a] = np.where(pres, A - s, B)
+        if a in hpos:
+            H[:, hpos[a]] = np.where(pres, A - s, B)
         absent[:, a] = ~pres
-    X = np.hstack(cols + [np.column_stack([const, np.ones(n)])])
-    H = np.column_stack([hs[a] for a in ref["miss"]] + [np.zeros(n)])[:, :-1]
+    X[:, -2] = const
+    X[:, -1] = 1.0
     qptr = np.zeros(n + 1, dtype=np.intp)
     if absent.any():
         np.cumsum(absent.sum(axis=1), out=qptr[1:])
         qidx = np.nonzero(absent)[1].astype(np.intp)
     else:
         qidx = np.zeros(0, dtype=np.intp)
-    return X, np.ascontiguousarray(H), qptr, qidx
+    return X, H, qptr, qidx
 
 
 class _Filter:

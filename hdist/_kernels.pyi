@@ -112,6 +112,23 @@ def miss_codes(
 def gemm_products(
     X: npt.NDArray[np.float32], Yp: npt.NDArray[np.float32]
 ) -> npt.NDArray[np.float32]: ...
+def query_coded(
+    codes: npt.NDArray[np.int32],
+    ev: Float64Array,
+    ev_off: IntpArray,
+    width: IntpArray,
+    sv: Float64Array,
+    ok: npt.NDArray[np.uint8],
+    sv_off: IntpArray,
+    miss: Float64Array,
+    hcol: IntpArray,
+    X: Float64Array,
+    x0: int,
+    const: Float64Array,
+    H: Float64Array,
+    absent: npt.NDArray[np.uint8],
+    a0: int,
+) -> bool: ...
 
 def gemm_radius_select(
     plan: CPlan,

@@ -1268,6 +1268,76 @@ cdef _all_hq_bounds(const double[:, ::1] hq):
     return out
 
 
+def query_coded(const int[:, ::1] codes not None, const double[::1] ev not None,
+                const intp[::1] ev_off not None, const intp[::1] width not None,
+                const double[::1] sv not None, const unsigned char[::1] ok not None,
+                const intp[::1] sv_off not None, const double[::1] miss not None,
+                const intp[::1] hcol not None, double[:, ::1] X not None, intp x0,
+                double[::1] const not None, double[:, ::1] H not None,
+                cnp.uint8_t[:, ::1] absent not None, intp a0):
+    """The matrix-product filter's query side for ``na`` nominal attributes whose values
+    are looked up (``hdist._gemm._queries``): row ``i``'s code ``v = codes[i, a]`` (< 0:
+    missing, the table's last row) selects row ``v`` of the attribute's table of
+    ``width[a]`` columns (``ev[ev_off[a]:]``, row-major), which is written to
+    ``X[i, x0 + ...]``, the attributes' blocks side by side; its ``s = sv[sv_off[a] + v]``
+    is added to ``const[i]`` (attribute after attribute, in order), ``H[i, hcol[a]]``
+    (``hcol[a] >= 0``) is ``miss[a] - s`` (``miss[a]`` when missing) and
+    ``absent[i, a0 + a]`` flags a missing value.  Returns False, with the outputs partly
+    written, when a selected row has ``ok`` 0 (a value off the span the tables project
+    on); a code at or past the table's last row is a ``ValueError``."""
+    cdef intp n = codes.shape[0], na = codes.shape[1], i, a, d, v, nv, x, w, h
+    cdef double sa
+    if ev_off.shape[0] != na + 1 or width.shape[0] != na or sv_off.shape[0] != na + 1 \
+            or miss.shape[0] != na or hcol.shape[0] != na:
+        raise ValueError("ev_off and sv_off need na + 1 entries, width, miss and hcol na")
+    if sv_off[0] < 0 or sv_off[na] > sv.shape[0] or ok.shape[0] != sv.shape[0] \
+            or ev_off[0] < 0 or ev_off[na] > ev.shape[0]:
+        raise ValueError("the offsets must lie within sv, ok and ev")
+    x = x0
+    for a in range(na):
+        nv = sv_off[a + 1] - sv_off[a]
+        if nv < 1 or width[a] < 0 or ev_off[a + 1] - ev_off[a] != nv * width[a] \
+                or (hcol[a] >= H.shape[1]):
+            raise ValueError("attribute %d: its tables must hold nv >= 1 rows of width "
+                             "columns, hcol a column of H" % a)
+        x = x + width[a]
+    if x0 < 0 or x > X.shape[1] or X.shape[0] != n or const.shape[0] != n \
+            or (H.shape[0] != n and H.shape[1] > 0) or absent.shape[0] != n \
+            or a0 < 0 or a0 + na > absent.shape[1]:
+        raise ValueError("X, const, H and absent must have one row per code row and the "
+                         "columns the attributes fill")
+    cdef int status = 0
+    with nogil:
+        for i in range(n):
+            x = x0
+            for a in range(na):
+                nv = sv_off[a + 1] - sv_off[a]
+                v = codes[i, a]
+                if v >= nv - 1:
+                    status = 2
+                    break
+                absent[i, a0 + a] = v < 0
+                if v < 0:
+                    v = nv - 1
+                if not ok[sv_off[a] + v]:
+                    status = 1
+                    break
+                w = width[a]
+                for d in range(w):
+                    X[i, x + d] = ev[ev_off[a] + v * w + d]
+                x = x + w
+                sa = sv[sv_off[a] + v]
+                const[i] = const[i] + sa
+                h = hcol[a]
+                if h >= 0:
+                    H[i, h] = miss[a] if codes[i, a] < 0 else miss[a] - sa
+            if status:
+                break
+    if status == 2:
+        raise ValueError("codes must be below their table's last row (the missing value's)")
+    return status == 0
+
+
 def miss_codes(const double[:, ::1] hq not None, hb, const intp[::1] rptr not None,
                const intp[::1] ridx not None):
     """The filter's tighter bound of the terms of the attributes a reference row misses:
