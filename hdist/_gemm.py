@@ -226,9 +226,10 @@ def _value_table(vals, c, basis):
 
 def _coded_tables(plan, ref, attrs):
     """The value tables of the nominal attributes the query side looks up, concatenated
-    for :func:`hdist._kernels.query_coded` (kept in ``ref``): their positions, and per
-    attribute its table of ``ẽ`` rows (the missing value's last), ``s``, ``ok``, the term
-    against a missing value and its column of ``H`` (-1: none)."""
+    for :func:`hdist._kernels.query_coded` (kept in ``ref``): their number and total
+    width, and per attribute its table of ``ẽ`` rows (the missing value's last), ``s``,
+    ``ok``, the term against a missing value and its column of ``H`` (-1: none); also
+    ``hpos``, the column of ``H`` of every attribute of ``ref["miss"]``."""
     tabs = ref.get("coded")
     if tabs is None:
         pos = [a for a in range(plan.mc, len(attrs)) if attrs[a][4] is not None]
@@ -243,11 +244,13 @@ def _coded_tables(plan, ref, attrs):
             "ev": np.concatenate([E.ravel() for E in Ev] + [np.zeros(0)]),
             "ev_off": np.cumsum([0] + [E.size for E in Ev]).astype(np.intp),
             "width": np.array([E.shape[1] for E in Ev], dtype=np.intp),
+            "cols": sum(E.shape[1] for E in Ev),
             "sv": np.concatenate(sv + [np.zeros(0)]).astype(np.float64),
             "ok": np.concatenate(ok + [np.zeros(0, bool)]).astype(np.uint8),
             "sv_off": np.cumsum([0] + [len(v) for v in sv]).astype(np.intp),
             "miss": np.array([float(attrs[a][3]) for a in pos], dtype=np.float64),
             "hcol": np.array([hpos.get(a, -1) for a in pos], dtype=np.intp),
+            "hpos": hpos,
         }
         ref["coded"] = tabs
     return tabs
@@ -270,11 +273,11 @@ def _queries(plan, Q, ref):
     rest = range(mc + nc, len(attrs))        # the others: embedded, computed here
     widths = [attrs[a][0].shape[1] if ref["bases"][a] is None else ref["bases"][a].shape[1]
               for a in rest]
-    K = mc + int(tabs["width"].sum()) + sum(widths) + 2
+    K = mc + tabs["cols"] + sum(widths) + 2
     X = np.empty((n, K))
     const = np.zeros(n)
     miss = ref["miss"]
-    hpos = {a: h for h, a in enumerate(miss)}
+    hpos = tabs["hpos"]       # attribute -> its column of H
     H = np.empty((n, len(miss)))
     absent = np.zeros((n, len(attrs)), dtype=bool)
     if mc:
@@ -293,12 +296,13 @@ def _queries(plan, Q, ref):
                     H[:, hpos[a]] = Hc[:, a]
         absent[:, :mc] = ~pres
     if nc:
-        codes = np.column_stack([attrs[a][5] for a in range(mc, mc + nc)]).astype(np.int32)
+        codes = np.column_stack([attrs[a][5] for a in range(mc, mc + nc)])
+        codes = np.ascontiguousarray(codes, dtype=np.int32)     # no copy when int32
         if not query_coded(codes, tabs["ev"], tabs["ev_off"], tabs["width"], tabs["sv"],
                            tabs["ok"], tabs["sv_off"], tabs["miss"], tabs["hcol"], X, mc,
                            const, H, absent.view(np.uint8), mc):
             return "off-span"
-    x = mc + int(tabs["width"].sum())
+    x = mc + tabs["cols"]
     for a, w in zip(rest, widths):
         E, pres, A, B, _, _ = attrs[a]
         c, basis = ref["centres"][a], ref["bases"][a]
