@@ -9,7 +9,7 @@ def config():
     """Dict of version, compiler, OpenMP and thread facts."""
     import numpy as np
     from ._version import __version__
-    from ._kernels import isa, isa_variants, openmp_enabled, omp_max_threads
+    from ._kernels import bf16_bounds, isa, isa_variants, openmp_enabled, omp_max_threads
     from ._threads import available_cpus, effective_n_jobs, forked, wait_policy
     import sysconfig
     return {
@@ -29,6 +29,8 @@ def config():
         # instruction-set variant of the tile kernel (HDIST_ISA forces one)
         "isa": isa(),
         "isa_available": ", ".join(isa_variants()),
+        # the filter's product adds bfloat16 bounds (AVX512_BF16; HDIST_BF16=0: not)
+        "bf16_bounds": bf16_bounds(),
     }
 
 

@@ -20,7 +20,10 @@ without missing values.  When the query's ``h`` are all >= 0 the bound is, in fl
 the ``h`` of the row's first two missing attributes (exact for the many rows missing at
 most two of the first 24 attributes), or of one and the others' number times the
 smallest ``h``: two entries of a 32-entry table per query indexed by codes per row
-(``miss_codes``).  Otherwise it is the sum of the query's negative ``h``.
+(``miss_codes``).  Otherwise it is the sum of the query's negative ``h``.  The fused
+float32 search's own product kernel adds those two entries and the query's columns to
+its sums before storing them (on AVX-512 in registers, from the table rounded down to
+bfloat16 where the CPU has AVX512_BF16: one permutation and one dot product per 16 rows).
 Each embedding is projected on the span of its reference values first (C class
 probabilities span C − 1 dimensions), which shortens the product without changing it.
 

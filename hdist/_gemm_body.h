@@ -13,12 +13,108 @@
  * These are the filter's estimates only: the vector variants use fused multiply-adds, so
  * an estimate may differ between variants in its last bits.  The filter's rounding margin
  * bounds the error of any order of the sum, with or without fused operations, and every
- * pair it keeps is then computed exactly: results do not depend on the variant. */
+ * pair it keeps is then computed exactly: results do not depend on the variant.
+ *
+ * With add (hd_gadd, NULL: none), a query row i with a table add->tab[i] gets its tested
+ * values instead of its estimates, while they are still in registers:
+ *
+ *     ((G + col_0) + ... + col_{nm-1}) + (tab[a] + tab[b]),   ab[j] = a + 256 b,
+ *
+ * col_t the row j entries of add->gy + add->mi[i][t] add->gstride: the sums hd_prep
+ * (hdist/_scan_body.h) makes from the stored estimates, operation for operation (plain
+ * float additions, no contraction), so the selection sees the same values either way.
+ * Rows past add->nt (the padding of a last panel) are not read. */
 
-#if HD_GEMM_ISA == 2
+#if HD_GEMM_ISA < 2
+/* the additions of add for the query rows of G whose table is given, rows [0, nt), after
+ * the products (the AVX-512 form makes them in registers) */
+static void HD_SFX(hd_gemm_adds)(float *G, hd_intp nqb, hd_intp ldg, const hd_gadd *add)
+{
+    hd_intp i, j, t, nt = add->nt;
+    const unsigned short *HD_RESTRICT ab = add->ab;
+    for (i = 0; i < nqb; i++) {
+        const float *HD_RESTRICT tab = add->tab[i];
+        float *HD_RESTRICT g = G + i * ldg;
+        if (!tab)
+            continue;
+        /* column after column, then the table: loops the compiler vectorizes */
+        for (t = 0; t < add->nm[i]; t++) {
+            const float *HD_RESTRICT col = add->gy + add->mi[i][t] * add->gstride;
+            for (j = 0; j < nt; j++)
+                g[j] = g[j] + col[j];
+        }
+        for (j = 0; j < nt; j++)
+            g[j] = g[j] + (tab[ab[j] & 255] + tab[ab[j] >> 8]);
+    }
+}
+#endif
+
+#if HD_GEMM_ISA >= 2
+
+/* the mask of the rows of the panel at row r0 of the block that exist (below add->nt) */
+static HD_INLINE __mmask16 HD_SFX(hd_gemm_rows)(const hd_gadd *add, hd_intp r0)
+{
+    hd_intp left = add->nt - r0;
+    return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
+}
+
+/* the codes of the panel at row r0 of the block, widened (rows past nt: 0): a + 256 b in
+ * each 32-bit lane, or with bfloat16 tables (HD_GEMM_ISA 3) a in its low half and b in its
+ * high half, the indices of a permutation of 16-bit entries */
+static HD_INLINE __m512i HD_SFX(hd_gemm_codes)(const hd_gadd *add, hd_intp r0, __mmask16 mk)
+{
+    __m512i x = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, add->ab + r0));
+#if HD_GEMM_ISA == 3
+    x = _mm512_or_si512(_mm512_and_si512(x, _mm512_set1_epi32(255)),
+                        _mm512_slli_epi32(_mm512_srli_epi32(x, 8), 16));
+#endif
+    return x;
+}
+
+/* add's terms for query row n to the sums *a of the panel at row r0 of the block and,
+ * when b is not NULL, *b of the next one: ia, ja (ib, jb) the first and second codes of
+ * their rows (the permutation reads the low 5 bits of each index), ma (mb) the rows that
+ * exist */
+static HD_INLINE void HD_SFX(hd_gemm_add)(const hd_gadd *add, hd_intp n, hd_intp r0,
+                                          __mmask16 ma, __m512i ia, __m512i ja, __m512 *a,
+                                          __mmask16 mb, __m512i ib, __m512i jb, __m512 *b)
+{
+    hd_intp t, nm = add->nm[n];
+#if HD_GEMM_ISA == 3
+    __m512i t16 = _mm512_loadu_si512((const void *)add->t16[n]);
+    __m512i one = _mm512_set1_epi16(0x3F80);      /* 1.0 in bfloat16 */
+#else
+    const float *tab = add->tab[n];
+    __m512 tlo = _mm512_loadu_ps(tab), thi = _mm512_loadu_ps(tab + 16);
+#endif
+    for (t = 0; t < nm; t++) {
+        const float *col = add->gy + add->mi[n][t] * add->gstride + r0;
+        *a = _mm512_add_ps(*a, _mm512_maskz_loadu_ps(ma, col));
+        if (b)
+            *b = _mm512_add_ps(*b, _mm512_maskz_loadu_ps(mb, col + HD_GPW));
+    }
+#if HD_GEMM_ISA == 3
+    /* each lane's two entries, tab[a] and tab[b], side by side, and their sum with the
+     * lane's value by one dot product with (1, 1) (rounded to nearest, subnormals
+     * flushed to zero: at most two roundings of the sum, and 1e-38, which the
+     * selection's margin covers) */
+    (void)ja;
+    (void)jb;
+    *a = _mm512_dpbf16_ps(*a, (__m512bh)_mm512_permutexvar_epi16(ia, t16), (__m512bh)one);
+    if (b)
+        *b = _mm512_dpbf16_ps(*b, (__m512bh)_mm512_permutexvar_epi16(ib, t16),
+                              (__m512bh)one);
+#else
+    *a = _mm512_add_ps(*a, _mm512_add_ps(_mm512_permutex2var_ps(tlo, ia, thi),
+                                         _mm512_permutex2var_ps(tlo, ja, thi)));
+    if (b)
+        *b = _mm512_add_ps(*b, _mm512_add_ps(_mm512_permutex2var_ps(tlo, ib, thi),
+                                             _mm512_permutex2var_ps(tlo, jb, thi)));
+#endif
+}
 
 static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd_intp npan,
-                                hd_intp K, float *G, hd_intp ldg)
+                                hd_intp K, float *G, hd_intp ldg, const hd_gadd *add)
 {
     hd_intp i, k, p;
     for (p = 0; p + 1 < npan; p += 2) {
@@ -40,6 +136,21 @@ static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd
             s = _mm512_set1_ps(x[5]); a5 = _mm512_fmadd_ps(s, u, a5); b5 = _mm512_fmadd_ps(s, v, b5);
             s = _mm512_set1_ps(x[6]); a6 = _mm512_fmadd_ps(s, u, a6); b6 = _mm512_fmadd_ps(s, v, b6);
             s = _mm512_set1_ps(x[7]); a7 = _mm512_fmadd_ps(s, u, a7); b7 = _mm512_fmadd_ps(s, v, b7);
+        }
+        if (add) {
+            /* named sums, not an array indexed at run time: they stay in registers; the
+             * codes and masks are shared by the query rows */
+            __mmask16 ma = HD_SFX(hd_gemm_rows)(add, p * HD_GPW);
+            __mmask16 mb = HD_SFX(hd_gemm_rows)(add, (p + 1) * HD_GPW);
+            __m512i ia = HD_SFX(hd_gemm_codes)(add, p * HD_GPW, ma);
+            __m512i ib = HD_SFX(hd_gemm_codes)(add, (p + 1) * HD_GPW, mb);
+            __m512i ja = _mm512_srli_epi32(ia, 8), jb = _mm512_srli_epi32(ib, 8);
+#define HD_ADD2(n)                                                                     \
+            if (nqb > n && add->tab[n])                                                \
+                HD_SFX(hd_gemm_add)(add, n, p * HD_GPW, ma, ia, ja, &a##n, mb, ib, jb, &b##n);
+            HD_ADD2(0) HD_ADD2(1) HD_ADD2(2) HD_ADD2(3)
+            HD_ADD2(4) HD_ADD2(5) HD_ADD2(6) HD_ADD2(7)
+#undef HD_ADD2
         }
         {
             __m512 av[HD_GQB] = {a0, a1, a2, a3, a4, a5, a6, a7};
@@ -65,6 +176,17 @@ static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd
             a5 = _mm512_fmadd_ps(_mm512_set1_ps(x[5]), u, a5);
             a6 = _mm512_fmadd_ps(_mm512_set1_ps(x[6]), u, a6);
             a7 = _mm512_fmadd_ps(_mm512_set1_ps(x[7]), u, a7);
+        }
+        if (add) {
+            __mmask16 ma = HD_SFX(hd_gemm_rows)(add, p * HD_GPW);
+            __m512i ia = HD_SFX(hd_gemm_codes)(add, p * HD_GPW, ma);
+            __m512i ja = _mm512_srli_epi32(ia, 8);
+#define HD_ADD1(n)                                                                     \
+            if (nqb > n && add->tab[n])                                                \
+                HD_SFX(hd_gemm_add)(add, n, p * HD_GPW, ma, ia, ja, &a##n, ma, ia, ja, NULL);
+            HD_ADD1(0) HD_ADD1(1) HD_ADD1(2) HD_ADD1(3)
+            HD_ADD1(4) HD_ADD1(5) HD_ADD1(6) HD_ADD1(7)
+#undef HD_ADD1
         }
         {
             __m512 av[HD_GQB] = {a0, a1, a2, a3, a4, a5, a6, a7};
@@ -104,19 +226,21 @@ static HD_INLINE void HD_SFX(hd_gemm_4x16)(const float *Xt, hd_intp n4, const fl
 }
 
 static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd_intp npan,
-                                hd_intp K, float *G, hd_intp ldg)
+                                hd_intp K, float *G, hd_intp ldg, const hd_gadd *add)
 {
     hd_intp p, h;
     for (h = 0; h < nqb; h += 4)
         for (p = 0; p < npan; p++)
             HD_SFX(hd_gemm_4x16)(Xt + h, nqb - h < 4 ? nqb - h : 4, Y + p * K * HD_GPW, K,
                                  G + h * ldg + p * HD_GPW, ldg);
+    if (add)
+        HD_SFX(hd_gemm_adds)(G, nqb, ldg, add);
 }
 
 #else
 
 static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd_intp npan,
-                                hd_intp K, float *G, hd_intp ldg)
+                                hd_intp K, float *G, hd_intp ldg, const hd_gadd *add)
 {
     hd_intp i, j, k, p;
     for (i = 0; i < nqb; i++) {
@@ -135,6 +259,8 @@ static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd
                 G[i * ldg + p * HD_GPW + j] = acc[j];
         }
     }
+    if (add)
+        HD_SFX(hd_gemm_adds)(G, nqb, ldg, add);
 }
 
 #endif

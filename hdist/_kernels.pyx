@@ -107,8 +107,20 @@ cdef extern from "_tile.h":
     void hd_prep_d(const double* g, intp n, intp rc, const double* th1, const double* gy,
                    intp gstride, const intp* mi, intp nm, const double* hc, double hm,
                    const unsigned short* ab, const double* tab, double* v) noexcept nogil
+    ctypedef struct hd_gadd:
+        const unsigned short* ab
+        const float* gy
+        intp gstride, nt
+        const float* tab[8]
+        const unsigned short* t16[8]
+        const intp* mi[8]
+        intp nm[8]
     void hd_gemm_blk(const float* Xt, intp nqb, const float* Y, intp npan, intp K, float* G,
-                     intp ldg) noexcept nogil
+                     intp ldg, const hd_gadd* add) noexcept nogil
+    int hd_bf16_available() noexcept nogil
+    int hd_bf16_set(int on) noexcept nogil
+    int hd_gemm_bf16() noexcept nogil
+    float hd_bf16_float(unsigned short h) noexcept nogil
 
 
 def isa_variants():
@@ -139,6 +151,25 @@ def set_isa(name):
     return isa()
 
 
+def bf16_bounds():
+    """True when the filter's product adds its bounds of the reference rows' missing-value
+    terms from bfloat16 tables (the AVX-512 variant on a machine with AVX512_BF16)."""
+    return bool(hd_gemm_bf16())
+
+
+def bf16_bounds_available():
+    """True when this machine has AVX512_BF16 (and the AVX-512 variant)."""
+    return bool(hd_bf16_available())
+
+
+def set_bf16_bounds(bint on):
+    """Use (when the machine has AVX512_BF16) or not the bfloat16 tables; call it with no
+    kernel running (results are identical either way: this exists to test that and to
+    measure)."""
+    if hd_bf16_set(on) != 0:
+        raise ValueError("AVX512_BF16 is not available on this machine")
+
+
 def _init_isa():
     import os
     import warnings
@@ -148,6 +179,9 @@ def _init_isa():
     except ValueError as exc:
         warnings.warn("HDIST_ISA ignored: %s" % exc, RuntimeWarning)
         set_isa("best")
+    # HDIST_BF16=0: the filter's product keeps its float32 tables on AVX512_BF16 machines
+    off = os.environ.get("HDIST_BF16", "1").strip().lower() in ("0", "no", "false", "off")
+    hd_bf16_set(0 if off or not hd_bf16_available() else 1)
 
 
 _init_isa()
@@ -769,6 +803,8 @@ ctypedef struct _Codes:
     # row j misses, more tightly than hc[j] times the smallest
     const unsigned short* ab
     const float* tab
+    # the table rounded down to bfloat16, when the product added those instead (NULL: not)
+    const unsigned short* t16
 
 
 cdef inline bint _code_exact(unsigned short code, intp nh) noexcept nogil:
@@ -783,7 +819,7 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                       const double* gmin, intp mstride, const double* hq, intp nh,
                       const intp* rptr, const intp* ridx, const real* hc, const double* hb,
                       const _Codes* cd, double* hd, intp* hi, intp k, double r, Hit** buf,
-                      intp* cap, intp cnt, int excl, intp self_off,
+                      intp* cap, intp cnt, int excl, intp self_off, bint given,
                       miss_t* kind) noexcept nogil:
     """One query row of :func:`gemm_select` (``buf`` NULL: update the heap ``hd``/``hi``
     of ``k`` entries) or of :func:`gemm_radius_select` (append the hits within ``r`` to
@@ -799,12 +835,16 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
     A pair passing is tested again, with its own terms added in float64, against ``Sr``.
     ``kind`` (a NULL pointer) selects the compiled variant: ``_Complete`` only when
     ``nm == 0`` and ``hq`` is NULL.  ``hb`` (NULL: computed here) holds that sum and
-    smallest, :func:`_hq_bounds`, computed once per query."""
+    smallest, :func:`_hq_bounds`, computed once per query.  ``given``: ``g`` already holds
+    the tested values the codes give (``hd_gemm_blk``'s additions, the same as
+    ``hd_prep``'s); only with ``cd`` and a query whose terms are all >= 0."""
     cdef real vb[PREP_ROWS]
     cdef real th1[SCAN_WINDOW]
     cdef real th2[SCAN_WINDOW]
     cdef const real* tv
-    cdef real ev
+    cdef const real* vt = vb      # the tested values of the segment from row sj
+    cdef real ev, tsum
+    cdef double dsum
     cdef double tau = reduced_bound(P, r if buf != NULL else hd[0]), s, corr
     cdef real Sr, Sl        # the threshold of the pair and that of its tested value
     cdef intp c0 = 0, c1, c = 0, jj, j, t, cg = r0 // r_chunk, ci, cend
@@ -853,7 +893,10 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                     th2[ci - cw] = _lower(Sr, lbq, fabs(lbq), g)
             stale = False
         if miss_t is _Missing:
-            if fused and c >= s1:
+            if fused and given and c >= s1:
+                # the product computed them: one segment, the whole row
+                s0, s1, sj, sn, vt = 0, nc, 0, nt, g
+            elif fused and c >= s1:
                 # the next segment's tested values; with nothing added but the query's
                 # columns, a chunk is computed only when its product alone passes Sl less
                 # the chunk's smallest added columns (the slack covers the rounding of the
@@ -886,9 +929,9 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
         if miss_t is _Missing and fused:
             cend = min(cw_end, s1)
             if real is float:
-                c = s0 + hd_scan_f(vb, sn, r_chunk, c - s0, cend - s0, th2 + (c - cw))
+                c = s0 + hd_scan_f(vt, sn, r_chunk, c - s0, cend - s0, th2 + (c - cw))
             else:
-                c = s0 + hd_scan_d(vb, sn, r_chunk, c - s0, cend - s0, th2 + (c - cw))
+                c = s0 + hd_scan_d(vt, sn, r_chunk, c - s0, cend - s0, th2 + (c - cw))
         else:
             cend = cw_end
             if real is float:
@@ -904,7 +947,7 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
         Sl = th2[c - cw]
         if miss_t is _Missing:
             if fused:
-                tv = &vb[c0 - sj]
+                tv = vt + (c0 - sj)
         b0 = 0
         mask = 0
         while True:
@@ -929,17 +972,33 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                     # the estimate with the query's columns (the sum hdist/_scan_body.h
                     # makes: the tested value itself when nothing else is added), and the
                     # terms of the attributes row j misses, in float64
-                    if hcx == NULL and ab == NULL:
-                        ev = tv[jj]
-                    else:
-                        ev = g[c0 + jj]
-                        for t in range(nm):
-                            ev = ev + gy[mi[t] * gstride + j]
                     corr = 0.0
                     for t in range(rptr[j], rptr[j + 1]):
                         corr = corr + hq[ridx[t]]
-                    if <double> ev + corr > <double> Sr:
-                        continue
+                    if given:
+                        # the estimate with the columns, e, is not stored: tv = e + tsum
+                        # rounded once (at most 2^-24 |tv|), so e is at least tv - tsum
+                        # less that, and the slack also covers the float64 roundings
+                        if real is float and cd.t16 != NULL:
+                            # the bfloat16 entries the product added (hd_gemm_blk): a dot
+                            # product, at most two roundings and a flush to zero of 1e-38
+                            dsum = <double> hd_bf16_float(cd.t16[ab[c0 + jj] & 255]) \
+                                + <double> hd_bf16_float(cd.t16[ab[c0 + jj] >> 8])
+                        else:
+                            tsum = tab[ab[c0 + jj] & 255] + tab[ab[c0 + jj] >> 8]
+                            dsum = tsum
+                        if (<double> tv[jj] - dsum) - (fabs(tv[jj]) + dsum) * 2.0 ** -22 \
+                                - 1e-30 + corr > <double> Sr:
+                            continue
+                    else:
+                        if hcx == NULL and ab == NULL:
+                            ev = tv[jj]
+                        else:
+                            ev = g[c0 + jj]
+                            for t in range(nm):
+                                ev = ev + gy[mi[t] * gstride + j]
+                        if <double> ev + corr > <double> Sr:
+                            continue
             if excl and j == q + self_off:
                 continue
             s = pair_reduced(P, QS, q, RS, j, 2, tau)
@@ -1080,14 +1139,22 @@ ctypedef struct _SelS:
     const double* hb      # per query, _hq_bounds of its hq row (NULL: computed per row)
     const unsigned short* ab      # per reference row, _Codes (NULL: none)
     const float* tab      # per query, 32 entries
+    const unsigned short* t16     # per query, the same in bfloat16 (rounded down)
+
+
+cdef inline bint _tabled(const _SelS* S, intp q) noexcept nogil:
+    """True when :func:`_filter_row` bounds the reference rows' missing terms of query
+    ``q`` with the codes (float32): it has such terms and none is negative."""
+    return S.ab != NULL and S.has_h and S.nh > 0 and S.hb != NULL and S.hb[2 * q] == 0.0
 
 
 cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
                              const _SelS* S, const real* g, intp nt, intp q, intp r0,
-                             const double* nyp) noexcept nogil:
+                             const double* nyp, bint given) noexcept nogil:
     """Query row ``q`` of a tile whose estimates are ``g[0 .. nt)`` (reference rows from
     ``r0``, ``nyp`` the norms' bounds from the tile's first chunk): the complete-row
-    variant of :func:`_filter_row` when neither side misses a value, else the other."""
+    variant of :func:`_filter_row` when neither side misses a value, else the other.
+    ``given``: ``g`` holds the tested values instead (only when :func:`_tabled`)."""
     cdef intp nm = 0
     cdef const intp* mi = NULL
     cdef _Codes cd
@@ -1098,10 +1165,12 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
         _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
                     <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride, NULL, 0,
                     NULL, NULL, NULL, NULL, NULL, S.HD + q * S.k, S.HI + q * S.k, S.k, 0.0,
-                    NULL, NULL, 0, S.excl, S.self_off, <_Complete*> NULL)
+                    NULL, NULL, 0, S.excl, S.self_off, 0, <_Complete*> NULL)
     else:
         if S.ab != NULL:
             cd.ab, cd.tab = S.ab, S.tab + 32 * q
+            # the bfloat16 entries when the product added them
+            cd.t16 = S.t16 + 32 * q if given and S.t16 != NULL and hd_gemm_bf16() else NULL
         _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
                     <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride,
                     S.hq + q * S.nh if S.has_h else NULL, S.nh if S.has_h else 0,
@@ -1109,18 +1178,20 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
                     <const real*> S.hc if S.has_h else NULL,
                     S.hb + 2 * q if S.has_h and S.hb != NULL else NULL,
                     &cd if S.ab != NULL else NULL, S.HD + q * S.k,
-                    S.HI + q * S.k, S.k, 0.0, NULL, NULL, 0, S.excl, S.self_off,
+                    S.HI + q * S.k, S.k, 0.0, NULL, NULL, 0, S.excl, S.self_off, given,
                     <_Missing*> NULL)
 
 
 cdef void _select_tile(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
                        const real* G, intp ldg, intp nb, intp nt, intp q0,
-                       intp r0) noexcept nogil:
-    """The rows of one tile in order: what ``gemm_select`` does with one thread."""
+                       intp r0, const hd_gadd* add) noexcept nogil:
+    """The rows of one tile in order: what ``gemm_select`` does with one thread.  ``add``
+    (NULL: none; at most HD_GQB rows) the additions ``hd_gemm_blk`` made to the rows."""
     cdef intp ii
     cdef const double* nyp = S.ny_max + r0 // S.r_chunk
     for ii in range(nb):
-        _select_row(P, QS, RS, S, G + ii * ldg, nt, q0 + ii, r0, nyp)
+        _select_row(P, QS, RS, S, G + ii * ldg, nt, q0 + ii, r0, nyp,
+                    add != NULL and add.tab[ii] != NULL)
 
 
 def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double[::1] nx,
@@ -1180,10 +1251,10 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     S.ridx = &ridx[0] if has_h else NULL
     S.hc = &hc[0] if has_h else NULL
     S.hb = NULL
-    S.ab, S.tab = NULL, NULL
+    S.ab, S.tab, S.t16 = NULL, NULL, NULL
     with nogil:
         for ii in prange(nb, num_threads=n_threads, schedule="static"):
-            _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, r0, S.ny_max)
+            _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, r0, S.ny_max, 0)
 
 
 #: reference rows per block of the fused filter (rounded to panels and chunks)
@@ -1207,24 +1278,69 @@ def gemm_panels(const float[:, ::1] Y not None, intp height=HD_GPW):
     return np.ascontiguousarray(out.reshape(npan, height, K).transpose(0, 2, 1))
 
 
-def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not None):
+def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
+                  const unsigned short[::1] ab=None, const float[:, ::1] tab=None,
+                  const float[:, ::1] gy=None, const intp[::1] qptr=None,
+                  const intp[::1] qidx=None):
     """``X [nq, K]`` times the panels ``Yp`` (:func:`gemm_panels`) as the fused filter
     computes them, ``[nq, panels x HD_GPW]`` in float32: a test hook for the products of
-    every instruction-set variant."""
-    cdef intp nq = X.shape[0], K = X.shape[1], npan = Yp.shape[0], q
+    every instruction-set variant.  With ``ab`` (one code per reference row,
+    :func:`miss_codes`) and ``tab`` (32 entries per query), the tested values the product
+    makes instead: each query's estimates plus the rows of ``gy`` it misses
+    (``qidx[qptr[q]:qptr[q + 1]]``; None: none) plus ``tab[q, a] + tab[q, b]`` per row, in
+    bfloat16 when :func:`bf16_bounds` (the tables rounded down); padding rows are 0."""
+    cdef intp nq = X.shape[0], K = X.shape[1], npan = Yp.shape[0], q, i, t, n
+    cdef hd_gadd add
+    cdef bint adds = ab is not None
+    t16a = None
     if Yp.shape[1] != K or Yp.shape[2] != HD_GPW:
         raise ValueError("Yp must be [panels, %d, %d]" % (K, HD_GPW))
     out = np.zeros((nq, npan * HD_GPW), dtype=np.float32)
     cdef float[:, ::1] G = out
+    if adds:
+        n = ab.shape[0]
+        if tab is None or tab.shape[0] != nq or tab.shape[1] != 32:
+            raise ValueError("tab must have 32 entries per query")
+        if n > npan * HD_GPW or n < (npan - 1) * HD_GPW + 1:
+            raise ValueError("ab must have one code per reference row of the panels")
+        for t in range(n):
+            if (ab[t] & 255) >= 32 or (ab[t] >> 8) >= 32:
+                raise ValueError("the codes in ab must be below 32")
+        if (gy is None) != (qptr is None) or (gy is None) != (qidx is None):
+            raise ValueError("gy, qptr and qidx go together")
+        if gy is not None:
+            if gy.shape[1] != n or qptr.shape[0] != nq + 1 or \
+                    not _query_miss_ok(qptr, qidx, 0, nq, gy.shape[0]):
+                raise ValueError("gy must have a column per reference row, qptr and qidx "
+                                 "index its rows for every query")
+        for i in range(nq):
+            for t in range(32):
+                if not tab[i, t] >= 0:
+                    raise ValueError("tab must hold entries >= 0")
+        t16a = (np.asarray(tab).view(np.uint32) >> 16).astype(np.uint16)
+    cdef const unsigned short[:, ::1] t16 = t16a
     if nq == 0 or npan == 0 or K == 0:
         return out
     cdef const float[:, :, ::1] Xp = gemm_panels(X, HD_GQB)
     with nogil:
         q = 0
         while q < nq:
+            if adds:
+                add.ab, add.nt = &ab[0], n
+                add.gy = &gy[0, 0] if gy is not None and gy.shape[0] > 0 else NULL
+                add.gstride = n
+                for i in range(HD_GQB):
+                    add.tab[i], add.t16[i], add.mi[i], add.nm[i] = NULL, NULL, NULL, 0
+                    if q + i < nq:
+                        add.tab[i], add.t16[i] = &tab[q + i, 0], &t16[q + i, 0]
+                        if gy is not None and qptr[q + i + 1] > qptr[q + i]:
+                            add.mi[i] = &qidx[qptr[q + i]]
+                            add.nm[i] = qptr[q + i + 1] - qptr[q + i]
             hd_gemm_blk(&Xp[q // HD_GQB, 0, 0], min(<intp> HD_GQB, nq - q), &Yp[0, 0, 0],
-                        npan, K, &G[q, 0], npan * HD_GPW)
+                        npan, K, &G[q, 0], npan * HD_GPW, &add if adds else NULL)
             q = q + HD_GQB
+    if adds:
+        out[:, n:] = 0
     return out
 
 
@@ -1392,7 +1508,9 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
     # read back at once is not forwarded from the store
     cdef void* mem = malloc(HD_GQB * rt * sizeof(float) + 64)
     cdef float* G = <float*> (((<size_t> mem) + 63) & ~(<size_t> 63))
-    cdef intp r0, nt, qb, nqb
+    cdef intp r0, nt, qb, nqb, i, q
+    cdef hd_gadd add
+    cdef bint adds
     if mem == NULL:
         return 1
     r0 = 0
@@ -1401,9 +1519,28 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
         qb = a0
         while qb < a1:
             nqb = min(<intp> HD_GQB, a1 - qb)
+            # the product adds the terms of the query rows whose reference-missing terms
+            # are bounded by the codes (and their own columns): hd_prep's values, made
+            # while the sums are in registers
+            adds = False
+            for i in range(HD_GQB):
+                add.tab[i], add.t16[i], add.mi[i], add.nm[i] = NULL, NULL, NULL, 0
+                q = qb + i
+                if i < nqb and _tabled(S, q):
+                    adds = True
+                    add.tab[i] = S.tab + 32 * q
+                    add.t16[i] = S.t16 + 32 * q if S.t16 != NULL else NULL
+                    if S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
+                        add.nm[i] = S.qptr[q + 1] - S.qptr[q]
+                        add.mi[i] = S.qidx + S.qptr[q]
+            if adds:
+                add.ab = S.ab + r0
+                add.gy = <const float*> S.gy + r0 if S.gy != NULL else NULL
+                add.gstride, add.nt = S.gstride, nt
             hd_gemm_blk(Xp + (qb // HD_GQB) * K * HD_GQB, nqb, Yp + (r0 // HD_GPW) * K * HD_GPW,
-                        (nt + HD_GPW - 1) // HD_GPW, K, G, rt)
-            _select_tile(P, QS, RS, S, <const float*> G, rt, nqb, nt, qb, r0)
+                        (nt + HD_GPW - 1) // HD_GPW, K, G, rt, &add if adds else NULL)
+            _select_tile(P, QS, RS, S, <const float*> G, rt, nqb, nt, qb, r0,
+                         &add if adds else NULL)
             qb = qb + HD_GQB
         r0 = r0 + rt
     free(mem)
@@ -1435,6 +1572,7 @@ cdef class GemmKnnSelect:
     cdef double[:, ::1] hb
     cdef const unsigned short[::1] ab
     cdef const float[:, ::1] tab
+    cdef const unsigned short[:, ::1] tab16
 
     def __init__(self, CPlan plan, CRows Q, CRows R, const double[::1] nx,
                  const double[::1] ny_max, intp r_chunk, double[:, ::1] HD,
@@ -1511,7 +1649,7 @@ cdef class GemmKnnSelect:
         self.s.has_h, self.s.nh = 0, 0
         self.s.hq, self.s.rptr, self.s.ridx, self.s.hc = NULL, NULL, NULL, NULL
         self.s.hb = NULL
-        self.s.ab, self.s.tab = NULL, NULL
+        self.s.ab, self.s.tab, self.s.t16 = NULL, NULL, NULL
         given = [a is None for a in (hq, rptr, ridx, hc)]
         if any(given) and not all(given):
             raise ValueError("hq, rptr, ridx and hc go together")
@@ -1552,6 +1690,11 @@ cdef class GemmKnnSelect:
                         _fill_codes(&hq[0, 0], nq, hq.shape[1], &self.hb[0, 0], &rptr[0],
                                     &ridx[0], nr, <unsigned short*> self.s.ab,
                                     <float*> self.s.tab)
+                    # the tables rounded down to bfloat16 (entries >= 0: their bits cut),
+                    # for the product's additions on machines with AVX512_BF16
+                    self.tab16 = (np.asarray(self.tab).view(np.uint32) >> 16) \
+                        .astype(np.uint16)
+                    self.s.t16 = &self.tab16[0, 0]
 
     def search(self, const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
                int n_threads, intp q_chunk=0, intp r_block=0):
@@ -1626,10 +1769,10 @@ cdef class GemmKnnSelect:
         with nogil:
             if self.npy_type == cnp.NPY_FLOAT32:
                 _select_tile(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
-                             <const float*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0)
+                             <const float*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0, NULL)
             else:
                 _select_tile(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
-                             <const double*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0)
+                             <const double*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0, NULL)
 
 
 def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
@@ -1686,6 +1829,7 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                 raise ValueError("the codes in ab must be below 32")
         if real is float and has_h and nt > 0 and nb > 0:
             cd.ab = &ab[0]
+            cd.t16 = NULL
             cdp = &cd
     try:
         with nogil:
@@ -1698,7 +1842,7 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                                       &ny_max[0], eps * nx[q], gyp, gstride, mi, nm, gm,
                                       mstride, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
                                       NULL, 0, r, &buf, &cap, cnt, excl, self_offset,
-                                      <_Complete*> NULL)
+                                      0, <_Complete*> NULL)
                 else:
                     if real is float:
                         if cdp != NULL:
@@ -1710,7 +1854,7 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                                       &rptr[0] if has_h else NULL,
                                       &ridx[0] if has_h else NULL,
                                       &hc[0] if has_h else NULL, NULL, cdp, NULL, NULL,
-                                      0, r, &buf, &cap, cnt, excl, self_offset,
+                                      0, r, &buf, &cap, cnt, excl, self_offset, 0,
                                       <_Missing*> NULL)
                 if cnt < 0:
                     break

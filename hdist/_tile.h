@@ -96,8 +96,23 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 /* most columns the AVX-512 filter adds in one pass (hdist/_scan_body.h) */
 #define HD_PREP_COLS 64
 
+/* What the filter's product adds to the estimates of a block of reference rows before
+ * storing them (hdist/_gemm_body.h), per query row of a panel: the columns of the
+ * attributes it misses and its table of bounds looked up by the rows' codes, the values
+ * hd_prep computes from the stored estimates, in the same order of additions. */
+typedef struct {
+    const unsigned short *ab;     /* the codes of the block's rows (miss_codes), from its first */
+    const float *gy;              /* the added columns, from the block's first row */
+    hd_intp gstride;              /* distance between two columns of gy */
+    hd_intp nt;                   /* rows of the block (the last panel may be partial) */
+    const float *tab[HD_GQB];     /* per query row: its 32 entries (NULL: the product alone) */
+    const unsigned short *t16[HD_GQB];  /* the same rounded down to bfloat16 (NULL: none) */
+    const hd_intp *mi[HD_GQB];    /* per query row: the columns it adds */
+    hd_intp nm[HD_GQB];           /* and their number */
+} hd_gadd;
+
 typedef void (*hd_gemm_fn)(const float *, hd_intp, const float *, hd_intp, hd_intp, float *,
-                           hd_intp);
+                           hd_intp, const hd_gadd *);
 
 typedef hd_intp (*hd_scan_fn)(const float *, hd_intp, hd_intp, hd_intp, hd_intp,
                               const float *);
@@ -162,6 +177,17 @@ typedef void (*hd_prep_fn)(const float *, hd_intp, hd_intp, const float *, const
 #undef HD_SFX
 #undef HD_T
 #pragma GCC pop_options
+/* the product with the tables in bfloat16 (one permutation and one dot product per panel
+ * and query row instead of two permutations and two additions): the AVX-512 variant on
+ * machines that have AVX512_BF16 */
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16,prefer-vector-width=512")
+#define HD_SFX(name) name##_avx512bf
+#define HD_GEMM_ISA 3
+#include "_gemm_body.h"
+#undef HD_GEMM_ISA
+#undef HD_SFX
+#pragma GCC pop_options
 #else
 #define HD_X86_DISPATCH 0
 #endif
@@ -192,6 +218,9 @@ static hd_scan_fn hd_scan_fns[HD_NISA] = HD_VARIANTS(hd_scan_f);
 static hd_prep_fn hd_prep_fns[HD_NISA] = HD_VARIANTS(hd_prep_f);
 #undef HD_VARIANTS
 static int hd_isa = 0;
+/* 1: the AVX-512 variant's product adds the bfloat16 tables (hd_gemm_blk); set only when
+ * the machine has AVX512_BF16 (hd_bf16_set) */
+static int hd_bf16 = 0;
 
 /* 1 when this machine runs variant isa */
 static int hd_isa_available(int isa)
@@ -206,6 +235,25 @@ static int hd_isa_available(int isa)
         return __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512vl")
                && __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512bw");
 #endif
+    return 0;
+}
+
+/* 1 when this machine has AVX512_BF16 (and the AVX-512 variant) */
+static int hd_bf16_available(void)
+{
+#if HD_X86_DISPATCH
+    return hd_isa_available(2) && __builtin_cpu_supports("avx512bf16");
+#else
+    return 0;
+#endif
+}
+
+/* use (on = 1) or not the bfloat16 tables; 0 on success, -1 when unavailable */
+static int hd_bf16_set(int on)
+{
+    if (on && !hd_bf16_available())
+        return -1;
+    hd_bf16 = on != 0;
     return 0;
 }
 
@@ -241,11 +289,35 @@ static inline int hd_tile(const hd_tplan *P, const hd_tq *Q, const hd_tr *R, hd_
 
 /* The filter's estimates of a panel of query rows (the first nqb <= HD_GQB of it) against
  * npan panels of reference rows (hdist/_gemm_body.h):
- * G[i ldg + p HD_GPW + j] = sum_k Xt[k HD_GQB + i] Y[(p K + k) HD_GPW + j]. */
+ * G[i ldg + p HD_GPW + j] = sum_k Xt[k HD_GQB + i] Y[(p K + k) HD_GPW + j], and with add
+ * (NULL: none) the tested values of the rows with a table instead. */
 static inline void hd_gemm_blk(const float *Xt, hd_intp nqb, const float *Y, hd_intp npan,
-                               hd_intp K, float *G, hd_intp ldg)
+                               hd_intp K, float *G, hd_intp ldg, const hd_gadd *add)
 {
-    hd_gemm_fns[hd_isa](Xt, nqb, Y, npan, K, G, ldg);
+#if HD_X86_DISPATCH
+    if (add && hd_bf16 && hd_isa == 2) {
+        hd_gemm_blk_avx512bf(Xt, nqb, Y, npan, K, G, ldg, add);
+        return;
+    }
+#endif
+    hd_gemm_fns[hd_isa](Xt, nqb, Y, npan, K, G, ldg, add);
+}
+
+/* a bfloat16 value (its bits) as a float: exact */
+static inline float hd_bf16_float(unsigned short h)
+{
+    union {
+        unsigned int u;
+        float f;
+    } v;
+    v.u = (unsigned int)h << 16;
+    return v.f;
+}
+
+/* 1 when hd_gemm_blk adds the bfloat16 tables (add->t16) rather than the float ones */
+static inline int hd_gemm_bf16(void)
+{
+    return hd_bf16 && hd_isa == 2;
 }
 
 /* The filter's chunk scan (hdist/_scan_body.h): the first chunk in [c_first, c_end) of a

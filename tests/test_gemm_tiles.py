@@ -102,6 +102,18 @@ def isa(request):
     _kernels.set_isa(before)
 
 
+@pytest.fixture(params=[(v, bf) for v in _kernels.isa_variants() for bf in (False, True)
+                        if not bf or (v == "avx512" and _kernels.bf16_bounds_available())],
+                ids=lambda p: p[0] + ("-bf16" if p[1] else ""))
+def isa_bounds(request):
+    before, bf_before = _kernels.isa(), _kernels.bf16_bounds()
+    _kernels.set_isa(request.param[0])
+    _kernels.set_bf16_bounds(request.param[1])
+    yield request.param
+    _kernels.set_isa(before)
+    _kernels.set_bf16_bounds(bf_before)
+
+
 @pytest.mark.parametrize("nq,n,K", [(1, 1, 1), (7, 33, 26), (8, 16, 5), (19, 100, 40),
                                     (9, 47, 600)])
 def test_products_of_every_variant(isa, nq, n, K):
@@ -119,13 +131,15 @@ def test_products_of_every_variant(isa, nq, n, K):
     assert np.all(G[:, n:] == 0)
 
 
-@pytest.mark.parametrize("missing", [0.0, 0.2])
+@pytest.mark.parametrize("missing", [0.0, 0.2, 0.5])
 @pytest.mark.parametrize("q_chunk,r_block,r_chunk", [(1, 16, 16), (7, 48, 16), (32, 512, 64),
                                                      (50, 100, 5), (0, 0, 64)])
 @pytest.mark.parametrize("exclude_self", [False, True])
-def test_search_equals_tiles(isa, missing, q_chunk, r_block, r_chunk, exclude_self):
-    # the fused search (own products, blocks of 8 queries, threads over chunks of queries)
-    # keeps the heaps the BLAS tiles keep, bit for bit, on every variant
+def test_search_equals_tiles(isa_bounds, missing, q_chunk, r_block, r_chunk, exclude_self):
+    # the fused search (own products, blocks of 8 queries, threads over chunks of queries;
+    # with missing values its product adds the tested values, from float or bfloat16
+    # tables) keeps the heaps the BLAS tiles keep, bit for bit, on every variant, and
+    # returns the direct kernel's neighbours
     m, st, rows, F = setup(301, 67, missing, 9, r_chunk=r_chunk)
     nq, nr, k = rows.n, st.train.n, 5
     cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
@@ -139,6 +153,11 @@ def test_search_equals_tiles(isa, missing, q_chunk, r_block, r_chunk, exclude_se
                                                            r_block)
         np.testing.assert_array_equal(HI0, HI1)
         np.testing.assert_array_equal(HD0, HD1)
+    if not exclude_self:
+        finish_heaps(cp, HD1, HI1)
+        d, i = m._knn_rows(rows, k, False, 1, "direct")
+        np.testing.assert_array_equal(i, HI1)
+        np.testing.assert_array_equal(d, HD1)
 
 
 @pytest.mark.parametrize("missing", [0.1, 0.3])
@@ -377,3 +396,75 @@ def test_search_with_many_missing_attributes(isa, r_chunk):
     d, i = m._knn_rows(rows, k, False, 1, "direct")
     np.testing.assert_array_equal(i, HI1)
     np.testing.assert_array_equal(d, HD1)
+
+
+def added_reference(X, Y, ab, tab, gy, qptr, qidx, bf16):
+    """The tested values in plain numpy: the float32 estimates (given), the query's
+    columns added one after another, then the two table entries' float32 sum (bf16: the
+    entries rounded down to bfloat16, and the sum in float64)."""
+    a, b = (ab & 255).astype(np.intp), (ab >> 8).astype(np.intp)
+    out = X.copy()
+    for q in range(len(X)):
+        e = X[q].copy()
+        for t in qidx[qptr[q]:qptr[q + 1]]:
+            e = (e + gy[t]).astype(np.float32)
+        if bf16:
+            t16 = (tab[q].view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+            out[q] = e.astype(np.float64) + t16[a].astype(np.float64) + t16[b]
+        else:
+            out[q] = e + (tab[q, a] + tab[q, b])
+    return out
+
+
+@pytest.mark.parametrize("nq,n,K,nm", [(1, 1, 3, 0), (7, 33, 26, 2), (8, 16, 5, 1),
+                                       (19, 100, 40, 3), (9, 47, 6, 0)])
+def test_product_additions_of_every_variant(isa_bounds, nq, n, K, nm):
+    # the product's tested values (the codes' table entries and the query's columns added
+    # to its estimates) against plain numpy: bit for bit with the float tables, within
+    # two roundings with the bfloat16 ones; padding rows stay 0
+    rng = np.random.default_rng(nq * n + K + nm)
+    X = rng.normal(size=(nq, K)).astype(np.float32)
+    Y = rng.normal(size=(n, K)).astype(np.float32)
+    Yp = gemm_panels(Y)
+    ab = (rng.integers(0, 32, n) + 256 * rng.integers(0, 32, n)).astype(np.uint16)
+    tab = np.abs(rng.normal(size=(nq, 32)) * rng.choice([1e-3, 1.0, 1e3], size=(nq, 1)))
+    tab = tab.astype(np.float32)
+    tab[:, 31] = 0
+    gy = rng.normal(size=(5, n)).astype(np.float32)
+    miss = [rng.choice(5, size=min(nm, 5), replace=False) for _ in range(nq)]
+    qptr = np.cumsum([0] + [len(m) for m in miss]).astype(np.intp)
+    qidx = np.concatenate([np.zeros(0, np.intp)] + [m.astype(np.intp) for m in miss])
+    G = gemm_products(X, Yp, ab, tab, gy, qptr, qidx)
+    est = gemm_products(X, Yp)[:, :n]
+    bf16 = isa_bounds[1]
+    ref = added_reference(est, Y, ab, tab, gy, qptr, qidx, bf16)
+    if bf16:
+        t16 = (tab.view(np.uint32) & np.uint32(0xFFFF0000)).view(np.float32)
+        size = np.abs(ref) + t16[:, ab & 255] + t16[:, ab >> 8]
+        assert np.all(np.abs(G[:, :n] - ref) <= 2.0 ** -22 * size + 1e-30)
+        assert not np.array_equal(G[:, :n], added_reference(est, Y, ab, tab, gy, qptr, qidx,
+                                                            False)) or n == 1
+    else:
+        np.testing.assert_array_equal(G[:, :n], ref)
+    assert np.all(G[:, n:] == 0)
+
+
+def test_product_additions_arguments_are_checked():
+    X = np.ones((2, 3), np.float32)
+    Yp = gemm_panels(np.ones((20, 3), np.float32))
+    ab = np.zeros(20, np.uint16)
+    tab = np.zeros((2, 32), np.float32)
+    with pytest.raises(ValueError, match="32 entries"):
+        gemm_products(X, Yp, ab, tab[:1])
+    with pytest.raises(ValueError, match="one code per reference row"):
+        gemm_products(X, Yp, ab[:3], tab)
+    with pytest.raises(ValueError, match="below 32"):
+        gemm_products(X, Yp, np.full(20, 40, np.uint16), tab)
+    with pytest.raises(ValueError, match=">= 0"):
+        gemm_products(X, Yp, ab, tab - 1)
+    with pytest.raises(ValueError, match="go together"):
+        gemm_products(X, Yp, ab, tab, np.zeros((1, 20), np.float32))
+    with pytest.raises(ValueError, match="index its rows"):
+        gemm_products(X, Yp, ab, tab, np.zeros((1, 20), np.float32),
+                      np.array([0, 1, 1], np.intp), np.array([3], np.intp))
+

@@ -148,6 +148,27 @@ def test_isa_environment_variable():
         _kernels.set_isa("sse9")
 
 
+def test_bf16_environment_variable():
+    # HDIST_BF16=0 keeps the filter's float32 tables; by default the bfloat16 ones are
+    # used exactly when the machine has AVX512_BF16 (and the AVX-512 variant runs)
+    code = ("import hdist._config as c, hdist._kernels as k; "
+            "print(k.bf16_bounds(), c.config()['bf16_bounds'], k.bf16_bounds_available())")
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for value, isa in (("0", "best"), ("1", "best"), ("1", "baseline")):
+        env = dict(os.environ, HDIST_BF16=value, HDIST_ISA=isa)
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, timeout=120, cwd=root)
+        assert out.returncode == 0, out.stderr
+        on, reported, available = out.stdout.split()
+        assert on == reported
+        want = value == "1" and available == "True" and isa == "best" \
+            and "avx512" in _kernels.isa_variants()
+        assert on == str(want), (value, isa, out.stdout)
+    if not _kernels.bf16_bounds_available():
+        with pytest.raises(ValueError, match="AVX512_BF16"):
+            _kernels.set_bf16_bounds(True)
+
+
 @pytest.mark.parametrize("preset,params", [("heom", dict(missing="ignore")), ("hvdm", {}),
                                            ("gower", {})])
 def test_tile_by_tile_transposition(monkeypatch, preset, params):
