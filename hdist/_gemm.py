@@ -474,16 +474,17 @@ def _tiles(F, nr, q0, q1, q_block, r_tile, stop):
             yield a0, r0, G
 
 
-def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_tile=512,
+def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_tile=None,
         r_chunk=64, dtype=np.float32, cache=None):
     """Exact k-NN through the GEMM filter; None when the plan or data do not allow it.
 
     In float32 the products are computed by our own kernel, 8 queries against ``r_tile``
-    reference rows at a time, each block of estimates selected while it is in the L1
-    cache; threads take chunks of ``q_block`` queries (default: half a thread's share, at
-    most 512, each chunk one pass over the reference features).  In float64 (features
-    too large for float32) BLAS computes ``q_block`` (default 512) x ``r_tile`` tiles
-    which stay in a core's L2 cache between the product and the selection.
+    (default ``GEMM_BLOCK_ROWS``, 2048) reference rows at a time, each block of estimates
+    selected while it is in the cache; threads take chunks of ``q_block`` queries
+    (default: half a thread's share, at most 512, each chunk one pass over the reference
+    features).  In float64 (features too large for float32) BLAS computes ``q_block``
+    (default 512) x ``r_tile`` (default 512) tiles which stay in a core's L2 cache between
+    the product and the selection.
 
     ``cache`` (a dict kept by the caller for a fixed reference set ``R``) keeps the
     reference side's features between calls."""
@@ -500,11 +501,12 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
     sel = GemmKnnSelect(cplan, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD, HI, F.eps,
                         F.Xg.dtype, exclude_self, 0, **F.extra())
     if F.Yp is not None:
-        sel.search(F.Xg, F.Yp, n_threads, q_block or 0, r_tile)
+        sel.search(F.Xg, F.Yp, n_threads, q_block or 0, r_tile or 0)
         finish_heaps(cplan, HD, HI)
         return HD, HI
     select = sel.tile
     q_block = q_block or 512
+    r_tile = r_tile or 512
 
     def run(q0, q1, stop):
         # chunks touch disjoint heap rows, so they run in parallel threads

@@ -8,8 +8,8 @@
  *
  *     G[i ldg + p HD_GPW + j] = sum_k Xt[k HD_GQB + i] Y[(p K + k) HD_GPW + j].
  *
- * The block of estimates (HD_GQB x a few hundred floats) stays in the L1 cache for the
- * selection that follows; the reference panels are read once per block of queries.
+ * The block of estimates (HD_GQB x up to GEMM_BLOCK_ROWS floats) stays in the cache for
+ * the selection that follows; the reference panels are read once per block of queries.
  * These are the filter's estimates only: the vector variants use fused multiply-adds, so
  * an estimate may differ between variants in its last bits.  The filter's rounding margin
  * bounds the error of any order of the sum, with or without fused operations, and every
