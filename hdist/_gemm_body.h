@@ -22,8 +22,11 @@
  *
  * col_t the row j entries of add->gy + add->mi[i][t] add->gstride: the sums hd_prep
  * (hdist/_scan_body.h) makes from the stored estimates, operation for operation (plain
- * float additions, no contraction), so the selection sees the same values either way.
- * Rows past add->nt (the padding of a last panel) are not read. */
+ * float additions, no contraction).  With add->bf16 (HD_GEMM_ISA 3) the two entries come
+ * from the tables rounded down to bfloat16 and one dot product adds them (at most two
+ * roundings, subnormals flushed): lower values, which the selection's recheck accounts
+ * for.  The codes and columns of rows past add->nt (the padding of a last panel) are not
+ * read; those rows' values are unspecified. */
 
 #if HD_GEMM_ISA < 2
 /* the additions of add for the query rows of G whose table is given, rows [0, nt), after

@@ -120,6 +120,7 @@ def gemm_products(
     gy: npt.NDArray[np.float32] | None = ...,
     qptr: npt.NDArray[np.intp] | None = ...,
     qidx: npt.NDArray[np.intp] | None = ...,
+    rows: npt.NDArray[np.uint8] | None = ...,
 ) -> npt.NDArray[np.float32]: ...
 def query_coded(
     codes: npt.NDArray[np.int32],

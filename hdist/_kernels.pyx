@@ -115,6 +115,7 @@ cdef extern from "_tile.h":
         const unsigned short* t16[8]
         const intp* mi[8]
         intp nm[8]
+        int bf16
     void hd_gemm_blk(const float* Xt, intp nqb, const float* Y, intp npan, intp K, float* G,
                      intp ldg, const hd_gadd* add) noexcept nogil
     int hd_bf16_available() noexcept nogil
@@ -836,8 +837,9 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
     ``kind`` (a NULL pointer) selects the compiled variant: ``_Complete`` only when
     ``nm == 0`` and ``hq`` is NULL.  ``hb`` (NULL: computed here) holds that sum and
     smallest, :func:`_hq_bounds`, computed once per query.  ``given``: ``g`` already holds
-    the tested values the codes give (``hd_gemm_blk``'s additions, the same as
-    ``hd_prep``'s); only with ``cd`` and a query whose terms are all >= 0."""
+    the tested values the codes give (``hd_gemm_blk``'s additions: ``hd_prep``'s values
+    with the float table, lower ones from the bfloat16 table ``cd.t16``); only with ``cd``
+    and a query whose terms are all >= 0."""
     cdef real vb[PREP_ROWS]
     cdef real th1[SCAN_WINDOW]
     cdef real th2[SCAN_WINDOW]
@@ -874,7 +876,7 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
             elif hm != 0:
                 hcx = hc + r0
         # the tested values are computed a segment at a time (hdist/_scan_body.h) when
-        # something is added to the estimates
+        # something is added to the estimates, unless the product made them (given)
         fused = nm > 0 or hcx != NULL or ab != NULL
     while c < nc:
         if stale or c >= cw_end:
@@ -966,7 +968,8 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                 continue
             if miss_t is _Missing:
                 # a row whose codes are its own attributes (miss_codes) was tested with its
-                # terms up to float32 rounding: the test below would seldom reject it, and
+                # terms up to rounding (float32, or bfloat16 with the product's tables: 2^-8
+                # of the terms): the test below would seldom reject it, and
                 # its entries of rptr/ridx are cache misses; the exact kernel decides
                 if hq != NULL and (ab == NULL or not _code_exact(ab[c0 + jj], nh)):
                     # the estimate with the query's columns (the sum hdist/_scan_body.h
@@ -1150,11 +1153,13 @@ cdef inline bint _tabled(const _SelS* S, intp q) noexcept nogil:
 
 cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
                              const _SelS* S, const real* g, intp nt, intp q, intp r0,
-                             const double* nyp, bint given) noexcept nogil:
+                             const double* nyp, bint given,
+                             const unsigned short* t16) noexcept nogil:
     """Query row ``q`` of a tile whose estimates are ``g[0 .. nt)`` (reference rows from
     ``r0``, ``nyp`` the norms' bounds from the tile's first chunk): the complete-row
     variant of :func:`_filter_row` when neither side misses a value, else the other.
-    ``given``: ``g`` holds the tested values instead (only when :func:`_tabled`)."""
+    ``given``: ``g`` holds the tested values instead (only when :func:`_tabled`), made
+    with the query's bfloat16 table ``t16`` (NULL: its float table)."""
     cdef intp nm = 0
     cdef const intp* mi = NULL
     cdef _Codes cd
@@ -1170,7 +1175,7 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
         if S.ab != NULL:
             cd.ab, cd.tab = S.ab, S.tab + 32 * q
             # the bfloat16 entries when the product added them
-            cd.t16 = S.t16 + 32 * q if given and S.t16 != NULL and hd_gemm_bf16() else NULL
+            cd.t16 = t16 if given else NULL
         _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
                     <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride,
                     S.hq + q * S.nh if S.has_h else NULL, S.nh if S.has_h else 0,
@@ -1191,7 +1196,8 @@ cdef void _select_tile(const PlanS* P, const RowsS* QS, const RowsS* RS, const _
     cdef const double* nyp = S.ny_max + r0 // S.r_chunk
     for ii in range(nb):
         _select_row(P, QS, RS, S, G + ii * ldg, nt, q0 + ii, r0, nyp,
-                    add != NULL and add.tab[ii] != NULL)
+                    add != NULL and add.tab[ii] != NULL,
+                    add.t16[ii] if add != NULL and add.bf16 else NULL)
 
 
 def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double[::1] nx,
@@ -1254,7 +1260,7 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     S.ab, S.tab, S.t16 = NULL, NULL, NULL
     with nogil:
         for ii in prange(nb, num_threads=n_threads, schedule="static"):
-            _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, r0, S.ny_max, 0)
+            _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, r0, S.ny_max, 0, NULL)
 
 
 #: reference rows per block of the fused filter (rounded to panels and chunks): its 8 x 2048
@@ -1283,15 +1289,17 @@ def gemm_panels(const float[:, ::1] Y not None, intp height=HD_GPW):
 def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
                   const unsigned short[::1] ab=None, const float[:, ::1] tab=None,
                   const float[:, ::1] gy=None, const intp[::1] qptr=None,
-                  const intp[::1] qidx=None):
+                  const intp[::1] qidx=None, const unsigned char[::1] rows=None):
     """``X [nq, K]`` times the panels ``Yp`` (:func:`gemm_panels`) as the fused filter
     computes them, ``[nq, panels x HD_GPW]`` in float32: a test hook for the products of
     every instruction-set variant.  With ``ab`` (one code per reference row,
     :func:`miss_codes`) and ``tab`` (32 entries per query), the tested values the product
-    makes instead: each query's estimates plus the rows of ``gy`` it misses
-    (``qidx[qptr[q]:qptr[q + 1]]``; None: none) plus ``tab[q, a] + tab[q, b]`` per row, in
-    bfloat16 when :func:`bf16_bounds` (the tables rounded down); padding rows are 0."""
-    cdef intp nq = X.shape[0], K = X.shape[1], npan = Yp.shape[0], q, i, t, n
+    makes instead for the queries with ``rows[q]`` != 0 (None: all): each query's
+    estimates plus the rows of ``gy`` it misses (``qidx[qptr[q]:qptr[q + 1]]``; None:
+    none) plus ``tab[q, a] + tab[q, b]`` per row, in bfloat16 when :func:`bf16_bounds` (the
+    tables rounded down).  The padding rows after the last reference row hold zeros
+    without ``ab``, else unspecified values (the selection never reads them)."""
+    cdef intp nq = X.shape[0], K = X.shape[1], npan = Yp.shape[0], q, i, t, n = 0
     cdef hd_gadd add
     cdef bint adds = ab is not None
     t16a = None
@@ -1299,8 +1307,13 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
         raise ValueError("Yp must be [panels, %d, %d]" % (K, HD_GPW))
     out = np.zeros((nq, npan * HD_GPW), dtype=np.float32)
     cdef float[:, ::1] G = out
+    if not adds and (tab is not None or gy is not None or qptr is not None
+                     or qidx is not None or rows is not None):
+        raise ValueError("tab, gy, qptr, qidx and rows need ab")
     if adds:
         n = ab.shape[0]
+        if rows is not None and rows.shape[0] != nq:
+            raise ValueError("rows must have one entry per query")
         if tab is None or tab.shape[0] != nq or tab.shape[1] != 32:
             raise ValueError("tab must have 32 entries per query")
         if n > npan * HD_GPW or n < (npan - 1) * HD_GPW + 1:
@@ -1328,12 +1341,12 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
         q = 0
         while q < nq:
             if adds:
-                add.ab, add.nt = &ab[0], n
+                add.ab, add.nt, add.bf16 = &ab[0], n, hd_gemm_bf16()
                 add.gy = &gy[0, 0] if gy is not None and gy.shape[0] > 0 else NULL
                 add.gstride = n
                 for i in range(HD_GQB):
                     add.tab[i], add.t16[i], add.mi[i], add.nm[i] = NULL, NULL, NULL, 0
-                    if q + i < nq:
+                    if q + i < nq and (rows is None or rows[q + i] != 0):
                         add.tab[i], add.t16[i] = &tab[q + i, 0], &t16[q + i, 0]
                         if gy is not None and qptr[q + i + 1] > qptr[q + i]:
                             add.mi[i] = &qidx[qptr[q + i]]
@@ -1341,8 +1354,6 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
             hd_gemm_blk(&Xp[q // HD_GQB, 0, 0], min(<intp> HD_GQB, nq - q), &Yp[0, 0, 0],
                         npan, K, &G[q, 0], npan * HD_GPW, &add if adds else NULL)
             q = q + HD_GQB
-    if adds:
-        out[:, n:] = 0
     return out
 
 
@@ -1525,13 +1536,16 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
             # are bounded by the codes (and their own columns): hd_prep's values, made
             # while the sums are in registers
             adds = False
+            # the kind of table, once for the block: the product and the selection agree
+            # even if the variant is changed meanwhile (which the rules forbid)
+            add.bf16 = hd_gemm_bf16() and S.t16 != NULL
             for i in range(HD_GQB):
                 add.tab[i], add.t16[i], add.mi[i], add.nm[i] = NULL, NULL, NULL, 0
                 q = qb + i
                 if i < nqb and _tabled(S, q):
                     adds = True
                     add.tab[i] = S.tab + 32 * q
-                    add.t16[i] = S.t16 + 32 * q if S.t16 != NULL else NULL
+                    add.t16[i] = S.t16 + 32 * q if add.bf16 else NULL
                     if S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
                         add.nm[i] = S.qptr[q + 1] - S.qptr[q]
                         add.mi[i] = S.qidx + S.qptr[q]

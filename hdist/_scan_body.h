@@ -5,7 +5,9 @@
  *
  * A row of tested values is cut into chunks of rc entries, and a chunk is kept when one of
  * its values is at or below the chunk's threshold.  For a query row with missing values
- * the values are computed first, a segment of rows at a time (hd_prep): the columns added
+ * the values are computed first (in the fused k-NN search, the product kernel makes them
+ * for queries with the codes: hdist/_gemm_body.h), else here a segment of rows at a time
+ * (hd_prep): the columns added
  * for the attributes the query misses, then each reference row's lower bound of its terms
  * against the attributes it misses.  The comparisons and the order of the additions are
  * those of the plain C expressions (no contraction), so every variant keeps the same

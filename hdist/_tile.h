@@ -98,17 +98,21 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 
 /* What the filter's product adds to the estimates of a block of reference rows before
  * storing them (hdist/_gemm_body.h), per query row of a panel: the columns of the
- * attributes it misses and its table of bounds looked up by the rows' codes, the values
- * hd_prep computes from the stored estimates, in the same order of additions. */
+ * attributes it misses and its table of bounds looked up by the rows' codes.  With the
+ * float tables these are the values hd_prep computes from the stored estimates, in the
+ * same order of additions; with bf16 set, the bfloat16 tables' (a dot product). */
 typedef struct {
     const unsigned short *ab;     /* the codes of the block's rows (miss_codes), from its first */
     const float *gy;              /* the added columns, from the block's first row */
     hd_intp gstride;              /* distance between two columns of gy */
     hd_intp nt;                   /* rows of the block (the last panel may be partial) */
     const float *tab[HD_GQB];     /* per query row: its 32 entries (NULL: the product alone) */
-    const unsigned short *t16[HD_GQB];  /* the same rounded down to bfloat16 (NULL: none) */
+    const unsigned short *t16[HD_GQB];  /* the same rounded down to bfloat16 (given with
+                                         * every table when bf16 is set) */
     const hd_intp *mi[HD_GQB];    /* per query row: the columns it adds */
     hd_intp nm[HD_GQB];           /* and their number */
+    int bf16;                     /* 1: the bfloat16 tables, with the AVX512_BF16 variant
+                                   * (set from hd_gemm_bf16(), read once per block) */
 } hd_gadd;
 
 typedef void (*hd_gemm_fn)(const float *, hd_intp, const float *, hd_intp, hd_intp, float *,
@@ -179,7 +183,9 @@ typedef void (*hd_prep_fn)(const float *, hd_intp, hd_intp, const float *, const
 #pragma GCC pop_options
 /* the product with the tables in bfloat16 (one permutation and one dot product per panel
  * and query row instead of two permutations and two additions): the AVX-512 variant on
- * machines that have AVX512_BF16 */
+ * machines that have AVX512_BF16 (GCC 10 and later compile it) */
+#if __GNUC__ >= 10
+#define HD_HAVE_BF16 1
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16,prefer-vector-width=512")
 #define HD_SFX(name) name##_avx512bf
@@ -189,7 +195,11 @@ typedef void (*hd_prep_fn)(const float *, hd_intp, hd_intp, const float *, const
 #undef HD_SFX
 #pragma GCC pop_options
 #else
+#define HD_HAVE_BF16 0
+#endif
+#else
 #define HD_X86_DISPATCH 0
+#define HD_HAVE_BF16 0
 #endif
 
 #define HD_NISA 3
@@ -241,7 +251,7 @@ static int hd_isa_available(int isa)
 /* 1 when this machine has AVX512_BF16 (and the AVX-512 variant) */
 static int hd_bf16_available(void)
 {
-#if HD_X86_DISPATCH
+#if HD_X86_DISPATCH && HD_HAVE_BF16
     return hd_isa_available(2) && __builtin_cpu_supports("avx512bf16");
 #else
     return 0;
@@ -294,8 +304,8 @@ static inline int hd_tile(const hd_tplan *P, const hd_tq *Q, const hd_tr *R, hd_
 static inline void hd_gemm_blk(const float *Xt, hd_intp nqb, const float *Y, hd_intp npan,
                                hd_intp K, float *G, hd_intp ldg, const hd_gadd *add)
 {
-#if HD_X86_DISPATCH
-    if (add && hd_bf16 && hd_isa == 2) {
+#if HD_X86_DISPATCH && HD_HAVE_BF16
+    if (add && add->bf16) {
         hd_gemm_blk_avx512bf(Xt, nqb, Y, npan, K, G, ldg, add);
         return;
     }
@@ -314,7 +324,8 @@ static inline float hd_bf16_float(unsigned short h)
     return v.f;
 }
 
-/* 1 when hd_gemm_blk adds the bfloat16 tables (add->t16) rather than the float ones */
+/* 1 when the filter's product should add the bfloat16 tables (add->bf16) rather than the
+ * float ones: read once per block, so that the product and the selection agree */
 static inline int hd_gemm_bf16(void)
 {
     return hd_bf16 && hd_isa == 2;
