@@ -1286,6 +1286,12 @@ def gemm_panels(const float[:, ::1] Y not None, intp height=HD_GPW):
     return np.ascontiguousarray(out.reshape(npan, height, K).transpose(0, 2, 1))
 
 
+cdef _bf16_down(const float[:, ::1] tab):
+    """The float32 tables ``tab`` (entries >= 0) rounded down to bfloat16, as 16-bit words:
+    the upper half of each entry's bits (cutting the lower half rounds toward zero)."""
+    return (np.asarray(tab).view(np.uint32) >> 16).astype(np.uint16)
+
+
 def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
                   const unsigned short[::1] ab=None, const float[:, ::1] tab=None,
                   const float[:, ::1] gy=None, const intp[::1] qptr=None,
@@ -1332,7 +1338,7 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
             for t in range(32):
                 if not tab[i, t] >= 0:
                     raise ValueError("tab must hold entries >= 0")
-        t16a = (np.asarray(tab).view(np.uint32) >> 16).astype(np.uint16)
+        t16a = _bf16_down(tab)
     cdef const unsigned short[:, ::1] t16 = t16a
     if nq == 0 or npan == 0 or K == 0:
         return out
@@ -1706,10 +1712,9 @@ cdef class GemmKnnSelect:
                         _fill_codes(&hq[0, 0], nq, hq.shape[1], &self.hb[0, 0], &rptr[0],
                                     &ridx[0], nr, <unsigned short*> self.s.ab,
                                     <float*> self.s.tab)
-                    # the tables rounded down to bfloat16 (entries >= 0: their bits cut),
-                    # for the product's additions on machines with AVX512_BF16
-                    self.tab16 = (np.asarray(self.tab).view(np.uint32) >> 16) \
-                        .astype(np.uint16)
+                    # the tables in bfloat16, for the product's additions on machines
+                    # with AVX512_BF16
+                    self.tab16 = _bf16_down(self.tab)
                     self.s.t16 = &self.tab16[0, 0]
 
     def search(self, const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
