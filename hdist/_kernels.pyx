@@ -606,6 +606,8 @@ cdef void scan_tile(const hd_tplan* T, const PlanS* P, const RowsS* Q, const Row
         t0 = t1
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
         intp block=0, bint exclude_self=False, intp self_offset=0, strategy=None):
     """Exact k nearest reference rows for every query row.
@@ -696,6 +698,8 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
     return dist, ind
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def finish_heaps(CPlan plan, double[:, ::1] D, intp[:, ::1] I):
     """Turn per-query max-heaps of (true distance, index) into sorted rows, in place."""
     cdef intp q, nq = D.shape[0], k = D.shape[1]
@@ -1030,6 +1034,8 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
     return cnt
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 cdef inline const intp* _miss_of(const intp[::1] qptr, const intp[::1] qidx, intp q,
                                  intp* nm) noexcept nogil:
     if qptr is None or qptr[q + 1] == qptr[q]:
@@ -1087,6 +1093,8 @@ def _check_select(G, intp r_chunk, gy, qptr, qidx, intp nq_all, intp nr_all, nx,
                                  "of r_chunk reference rows")
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 cdef int _ref_miss_ok(const intp[::1] rptr, const intp[::1] ridx, const real[::1] hc,
                       intp ncol, intp r0, intp nt) noexcept nogil:
     """1 when the rows ``r0 .. r0 + nt`` of ``rptr``/``ridx`` index ``ridx`` and ``ncol``
@@ -1200,6 +1208,8 @@ cdef void _select_tile(const PlanS* P, const RowsS* QS, const RowsS* RS, const _
                     add.t16[ii] if add != NULL and add.bf16 else NULL)
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double[::1] nx,
                 const double[::1] ny_max, intp q0, intp r0, intp r_chunk,
                 double[:, ::1] HD, intp[:, ::1] HI, double eps, int n_threads,
@@ -1292,6 +1302,8 @@ cdef _bf16_down(const float[:, ::1] tab):
     return (np.asarray(tab).view(np.uint32) >> 16).astype(np.uint16)
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
                   const unsigned short[::1] ab=None, const float[:, ::1] tab=None,
                   const float[:, ::1] gy=None, const intp[::1] qptr=None,
@@ -1393,6 +1405,8 @@ cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
                 tab[32 * q + na + m - 1] = <float> m * hm
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 cdef _all_hq_bounds(const double[:, ::1] hq):
     """``[nq, 2]``: each query row's :func:`_hq_bounds`."""
     cdef intp t
@@ -1403,6 +1417,8 @@ cdef _all_hq_bounds(const double[:, ::1] hq):
     return out
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def query_coded(const int[:, ::1] codes not None, const double[::1] ev not None,
                 const intp[::1] ev_off not None, const intp[::1] width not None,
                 const double[::1] sv not None, const unsigned char[::1] ok not None,
@@ -1596,6 +1612,8 @@ cdef class GemmKnnSelect:
     cdef const float[:, ::1] tab
     cdef const unsigned short[:, ::1] tab16
 
+    @cython.boundscheck(HDIST_DEBUG)
+    @cython.wraparound(False)
     def __init__(self, CPlan plan, CRows Q, CRows R, const double[::1] nx,
                  const double[::1] ny_max, intp r_chunk, double[:, ::1] HD,
                  intp[:, ::1] HI, double eps, dtype, bint exclude_self=False,
@@ -1717,6 +1735,8 @@ cdef class GemmKnnSelect:
                     self.tab16 = _bf16_down(self.tab)
                     self.s.t16 = &self.tab16[0, 0]
 
+    @cython.boundscheck(HDIST_DEBUG)
+    @cython.wraparound(False)
     def search(self, const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
                int n_threads, intp q_chunk=0, intp r_block=0):
         """The whole search in one call (float32 only): the query features ``X [nq, K]``
@@ -1796,6 +1816,8 @@ cdef class GemmKnnSelect:
                              <const double*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0, NULL)
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                        const double[::1] nx, const double[::1] ny_max, intp q0, intp r0,
                        intp r_chunk, double r, double eps, bint exclude_self=False,
@@ -1957,6 +1979,8 @@ cdef void _sort_hits(Hit* a, Hit* tmp, intp n) noexcept nogil:
             a[i] = src[i]
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def gemm_radius_lists(const intp[::1] qs, const intp[::1] js, const double[::1] ds,
                       intp nq):
     """The hits ``(query, index, distance)`` of :func:`gemm_radius_select`, in any order,
@@ -2296,6 +2320,8 @@ def pair_terms(CPlan plan, CRows A, intp i, CRows B, intp j):
     return tc, to, tt, te, sc, so, st, se, red
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def finalize_array(CPlan plan, double[::1] s):
     """Apply :c:func:`finalize` to an array of reduced distances in place."""
     cdef intp i
@@ -2435,6 +2461,8 @@ cdef double _pam_swap(const double* row, intp n, intp k, intp b, intp j, double*
     return loss
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def pam_assign(const double[:, ::1] Dm, const intp[::1] med, intp[::1] near, intp[::1] seco,
                double[::1] dn, double[::1] ds, const double[::1] w):
     """Nearest and second nearest medoid slot of every row (ties: the smaller slot; a medoid
@@ -2472,6 +2500,8 @@ def pam_assign(const double[:, ::1] Dm, const intp[::1] med, intp[::1] near, int
     return loss
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand,
               double[:, ::1] Dm, intp[::1] med, intp[::1] near, intp[::1] seco,
               double[::1] dn, double[::1] ds, const double[::1] w, intp[::1] state,

@@ -39,6 +39,7 @@ Ball tree
 """
 import numpy as np
 cimport numpy as cnp
+cimport cython
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, free, realloc, qsort
 from libc.string cimport memcpy
@@ -1008,6 +1009,8 @@ def build(kind, CPlan plan, CRows rows, intp leaf_size, report=None):
     return nodes.export(), perm, rowdist
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def insert(kind, CPlan plan, CRows rows, dict arrays, perm, rowdist, intp n_old,
            intp leaf_size):
     """Insert rows ``n_old .. rows.n - 1`` of ``rows`` (every row, index order) into a
@@ -1021,7 +1024,7 @@ def insert(kind, CPlan plan, CRows rows, dict arrays, perm, rowdist, intp n_old,
     cdef intp D = rows.s.D
     cdef double d0, d1, dl = 0.0
     fields = node_fields(kind, P.mc, P.mo, P.mt, P.me, D)
-    nn = arrays["start"].shape[0]
+    nn = len(arrays["start"])
     cdef Nodes nodes = Nodes(fields, nn + 4 * (n - n_old) // max(1, leaf_size) + 16, arrays, nn)
     cdef TreeS* T = &nodes.s
     cdef int kd = kind == "kd_tree"
@@ -1874,6 +1877,8 @@ cdef void leaf_transpose(const PlanS* P, const RowsS* R, const intp* perm, intp 
             e[s0 * D + a * nl + j] = R.e[r * D + a]
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def _blocks(const intp[::1] parent, const intp[::1] left, const intp[::1] start,
             const intp[::1] end, intp unit, unsigned char[::1] inside, unsigned char[::1] own,
             intp[:, ::1] blk):
@@ -1945,7 +1950,7 @@ def leaf_major(CPlan plan, CRows R, perm, dict arrays, intp unit=0):
     cdef double* e = <double*> cnp.PyArray_DATA(out["e"])
     cdef intp[::1] st = starts.astype(np.intp)
     cdef intp[::1] en = ends.astype(np.intp)
-    with nogil:
+    with nogil, cython.boundscheck(HDIST_DEBUG), cython.wraparound(False):
         for i in range(nl):
             leaf_transpose(P, &R.s, pm, st[i], en[i], c, cp, o, t, e)
     return out

@@ -604,3 +604,17 @@ def test_block_size_does_not_matter():
             r0 = _trees.radius(*idx._tree_args(rows), 0.3, 1.0, 1, False, two)
             for a, b in zip(rd[:2], r0[:2]):
                 assert all(np.array_equal(u, v) for u, v in zip(a, b))
+
+
+def test_kd_tree_builds_on_every_numpy():
+    """The first call of the quick start on numpy >= 2.5: ``leaf_major`` read ``order[-1]``
+    of a numpy array in code compiled with ``wraparound=False``, so Cython handed -1 to
+    numpy's item slot, which numpy 2.5 no longer wraps (IndexError: index -33 is out of
+    bounds).  Every KD-tree build failed; the neighbours are now those of brute force."""
+    X = np.random.default_rng(0).normal(size=(3000, 3))
+    m = Metric("euclidean").fit(X)
+    d, i = m.kneighbors(X[:5], 2)
+    assert m.search_["algorithm"] == "kd_tree"
+    db, ib = NeighborsIndex(m, algorithm="brute").fit(X).kneighbors(X[:5], 2)
+    assert np.array_equal(i, ib) and np.array_equal(d, db)
+    assert np.array_equal(i[:, 0], np.arange(5))
