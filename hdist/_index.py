@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import threading
 import time
 
 import numpy as np
@@ -27,7 +28,7 @@ from ._plan import IGNORE
 from ._schema import NotFittedError
 from ._search import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa: F401
                       AUTO_SURE_DIMS, auto_algorithm, auto_choice, pilot_queries, race)
-from ._threads import effective_n_jobs
+from ._threads import built_once, effective_n_jobs
 from .metrics import Metric, _check_k, _check_number, search_record
 
 ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree")
@@ -330,40 +331,43 @@ class NeighborsIndex:
         self._check_fitted()
         self.metric_._check_same_fit(self._fit_state, "NeighborsIndex")
 
+    # The caches below are built on first use by whichever query thread comes first: the
+    # lock makes each be built once (threads that arrive meanwhile wait for it), and a
+    # cache is published whole by one store.  fit and insert replace them; they are not
+    # meant to run while other threads query the same index.
     def _drop_caches(self):
+        self.__dict__.setdefault("_lock", threading.RLock())
         self._c_rows = None
         self._leaf_rows = None
-        self._gemm_cache = None
+        # the matrix-product filter's reference-side features of the indexed rows; its
+        # entries are built whole, then stored once (hdist._gemm)
+        self._gemm_cache = {}
 
     def _gemm(self):
         """The matrix-product filter's reference-side features of the indexed rows (kept
         until the rows change)."""
-        if getattr(self, "_gemm_cache", None) is None:
-            self._gemm_cache = {}
         return self._gemm_cache
 
     def _crows(self):
-        if getattr(self, "_c_rows", None) is None:
-            from ._kernels import CRows
-            self._c_rows = CRows(self._rows)
-        return self._c_rows
+        from ._kernels import CRows
+        return built_once(self, "_c_rows", self._lock, lambda: CRows(self._rows))
 
     def _leaf_major(self):
         """The indexed rows leaf by leaf, as the tree's leaf scans read them (made once
         per tree, ``hdist._trees.leaf_major``)."""
-        if getattr(self, "_leaf_rows", None) is None:
-            from . import _trees
+        from . import _trees
+
+        def make():
             t = self._tree
-            self._leaf_rows = _trees.leaf_major(
-                self.metric_.plan_.cplan, self._crows(), t["perm"], t["nodes"],
-                _trees.KD_UNIT if self.algorithm_ == "kd_tree" else 0)
-        return self._leaf_rows
+            return _trees.leaf_major(self.metric_.plan_.cplan, self._crows(), t["perm"],
+                                     t["nodes"],
+                                     _trees.KD_UNIT if self.algorithm_ == "kd_tree" else 0)
+        return built_once(self, "_leaf_rows", self._lock, make)
 
     def __getstate__(self):
         st = dict(self.__dict__)
-        st.pop("_c_rows", None)
-        st.pop("_leaf_rows", None)
-        st.pop("_gemm_cache", None)
+        for key in ("_c_rows", "_leaf_rows", "_gemm_cache", "_lock"):
+            st.pop(key, None)
         return st
 
     def __setstate__(self, st):

@@ -147,3 +147,17 @@ def effective_n_jobs(n_jobs):
     if n_jobs < 0:
         return max(1, available_cpus() + 1 + n_jobs)
     return min(n_jobs, MAX_THREADS_PER_CPU * available_cpus())
+
+
+def built_once(owner, attr, lock, make):
+    """``owner.attr``, made by ``make()`` on first use: threads that ask at the same time
+    wait under ``lock`` for the one that builds it, and the value is published whole by
+    one store (what free-threaded Python needs of a lazily built cache)."""
+    value = getattr(owner, attr)
+    if value is None:
+        with lock:
+            value = getattr(owner, attr)
+            if value is None:
+                value = make()
+                setattr(owner, attr, value)
+    return value

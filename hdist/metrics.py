@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import threading
 import warnings
 from dataclasses import dataclass
 
@@ -32,7 +33,7 @@ from ._presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
 from ._schema import (CONTINUOUS, NotFittedError, Schema, check_sample_weight, column_weights,
                       encode_labels,
                       n_rows, take_rows, to_columns)
-from ._threads import effective_n_jobs
+from ._threads import built_once, effective_n_jobs
 
 POLICIES = (ONE, MAX, IGNORE, SYMBOL)
 
@@ -601,7 +602,11 @@ class Metric:
         ``"auto"`` rule picks for the training rows (``hdist._search.auto_choice``: brute
         force, or a KD-tree built here), decided once per fit."""
         state = self._fitted()
-        if state.search is None:
+        if state.search is not None:
+            return state.search
+        with state.lock:        # one decision (and one tree) for threads that meet here
+            if state.search is not None:
+                return state.search
             from . import _search
             built = {}
 
@@ -616,7 +621,7 @@ class Metric:
                 tree = built.get("tree") or _search.KDTree(state.plan, state.train,
                                                            state.crows())
             state.search = (algo, tree, why)
-        return state.search
+            return state.search
 
     def _record_search(self, algo, why, threads):
         """Set ``search_``: which path the last search ran, on how many threads, and why."""
@@ -819,7 +824,13 @@ class FitState:
     ``fit`` builds a new object and replaces the old one whole; ``set_params`` drops it.
     A cache therefore never outlives the rows it was derived from, and an index or
     estimator holding a reference can tell whether the metric was re-fitted under it
-    (:meth:`Metric._check_same_fit`)."""
+    (:meth:`Metric._check_same_fit`).
+
+    Threads share it: ``lock`` makes the kernels' view and the search choice (with its
+    KD-tree) be built once, however many threads ask at once; the matrix-product
+    filter's entries in ``gemm_cache`` are built whole and then published by one store
+    (two threads may both build one, and either copy serves), and are never changed
+    afterwards."""
 
     def __init__(self, plan, train, y, unseen=None):
         self.plan, self.train, self.y = plan, train, y
@@ -830,13 +841,12 @@ class FitState:
         self.gemm_cache = {}
         # (algorithm, KD-tree or None, reason) of Metric._search, made on first use
         self.search = None
+        self.lock = threading.RLock()
 
     def crows(self):
         """The training rows as the kernels read them (built once)."""
-        if self._crows is None:
-            from ._kernels import CRows
-            self._crows = CRows(self.train)
-        return self._crows
+        from ._kernels import CRows
+        return built_once(self, "_crows", self.lock, lambda: CRows(self.train))
 
     def __getstate__(self):
         return {"plan": self.plan, "train": self.train, "y": self.y, "unseen": self.unseen}

@@ -253,3 +253,47 @@ def test_no_thread_setting_leaks_after_errors(long_setup):
     for n_jobs in (1, 2, 3, -1, None):
         m.kneighbors(small, 3, n_jobs=n_jobs)
         assert _thread_state() == before
+
+
+def test_sixteen_threads_hammer_fresh_objects(monkeypatch):
+    """16 Python threads start together on objects no query has touched yet: each lazily
+    built cache (the auto rule's choice and KD-tree of a Metric, the kernels' view of the
+    rows, an index's leaf-major rows and matrix-product features) is built exactly once
+    and every answer is the serial one.  Without the GIL (free-threaded CPython) this is
+    what keeps the caches consistent; with it, the threads would each build the tree."""
+    from hdist import _search
+    builds = []
+
+    class Counting(_search.KDTree):
+        def __init__(self, *a, **kw):
+            builds.append(1)
+            super().__init__(*a, **kw)
+    monkeypatch.setattr(_search, "KDTree", Counting)
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(4000, 3))
+    Q = rng.normal(size=(320, 3))
+    ref = Metric("euclidean").fit(X)
+    want = ref.kneighbors(Q, 4, n_jobs=1)
+    want_r = ref.radius_neighbors(Q[:40], 0.3, n_jobs=1)
+    assert ref.search_["algorithm"] == "kd_tree"
+    builds.clear()
+    m = Metric("euclidean").fit(X)
+    jobs = [(lambda i=i: m.kneighbors(Q, 4, n_jobs=1 + i % 2)) for i in range(12)]
+    jobs += [(lambda: m.radius_neighbors(Q[:40], 0.3, n_jobs=2)) for _ in range(4)]
+    got = _run_threads(jobs, n_threads=16)
+    assert len(builds) == 1
+    for res in got[:12]:
+        _assert_same(want, res)
+    for res in got[12:]:
+        _assert_same(want_r, res)
+
+    Xm, _ = _mixed(3000, 7)
+    Qm, _ = _mixed(200, 8)
+    for algorithm in ("brute", "kd_tree"):
+        serial = NeighborsIndex(Metric("hvdm"), algorithm=algorithm).fit(Xm, _mixed(3000, 7)[1])
+        exp = serial.kneighbors(Qm, 5, n_jobs=1)
+        idx = NeighborsIndex(Metric("hvdm"), algorithm=algorithm).fit(Xm, _mixed(3000, 7)[1])
+        got = _run_threads([(lambda i=i: idx.kneighbors(Qm, 5, n_jobs=1 + i % 2))
+                            for i in range(16)], n_threads=16)
+        for res in got:
+            _assert_same(exp, res)
