@@ -565,11 +565,13 @@ class Metric:
         rows), sorted by true distance, ties broken by the smaller training index.
 
         Returns ``(distances, indices)`` of shape ``[n_q, k]`` (only indices when
-        ``return_distance=False``).  Candidates are ranked on the reduced distance
-        ``Σ w d^p`` (exact ties there go to the smaller index); two reduced distances that
-        differ, yet round to the same true distance after the root, keep their reduced
-        order — the same on every path, thread count and tile size.  ``exclude_self`` skips training row ``i`` for query
-        row ``i`` (``Q`` must then be the training rows).  ``progress``: ``True`` (a tqdm
+        ``return_distance=False``).  The k-th place is decided on the distance returned
+        (docs/metrics.md, section 8): two rows whose reduced distances ``Σ w d^p`` differ
+        but round to one true distance after the root count as tied, and the smaller
+        training index comes first -- the same on every path, thread count and tile size,
+        and ``kneighbors(k)`` is a prefix of ``kneighbors(k + 1)``.  ``exclude_self``
+        skips training row ``i`` for query row ``i`` (``Q`` must then be the training
+        rows).  ``progress``: ``True`` (a tqdm
         bar) or a callable receiving ``(done, total)`` query rows after each block of
         queries, and a final ``(total, total)`` (docs/api.md, "Progress")."""
         self._check_fitted()

@@ -259,18 +259,36 @@ def test_monotone_in_p(name, data):
 
 
 def _expected_neighbors(D, R, k):
-    """The k nearest of each row of true distances ``D`` with reduced distances ``R``.
-
-    The kernels select candidates by (reduced distance, index) and return them in
-    (true distance, index) order.  Both orders agree except where the root rounds two
-    different reduced distances to one true distance; then the smaller reduced distance
-    (the more precise value) is the nearer row."""
+    """The k nearest of each row of true distances ``D`` (docs/metrics.md, section 8):
+    the first k in (true distance, index) order -- the k-th place is decided on the
+    distance returned, so that ``kneighbors(k)`` is a prefix of ``kneighbors(k + 1)``, also
+    where the root rounds two different reduced distances (``R``, unused here) to one
+    true distance."""
     n = D.shape[1]
     Is = np.empty((len(D), k), dtype=np.intp)
     for q in range(len(D)):
-        kept = np.lexsort((np.arange(n), R[q]))[:k]
-        Is[q] = kept[np.lexsort((kept, D[q, kept]))]
+        Is[q] = np.lexsort((np.arange(n), D[q]))[:k]
     return np.take_along_axis(D, Is, axis=1), Is
+
+
+def test_kth_place_is_decided_on_the_returned_distance():
+    """Rows 2 and 4 have reduced distances 1.0469544482673188 and ...185 to query 0 at
+    p = 7.5, and one true distance: the 4th place goes to the smaller index (2), on every
+    path, and k = 4 is a prefix of k = 5."""
+    X = np.array([["a", "a", 0.0, None], ["a", "a", 0.0, "a"], ["a", "a", None, "a"],
+                  ["a", "a", 0.0, "a"], ["a", None, 0.0, "a"]], dtype=object)
+    Q = np.array([["unseen-2", "a", 3.0, "e"]], dtype=object)
+    m = hdist.get_metric("gvdm", p=7.5, vdm="N2", unseen="zero",
+                         nominal=[0, 1, 3]).fit(X, [0, 1, 0, 2, 2])
+    R = m.pairwise(Q, X, reduced=True)[0]
+    D = m.pairwise(Q, X)[0]
+    assert R[4] < R[2] and D[4] == D[2]
+    five = m.kneighbors(Q, 5)[1][0]
+    assert list(five) == [1, 3, 0, 2, 4]
+    for label, index in _indexes(m):
+        d, i = index.kneighbors(Q, 4, n_jobs=1)
+        assert list(i[0]) == [1, 3, 0, 2], label
+        np.testing.assert_array_equal(d[0], D[[1, 3, 0, 2]])
 
 
 def _indexes(metric):
