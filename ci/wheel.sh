@@ -80,6 +80,8 @@ step "tests against the installed wheel"
 cp -R "$WORK/src/tests" "$WORK/run/tests"
 # tests/test_examples_*.py run the examples beside them
 cp -R "$WORK/src/examples" "$WORK/run/examples"
+# pyproject.toml for pytest's settings alone (deprecation warnings are errors)
+cp "$WORK/src/pyproject.toml" "$WORK/run/"
 cd "$WORK/run"
 WHERE=$("$WORK/test/bin/python" -c "import os, hdist._kernels as k; print(os.path.dirname(k.__file__))")
 case "$WHERE" in
