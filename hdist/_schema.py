@@ -802,6 +802,16 @@ class MixedTableTags:
         return {"allow_nan": True, "X_types": ["2darray", "string"]
                 + (["categorical"] if self._categorical_input else [])}
 
+    def _check_features(self, X, reset):
+        """scikit-learn's ``n_features_in_`` and ``feature_names_in_``: taken from ``X``
+        when ``reset`` (``fit``), else ``X`` must match them.  ``X`` is not converted."""
+        try:  # scikit-learn >= 1.6
+            from sklearn.utils.validation import validate_data
+        except ImportError:  # scikit-learn < 1.6: the estimator's own method
+            self._validate_data(X, reset=reset, cast_to_ndarray=False)
+        else:
+            validate_data(self, X, reset=reset, skip_check_array=True)
+
 
 def column_weights(sw, j):
     """The weights column ``j``'s statistics see: ``sw`` itself (None, or one weight per

@@ -51,11 +51,6 @@ from .metrics import METRICS, Metric
 try:  # with scikit-learn installed, the estimators are scikit-learn estimators
     from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
     from sklearn.exceptions import NotFittedError
-    try:  # scikit-learn >= 1.6
-        from sklearn.utils.validation import validate_data as _validate_data
-    except ImportError:  # pragma: no cover - older scikit-learn
-        def _validate_data(est, X, reset, skip_check_array):
-            return est._validate_data(X, reset=reset, skip_check_array=skip_check_array)
     from .neighbors import _check_table
     _SKLEARN = True
 except ImportError:  # pragma: no cover - exercised only without scikit-learn
@@ -193,7 +188,7 @@ class _ClusterBase(*_BASES):
                              "minimum of 1 is required." % shape[0])
         if _SKLEARN:
             _check_table(X)
-            _validate_data(self, X, reset=reset, skip_check_array=True)
+            self._check_features(X, reset)
         if shape is not None:
             return shape[0]
         return len(X) if hasattr(X, "__len__") else len(np.asarray(X, dtype=object))

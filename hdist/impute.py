@@ -54,12 +54,6 @@ from ._index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
 from ._schema import CONTINUOUS, MixedTableTags, check_sample_weight
 from .metrics import Metric
 
-try:  # scikit-learn >= 1.6
-    from sklearn.utils.validation import validate_data as _validate_data
-except ImportError:  # pragma: no cover - older scikit-learn
-    def _validate_data(est, X, reset, skip_check_array):
-        return est._validate_data(X, reset=reset, skip_check_array=skip_check_array)
-
 __all__ = ["KNNImputer"]
 
 CONTINUOUS_STATISTICS = ("mean", "median")
@@ -244,7 +238,7 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
 
     def _validate(self, X, reset):
         X = self._as_table(X)
-        _validate_data(self, X, reset=reset, skip_check_array=True)
+        self._check_features(X, reset)
         return X
 
     # -- fit -----------------------------------------------------------------------------

@@ -34,12 +34,6 @@ from . import _knn
 from ._schema import MixedTableTags, check_sample_weight, missing_mask, take_rows
 from .metrics import Metric
 
-try:  # scikit-learn >= 1.6
-    from sklearn.utils.validation import validate_data as _validate_data
-except ImportError:  # pragma: no cover - older scikit-learn
-    def _validate_data(est, X, reset, skip_check_array):
-        return est._validate_data(X, reset=reset, skip_check_array=skip_check_array)
-
 __all__ = ["KNeighborsClassifier", "KNeighborsRegressor", "NearestNeighbors",
            "KNeighborsTransformer"]
 
@@ -91,7 +85,7 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
     # -- validation ------------------------------------------------------------------
     def _validate_X(self, X, reset):
         _check_table(X)
-        _validate_data(self, X, reset=reset, skip_check_array=True)
+        self._check_features(X, reset)
         if reset and getattr(self, "n_features_in_", None) == 0:
             raise ValueError("Found array with 0 feature(s) (shape=(%d, 0)) while a minimum "
                              "of 1 is required." % _num_samples(X))
@@ -449,6 +443,9 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
         tags = super().__sklearn_tags__()
         tags.target_tags.multi_output = True
         return tags
+
+    def _more_tags(self):  # scikit-learn < 1.6
+        return {"multioutput": True}
 
     def fit(self, X, y, sample_weight=None, *, progress=None):
         """Fit the metric on ``X`` (and ``y`` if the metric needs labels) and index it.

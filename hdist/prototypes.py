@@ -57,12 +57,6 @@ from ._schema import CONTINUOUS, MixedTableTags, check_sample_weight, missing_ma
 from ._threads import effective_n_jobs
 from .metrics import METRICS, Metric, balanced_accuracy
 
-try:  # scikit-learn >= 1.6
-    from sklearn.utils.validation import validate_data as _validate_data
-except ImportError:  # pragma: no cover - older scikit-learn
-    def _validate_data(est, X, reset, skip_check_array):
-        return est._validate_data(X, reset=reset, skip_check_array=skip_check_array)
-
 __all__ = ["PrototypeClassifier", "PrototypeExplanation"]
 
 INITS = ("fcm", "kmeans", "kmedoids", "random")
@@ -789,7 +783,7 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
             raise ValueError("Expected a 2-D table for X, got a 1-D array. Reshape your data "
                              "either using x.reshape(-1, 1) if it has a single feature or "
                              "x.reshape(1, -1) if it is a single row.")
-        _validate_data(self, X, reset=reset, skip_check_array=True)
+        self._check_features(X, reset)
         if reset and getattr(self, "n_features_in_", None) == 0:
             raise ValueError("Found array with 0 feature(s) (shape=(%d, 0)) while a minimum "
                              "of 1 is required." % _num_samples(X))
