@@ -229,7 +229,9 @@ def _arrow_column(name, col):
         col = col.cast(pa.large_string())
         t = col.type
     if pt.is_integer(t) or pt.is_floating(t):
-        vals = col.cast(pa.float64()).fill_null(float("nan")).to_numpy(zero_copy_only=False)
+        # float64 without nulls: an Array's to_numpy is a view (a ChunkedArray's, which
+        # concatenates, takes no arguments before pyarrow 13)
+        vals = col.cast(pa.float64()).fill_null(float("nan")).to_numpy()
         return _Column(name, "numeric", values=np.asarray(vals, dtype=np.float64))
     if pt.is_boolean(t) or pt.is_string(t) or pt.is_large_string(t) or pt.is_binary(t) \
             or pt.is_large_binary(t):

@@ -105,9 +105,8 @@ def _arrow_column(name, col):
         col = col.cast(t.value_type) if hasattr(col, "cast") else col
         t = t.value_type
     if pt.is_integer(t) or pt.is_floating(t):
-        arr = np.asarray(col.to_numpy(zero_copy_only=False), dtype=np.float64) \
-            if col.null_count == 0 else np.array(
-                [np.nan if v is None else v for v in col.to_pylist()], dtype=np.float64)
+        arr = np.array([np.nan if v is None else v for v in col.to_pylist()],
+                       dtype=np.float64)
         return _Column(name, arr, "numeric")
     if pt.is_boolean(t):
         return _Column(name, np.array(col.to_pylist(), dtype=object), "bool")
