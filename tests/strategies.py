@@ -26,6 +26,19 @@ try:
 except ImportError:  # pragma: no cover - pandas is a test dependency
     pd = None
 
+
+def _nan_string_dtype():
+    """pandas' string dtype whose missing value is NaN (pandas 3's ``str``; pandas 2.3
+    has it as ``StringDtype(na_value=nan)``), or None before pandas 2.3, where the ``str``
+    alias is numpy's fixed-width text (a missing value becomes the text "None")."""
+    try:
+        return pd.StringDtype(na_value=np.nan)
+    except TypeError:
+        return None
+
+
+STR_DTYPE = None if pd is None else _nan_string_dtype()
+
 # how a column is presented in a pandas DataFrame
 CONT_STYLES = ("float", "Float64", "Int64", "ordered", "offset")
 NOM_STYLES = ("object", "string", "str", "category", "boolean", "code")
@@ -159,7 +172,7 @@ class Table:
             elif s == "code":
                 series.append(pl.Series(nm, vals, dtype=pl.Int64))
             else:
-                series.append(pl.Series(nm, vals, dtype=pl.String))
+                series.append(pl.Series(nm, vals, dtype=pl.Utf8))
         return pl.DataFrame(series)
 
 
@@ -167,11 +180,14 @@ def _pandas_column(style, col, levels):
     if style in ("float", "offset"):
         return pd.Series([np.nan if is_missing(v) else float(v) for v in col],
                          dtype="float64")
+    if style == "str" and STR_DTYPE is None:
+        # before pandas 2.3 text with NaN for missing values is an object column
+        return pd.Series([np.nan if is_missing(v) else v for v in col], dtype=object)
     if style in ("Float64", "Int64", "boolean", "string", "str"):
         vals = [None if is_missing(v) else v for v in col]
         if style == "Int64":
             vals = [None if v is None else int(v) for v in vals]
-        return pd.Series(pd.array(vals, dtype=style))
+        return pd.Series(pd.array(vals, dtype=STR_DTYPE if style == "str" else style))
     if style == "ordered":
         codes = [-1 if is_missing(v) else int(v) for v in col]
         return pd.Series(pd.Categorical.from_codes(codes, categories=levels, ordered=True))

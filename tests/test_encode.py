@@ -189,7 +189,7 @@ def test_arrow_chunked_and_dictionary_columns():
 
 
 def test_polars_dtypes():
-    X = pl.DataFrame({"s": pl.Series(["a", None, "b", "a"], dtype=pl.String),
+    X = pl.DataFrame({"s": pl.Series(["a", None, "b", "a"], dtype=pl.Utf8),
                       "c": pl.Series(["u", "v", None, "u"], dtype=pl.Categorical),
                       "e": pl.Series(["lo", "hi", "lo", None], dtype=pl.Enum(["lo", "hi"])),
                       "i": pl.Series([1, None, 3, 4], dtype=pl.Int32),

@@ -27,7 +27,7 @@ def mixed(n, n_cont=3, n_nom=3, missing=0.0, seed=0, scale=1.0):
     return X, y, list(range(n_cont, n_cont + n_nom))
 
 
-def setup(n_ref, n_q, missing, seed, dtype=np.float32, r_chunk=16, name="hvdm"):
+def prepared(n_ref, n_q, missing, seed, dtype=np.float32, r_chunk=16, name="hvdm"):
     X, y, nom = mixed(n_ref + n_q, missing=missing, seed=seed)
     m = hdist.get_metric(name, nominal=nom).fit(X[:n_ref], y[:n_ref])
     st, rows = m._fitted(), m.encode(X[n_ref:])
@@ -45,7 +45,7 @@ def heaps(nq, k, nr):
 @pytest.mark.parametrize("q_block,r_tile", [(1, 16), (7, 48), (50, 208)])
 @pytest.mark.parametrize("exclude_self", [False, True])
 def test_tiles_equal_gemm_select(dtype, missing, q_block, r_tile, exclude_self):
-    m, st, rows, F = setup(203, 57, missing, 5, dtype)
+    m, st, rows, F = prepared(203, 57, missing, 5, dtype)
     if missing:
         assert F.qidx.size > 0 and F.ridx.size > 0     # both sides miss values
     assert F.Xg.dtype == dtype
@@ -78,7 +78,7 @@ def test_tiles_equal_gemm_select(dtype, missing, q_block, r_tile, exclude_self):
 
 def test_tile_rows_of_any_stride():
     # a tile that is a view of a wider buffer (rows farther apart than their length)
-    m, st, rows, F = setup(150, 40, 0.1, 6)
+    m, st, rows, F = prepared(150, 40, 0.1, 6)
     nq, nr = rows.n, st.train.n
     cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
     wide = np.zeros((nq, nr + 9), dtype=np.float32)
@@ -140,7 +140,7 @@ def test_search_equals_tiles(isa_bounds, missing, q_chunk, r_block, r_chunk, exc
     # with missing values its product adds the tested values, from float or bfloat16
     # tables) keeps the heaps the BLAS tiles keep, bit for bit, on every variant, and
     # returns the direct kernel's neighbours
-    m, st, rows, F = setup(301, 67, missing, 9, r_chunk=r_chunk)
+    m, st, rows, F = prepared(301, 67, missing, 9, r_chunk=r_chunk)
     nq, nr, k = rows.n, st.train.n, 5
     cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
     HD0, HI0 = heaps(nq, k, nr)
@@ -167,7 +167,7 @@ def test_search_with_missing_values_equals_the_direct_kernel(isa, missing, r_chu
     # 64-row words and a last block that ends inside one: the fused search (codes of the
     # reference rows' missing attributes, the queries' added columns) finds the direct
     # kernel's neighbors and distances on every variant
-    m, st, rows, F = setup(1100, 90, missing, 21, r_chunk=r_chunk)
+    m, st, rows, F = prepared(1100, 90, missing, 21, r_chunk=r_chunk)
     assert F.qidx.size > 0 and F.ridx.size > 0
     assert (np.diff(F.rptr) > 2).any()        # rows whose codes are a count
     nq, nr, k = rows.n, st.train.n, 7
@@ -183,7 +183,7 @@ def test_search_with_missing_values_equals_the_direct_kernel(isa, missing, r_chu
 
 
 def test_search_checks_its_arguments():
-    m, st, rows, F = setup(60, 20, 0.0, 3)
+    m, st, rows, F = prepared(60, 20, 0.0, 3)
     nq, nr = rows.n, st.train.n
     HD, HI = heaps(nq, 3, nr)
     sel = GemmKnnSelect(st.plan.cplan, CRows(rows), st.crows(), F.nx, F.ny_chunk, F.r_chunk,
@@ -251,7 +251,7 @@ def test_large_magnitudes_take_the_float64_product():
 
 
 def test_bad_arguments_are_refused():
-    m, st, rows, F = setup(100, 30, 0.2, 12, r_chunk=8)
+    m, st, rows, F = prepared(100, 30, 0.2, 12, r_chunk=8)
     nq, nr = rows.n, st.train.n
     cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
     HD, HI = heaps(nq, 3, nr)
