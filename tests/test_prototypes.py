@@ -334,7 +334,7 @@ def array_api_env(monkeypatch):
     monkeypatch.setenv("SCIPY_ARRAY_API", "1")
 
 
-from sklearn.utils.estimator_checks import parametrize_with_checks  # noqa: E402
+from sklearn_checks import parametrize_with_checks  # noqa: E402
 
 
 def order_dependent_draws(estimator):

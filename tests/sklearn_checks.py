@@ -1,0 +1,78 @@
+"""scikit-learn's estimator checks with expected failures, on every scikit-learn release
+hdist supports.  From 1.6 the expected failures are an argument of
+``parametrize_with_checks`` and ``check_estimator``; before it they are not, and the
+checks come from ``check_estimator(generate_only=True)`` with the expected ones marked
+here by name (a check that 1.6 replaced stands for the checks it replaced)."""
+from functools import partial
+from unittest import SkipTest
+
+import pytest
+import sklearn
+from sklearn.utils import estimator_checks as checks
+
+#: scikit-learn >= 1.6: the checks take ``expected_failed_checks``
+EXPECTED_ARGUMENT = tuple(int(v) for v in sklearn.__version__.split(".")[:2]) >= (1, 6)
+
+#: checks of scikit-learn 1.6 and the older checks each replaced: the equivalence of
+#: integer weights and repeated rows covers unit weights and zero weights
+REPLACED = {"check_sample_weight_equivalence_on_dense_data":
+            ("check_sample_weights_invariance(kind=ones)",
+             "check_sample_weights_invariance(kind=zeros)")}
+
+
+def _old_check_bugs(estimator):
+    """Checks of scikit-learn < 1.6 that fail inside the check itself for ``estimator``."""
+    tags = estimator._get_tags()
+    if "categorical" in tags["X_types"] and tags["allow_nan"]:
+        # it turns the data into int32 category codes, then writes NaN into them
+        return {"check_estimators_pickle": "the check cannot put NaN into int32 codes"}
+    return {}
+
+
+def _old_checks(estimators, expected_failed_checks):
+    """``(estimator, check, reason)`` for each check of scikit-learn < 1.6; ``reason`` is
+    None unless the check is expected to fail.  A check is named as in 1.6 (the
+    function's name) or as in scikit-learn's test ids (with its keyword arguments)."""
+    for estimator in estimators:
+        expected = _old_check_bugs(estimator)
+        expected.update(expected_failed_checks(estimator) if expected_failed_checks else {})
+        for new, olds in REPLACED.items():
+            if new in expected:
+                expected.update((old, expected[new]) for old in olds)
+        for est, check in checks.check_estimator(estimator, generate_only=True):
+            func = check.func if isinstance(check, partial) else check
+            reason = expected.get(checks._get_check_estimator_ids(check),
+                                  expected.get(func.__name__))
+            yield est, check, reason
+
+
+def parametrize_with_checks(estimators, expected_failed_checks=None):
+    """scikit-learn's ``parametrize_with_checks``; ``expected_failed_checks`` maps an
+    estimator to ``{check name: reason}``, those checks are expected to fail."""
+    if EXPECTED_ARGUMENT:
+        return checks.parametrize_with_checks(
+            estimators, expected_failed_checks=expected_failed_checks)
+    params = [pytest.param(est, check, marks=[pytest.mark.xfail(reason=reason)] if reason else [])
+              for est, check, reason in _old_checks(estimators, expected_failed_checks)]
+    return pytest.mark.parametrize("estimator, check", params,
+                                   ids=checks._get_check_estimator_ids)
+
+
+def failed_checks(estimator, expected):
+    """``(check name, message)`` of every check ``estimator`` fails, less those in
+    ``expected`` (``{check name: reason}``)."""
+    if EXPECTED_ARGUMENT:
+        res = checks.check_estimator(estimator, on_fail=None, expected_failed_checks=expected)
+        return [(r["check_name"], str(r["exception"])[:200]) for r in res
+                if r["status"] == "failed"]
+    failed = []
+    for est, check, reason in _old_checks([estimator], lambda _: expected):
+        if reason is not None:
+            continue
+        try:
+            check(est)
+        except SkipTest:
+            pass
+        except Exception as e:  # noqa: BLE001 - every failing check is reported
+            failed.append((checks._get_check_estimator_ids(check), str(e)[:200]))
+    return failed
