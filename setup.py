@@ -107,6 +107,10 @@ class BuildExt(build_ext):
             ext.define_macros = list(ext.define_macros or []) + [
                 ("HDIST_HAVE_OPENMP", "1" if omp_c else "0"),
                 ("NPY_NO_DEPRECATED_API", "NPY_1_7_API_VERSION"),
+                # numpy's C API as of the oldest numpy pyproject.toml's dependencies allow:
+                # modules built against numpy 2's headers import on it (numpy's default
+                # target follows the oldest Python numpy supports: 1.25 from numpy 2.5)
+                ("NPY_TARGET_VERSION", "NPY_1_25_API_VERSION"),
             ]
         super().build_extensions()
 

@@ -9,6 +9,7 @@ import ast
 import inspect
 import io
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -199,3 +200,17 @@ def test_compiled_code_indexes_python_objects_by_python_rules():
     for path in cfiles:
         found = checker.offending_accesses(path.read_text(errors="replace"))
         assert found == [], "%s: %s" % (path.name, found[:5])
+
+
+def test_numpy_target_is_the_oldest_numpy_supported():
+    """setup.py builds for the C API of the oldest numpy pyproject.toml's dependencies
+    allow, so that modules built against numpy 2's headers import there (ci/oldest.sh runs
+    the suite so)."""
+    root = PKG.parent
+    if not (root / "setup.py").exists() or not (root / "pyproject.toml").exists():
+        pytest.skip("not a source tree")
+    minimum = re.search(r'^dependencies = \[.*"numpy>=(\d+)\.(\d+)"',
+                        (root / "pyproject.toml").read_text(), re.M)
+    target = re.search(r'"NPY_TARGET_VERSION", "NPY_(\d+)_(\d+)_API_VERSION"',
+                       (root / "setup.py").read_text())
+    assert minimum and target and minimum.groups() == target.groups()
