@@ -23,3 +23,24 @@ data_dir() {
     export HDIST_DATA
   fi
 }
+
+# test_installed ENV SRC RUN: the suite of the source copy SRC (its tests/, the examples
+# they run and pyproject.toml, copied into the empty folder RUN) run from RUN by the virtual
+# environment ENV, against the hdist installed there -- refused when it imports hdist from
+# anywhere else.  PYTEST_ARGS adds pytest arguments.
+test_installed() {
+  local env=$1 src=$2 run=$3 where
+  cp -R "$src/tests" "$run/tests"
+  # tests/test_examples_*.py run the examples beside them
+  cp -R "$src/examples" "$run/examples"
+  # pyproject.toml for pytest's settings alone (deprecation warnings are errors)
+  cp "$src/pyproject.toml" "$run/"
+  where=$(cd "$run" && "$env/bin/python" -c \
+    "import os, hdist._kernels as k; print(os.path.dirname(k.__file__))")
+  case "$where" in
+    "$env/"*) ;;
+    *) echo "hdist imported from $where, not from the installed wheel" >&2; return 1 ;;
+  esac
+  # shellcheck disable=SC2086  # PYTEST_ARGS is split on purpose
+  (cd "$run" && "$env/bin/python" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} tests)
+}

@@ -77,18 +77,6 @@ step "fresh environment with the repaired wheel"
 "$WORK/test/bin/python" -m pip install -q "$REPAIRED[test]"
 
 step "tests against the installed wheel"
-cp -R "$WORK/src/tests" "$WORK/run/tests"
-# tests/test_examples_*.py run the examples beside them
-cp -R "$WORK/src/examples" "$WORK/run/examples"
-# pyproject.toml for pytest's settings alone (deprecation warnings are errors)
-cp "$WORK/src/pyproject.toml" "$WORK/run/"
-cd "$WORK/run"
-WHERE=$("$WORK/test/bin/python" -c "import os, hdist._kernels as k; print(os.path.dirname(k.__file__))")
-case "$WHERE" in
-  "$WORK/test/"*) ;;
-  *) echo "hdist imported from $WHERE, not from the installed wheel" >&2; exit 1 ;;
-esac
-# shellcheck disable=SC2086  # PYTEST_ARGS is split on purpose
-"$WORK/test/bin/python" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} tests
+test_installed "$WORK/test" "$WORK/src" "$WORK/run"
 
 step "done: $(basename "$SDIST") $(basename "$REPAIRED") in $OUT"
