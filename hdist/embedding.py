@@ -64,7 +64,15 @@ class Embedding:
         self.metric = metric
         self.metric_params = metric_params
 
-    # -- scikit-learn parameter protocol ------------------------------------------------
+    # -- scikit-learn protocol: tags and parameters ------------------------------------
+    def __sklearn_tags__(self):
+        """scikit-learn's tags (scikit-learn 1.7 asks for them in a ``Pipeline``, for one):
+        a transformer of mixed tables with missing values."""
+        from sklearn.utils import InputTags, Tags, TargetTags, TransformerTags
+        return Tags(estimator_type=None, target_tags=TargetTags(required=False),
+                    transformer_tags=TransformerTags(),
+                    input_tags=InputTags(allow_nan=True, string=True))
+
     def get_params(self, deep=True):
         return {"metric": self.metric, "metric_params": self.metric_params}
 
