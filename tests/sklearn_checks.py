@@ -47,11 +47,14 @@ def _old_checks(estimators, expected_failed_checks):
 
 
 def parametrize_with_checks(estimators, expected_failed_checks=None):
-    """scikit-learn's ``parametrize_with_checks``; ``expected_failed_checks`` maps an
+    """scikit-learn's ``parametrize_with_checks``, the checks listed (scikit-learn 1.7 hands
+    pytest a generator, which pytest 9 deprecates); ``expected_failed_checks`` maps an
     estimator to ``{check name: reason}``, those checks are expected to fail."""
     if EXPECTED_ARGUMENT:
-        return checks.parametrize_with_checks(
+        mark = checks.parametrize_with_checks(
             estimators, expected_failed_checks=expected_failed_checks)
+        names, params = mark.args
+        return pytest.mark.parametrize(names, list(params), **mark.kwargs)
     params = [pytest.param(est, check, marks=[pytest.mark.xfail(reason=reason)] if reason else [])
               for est, check, reason in _old_checks(estimators, expected_failed_checks)]
     return pytest.mark.parametrize("estimator, check", params,

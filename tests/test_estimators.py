@@ -16,7 +16,6 @@ from sklearn.model_selection import (GridSearchCV, StratifiedKFold, cross_val_pr
                                      cross_val_score)
 from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import hdist
 from hdist import _knn
@@ -24,6 +23,7 @@ from hdist.datasets import load_credit_a, load_german
 from hdist.neighbors import (KNeighborsClassifier, KNeighborsRegressor,
                              KNeighborsTransformer, NearestNeighbors)
 from reference import CONTINUOUS, NOMINAL, reference_metric, rows_of
+from sklearn_checks import parametrize_with_checks
 
 ROOT = Path(__file__).resolve().parents[1]
 
