@@ -32,8 +32,20 @@ except ImportError:     # Linux without psutil: /proc
     psutil = None
 
 
+def _trim():
+    """Give the allocator's free memory back to the system (glibc's ``malloc_trim``), so that
+    RSS measures what is held, not how the threads' arenas happen to be fragmented after
+    the tests that ran before (OpenMP workers, thread pools, other processes' load)."""
+    try:
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
 def rss():
-    """Resident set size of this process, in bytes."""
+    """Resident set size of this process, in bytes (after :func:`_trim`)."""
+    _trim()
     if psutil is None:
         with open("/proc/self/statm") as fh:
             return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
