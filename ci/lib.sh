@@ -44,3 +44,42 @@ test_installed() {
   # shellcheck disable=SC2086  # PYTEST_ARGS is split on purpose
   (cd "$run" && "$env/bin/python" -m pytest -q -p no:cacheprovider ${PYTEST_ARGS:-} tests)
 }
+
+# find_python [newest|3.X]: the path of an interpreter -- "newest": the newest CPython 3 of
+# this machine (on PATH as python3.N, or installed by pyenv); "3.X": that version.  Fails
+# with a message when there is none.
+find_python() {
+  local want=${1:-newest} cands=() c v best="" bestv=0
+  for c in python3.{9..20} /root/.pyenv/versions/3.*/bin/python "${PYENV_ROOT:-$HOME/.pyenv}"/versions/3.*/bin/python; do
+    command -v "$c" >/dev/null 2>&1 || continue
+    # a pyenv shim of a version that is not selected answers with an error: skip it
+    v=$("$c" -c 'import sys; print("%d.%d" % sys.version_info[:2])' 2>/dev/null) || continue
+    if [ "$want" = newest ]; then
+      if [ "${v#3.}" -gt "$bestv" ]; then bestv=${v#3.}; best=$(command -v "$c"); fi
+    elif [ "$v" = "$want" ]; then
+      command -v "$c"; return 0
+    fi
+  done
+  if [ -n "$best" ]; then echo "$best"; return 0; fi
+  echo "no Python $want found on PATH or under pyenv" >&2
+  return 1
+}
+
+# print_versions PYTHON: the interpreter and the versions of hdist's dependencies it
+# imports, for the log of each stage.
+print_versions() {
+  "$1" - <<'PY'
+import platform, sys
+from importlib import metadata
+names = ["hdist", "numpy", "pandas", "scikit-learn", "scipy", "threadpoolctl", "pyarrow",
+         "polars", "dask", "distributed", "matplotlib", "tqdm", "pytest", "hypothesis", "Cython"]
+found = []
+for n in names:
+    try:
+        found.append("%s %s" % (n, metadata.version(n)))
+    except metadata.PackageNotFoundError:
+        pass
+print("== Python %s (%s) at %s" % (platform.python_version(), platform.machine(), sys.executable))
+print("== " + ", ".join(found))
+PY
+}

@@ -82,15 +82,7 @@ if bad:
     sys.exit("installed versions differ from ci/constraints-oldest.txt:\n  " + "\n  ".join(bad))
 EOF
 INSTALLED=$(date +%s)
-"$ENV_PY" - <<'EOF'
-import platform
-from importlib.metadata import version
-
-print("Python", platform.python_version())
-for name in ("numpy", "pandas", "scikit-learn", "scipy", "pyarrow", "polars", "dask",
-             "matplotlib", "tqdm", "pytest"):
-    print("%-13s %s" % (name, version(name)))
-EOF
+print_versions "$ENV_PY"
 
 step "the whole suite against the installed wheel"
 test_installed "$WORK/env" "$WORK/src" "$WORK/run"

@@ -72,6 +72,7 @@ if [ "$HERE" != "$WORK/hdist" ]; then
 fi
 
 # -- run ------------------------------------------------------------------------------
+print_versions "$PY"
 # the kernels (every brute-force path and the matrix-product filter), the trees, and the
 # robustness suites that feed them hostile inputs, threads and signals
 TESTS=(tests/test_foundation.py tests/test_gemm.py tests/test_gemm_tiles.py tests/test_trees.py tests/test_tile.py

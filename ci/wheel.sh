@@ -4,6 +4,8 @@
 # and run the test suite against the installed wheel -- never against the source tree.
 #
 #   bash ci/wheel.sh            Linux; PYTHON (default python3) makes the environments
+#                               (.ci/run passes the machine's newest Python; the test
+#                               environment gets the newest releases of the dependencies)
 #
 # The wheelhouse is kept in $OUT (default: dist/ of the repository).  HDIST_DATA points to
 # the real datasets (default: shared/data beside the repository); PYTEST_ARGS adds pytest
@@ -75,6 +77,8 @@ step "fresh environment with the repaired wheel"
 "$PY" -m venv "$WORK/test"
 "$WORK/test/bin/python" -m pip install -q --upgrade pip
 "$WORK/test/bin/python" -m pip install -q "$REPAIRED[test]"
+
+print_versions "$WORK/test/bin/python"
 
 step "tests against the installed wheel"
 test_installed "$WORK/test" "$WORK/src" "$WORK/run"
