@@ -23,7 +23,11 @@ SANITIZE = os.environ.get("HDIST_SANITIZE", "0") == "1"
 ALLOW_NO_OPENMP = os.environ.get("HDIST_ALLOW_NO_OPENMP", "0") == "1"
 KEEP_DEBUG = DEBUG or SANITIZE or os.environ.get("HDIST_KEEP_DEBUG", "0") == "1"
 
-MODULES = ["_kernels", "_trees"]
+#: the compiled modules (hdist/_kernels/<name>.pyx), their C headers and included sources
+KDIR = os.path.join("hdist", "_kernels")
+MODULES = ["plan", "tiles", "gemm", "pam", "trees"]
+HEADERS = ["tile.h", "tile_body.h", "gemm_body.h", "scan_body.h", "pw.h", "gemm_scan.h", "openmp.h"]
+INCLUDED = ["plan.pxd", "tiles.pxd", "ctile.pxd", "gemm_search.pxi", "tree_query.pxi"]
 
 
 def _openmp_flags(compiler_type):
@@ -115,7 +119,7 @@ class BuildExt(build_ext):
 
 
 #: the numpy and Cython versions the generated C files of this tree were made with
-STAMP = os.path.join("hdist", ".generated-with")
+STAMP = os.path.join(KDIR, ".generated-with")
 
 
 def _generator():
@@ -138,12 +142,12 @@ def _generated_by_another():
 def _extensions():
     exts = []
     for name in MODULES:
-        src = os.path.join("hdist", name + ".pyx")
+        src = os.path.join(KDIR, name + ".pyx")
         if os.path.exists(src):
-            headers = ("_tile.h", "_tile_body.h", "_gemm_body.h", "_scan_body.h", "_pw.h",
-                       "_gemm_scan.h")
-            exts.append(Extension("hdist." + name, [src], include_dirs=[np.get_include(), "hdist"],
-                                  depends=[os.path.join("hdist", h) for h in headers]))
+            exts.append(Extension("hdist._kernels." + name, [src],
+                                  include_dirs=[np.get_include(), KDIR],
+                                  depends=[os.path.join(KDIR, h) for h in HEADERS]
+                                  + [os.path.join(KDIR, f) for f in INCLUDED]))
     # boundscheck and wraparound keep Cython's defaults (Python's rules) for the whole
     # module: the functions that index typed memoryviews in their loops turn both off
     # themselves (``@cython.boundscheck(HDIST_DEBUG)``, ``@cython.wraparound(False)``), so

@@ -79,7 +79,7 @@ def main(argv=None):
     rows.append(("fit", "hdist Metric('heom').fit", best(lambda: hdist.Metric("heom").fit(X),
                                                           args.repeat)))
     rows.append(("fit", "hdist Schema.fit_encode",
-                 best(lambda: hdist._schema.Schema().fit_encode(X), args.repeat)))
+                 best(lambda: hdist._core.schema.Schema().fit_encode(X), args.repeat)))
     rows.append(("fit", "OneHotEncoder + StandardScaler fit", best(sk_fit, args.repeat)))
     y = np.random.default_rng(5).choice(["<50k", ">=50k"], size=len(X), p=[0.94, 0.06])
     rows.append(("fit", "hdist Metric('hvdm').fit(X, y)",

@@ -15,7 +15,7 @@ or with ``wraparound`` off and an index that is not a literal ``>= 0`` (Cython t
 wraparound off by itself for such literals, which is right).  Accesses from Cython's own utility code are not counted.  Slices need
 no check: Cython builds a slice object and the object applies Python's rules itself.
 
-    python ci/check_object_indexing.py hdist/_kernels.c hdist/_trees.c
+    python ci/check_object_indexing.py hdist/_kernels/*.c
 
 Exit status 1 and one line per offending access when there is any; 0 otherwise.
 """

@@ -10,8 +10,8 @@ copy_sources() {
        tar --null -T - -cf -) | tar -xf - -C "$dest"
   else
     cp -R "$root/." "$dest/"
-    rm -rf "$dest/build" "$dest/dist" "$dest"/hdist/*.so "$dest"/hdist/*.pyd \
-      "$dest"/hdist/_kernels.c "$dest"/hdist/_trees.c
+    rm -rf "$dest/build" "$dest/dist" "$dest"/hdist/_kernels/*.so "$dest"/hdist/_kernels/*.pyd \
+      "$dest"/hdist/_kernels/*.c
   fi
 }
 

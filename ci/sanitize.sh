@@ -60,7 +60,7 @@ if [ "$MODE" = asan ]; then
   export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:${UBSAN_OPTIONS:-}
   RUN+=(LD_PRELOAD="$LIBASAN")
 else
-  # the 2^31-element scan of tests/test_memory.py takes minutes at -O0
+  # the 2^31-element scan of tests/kernels/test_memory.py takes minutes at -O0
   RUN+=(HDIST_SKIP_HUGE_INDEX=1)
 fi
 
@@ -75,10 +75,12 @@ fi
 print_versions "$PY"
 # the kernels (every brute-force path and the matrix-product filter), the trees, and the
 # robustness suites that feed them hostile inputs, threads and signals
-TESTS=(tests/test_foundation.py tests/test_gemm.py tests/test_gemm_tiles.py tests/test_trees.py tests/test_tile.py
-       tests/test_ties.py tests/test_extreme_p.py tests/test_tile_ignore.py tests/test_power.py
-       tests/test_bad_input.py tests/test_concurrency.py tests/test_memory.py
-       tests/test_properties.py tests/test_pam.py)
+TESTS=(tests/kernels/test_foundation.py tests/kernels/test_gemm_tiles.py
+       tests/kernels/test_trees.py tests/kernels/test_tile.py tests/kernels/test_extreme_p.py
+       tests/kernels/test_tile_ignore.py tests/kernels/test_power.py
+       tests/kernels/test_memory.py tests/kernels/test_pam.py
+       tests/search/test_gemm.py tests/search/test_ties.py tests/search/test_concurrency.py
+       tests/search/test_properties.py tests/faces/test_bad_input.py)
 if [ -n "${SANITIZE_TESTS:-}" ]; then
   read -ra TESTS <<<"$SANITIZE_TESTS"
 fi

@@ -1,4 +1,4 @@
-/* Cross-architecture check of the tile kernel (hdist/_tile.h).
+/* Cross-architecture check of the tile kernel (hdist/_kernels/tile.h).
  *
  * Fills a plan with every block (continuous, overlap, tables, embedded q = 1 and q = 2),
  * missing values on both sides and unseen codes, and prints the reduced distances of every
@@ -11,7 +11,7 @@
  * The data come from a fixed linear congruential generator, so every platform sees the
  * same inputs.
  */
-#include "_tile.h"
+#include "tile.h"
 #include <stdio.h>
 
 static unsigned long long lcg_state = 12345;

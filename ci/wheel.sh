@@ -38,8 +38,9 @@ SDIST=$(ls "$WORK"/dist/hdist-*.tar.gz)
 WHEEL=$(ls "$WORK"/dist/hdist-*.whl)
 # the sdist carries what a build from it needs, and no build products
 tar -tzf "$SDIST" >"$WORK/sdist.txt"
-for f in setup.py pyproject.toml hdist/_kernels.pyx hdist/_kernels.pxd hdist/_trees.pyx \
-         hdist/py.typed hdist/_kernels.pyi; do
+for f in setup.py pyproject.toml hdist/_kernels/tiles.pyx hdist/_kernels/plan.pxd \
+         hdist/_kernels/trees.pyx hdist/_kernels/tree_query.pxi hdist/_kernels/tile.h \
+         hdist/py.typed hdist/_kernels/__init__.pyi; do
   grep -q "/$f\$" "$WORK/sdist.txt" || { echo "sdist lacks $f" >&2; exit 1; }
 done
 if grep -qE '\.(so|pyd)$' "$WORK/sdist.txt"; then
@@ -53,7 +54,8 @@ REPAIRED=$(ls "$WORK"/wheelhouse/hdist-*manylinux*.whl)
 "$WORK/tools/bin/auditwheel" show "$REPAIRED" | tee "$WORK/show.txt"
 grep -q "libgomp" "$WORK/show.txt" || { echo "libgomp is not bundled" >&2; exit 1; }
 "$WORK/tools/bin/python" -m zipfile -l "$REPAIRED" >"$WORK/wheel.txt"
-for f in hdist/py.typed hdist/_kernels.pyi hdist/__init__.pyi hdist/_kernels.pyx; do
+for f in hdist/py.typed hdist/_kernels/__init__.pyi hdist/__init__.pyi hdist/_kernels/tiles.pyx \
+         hdist/_core/schema.py hdist/_search/index.pyi; do
   grep -q " *$f " "$WORK/wheel.txt" || grep -q "^$f" "$WORK/wheel.txt" ||
     { echo "wheel lacks $f" >&2; exit 1; }
 done
@@ -64,8 +66,8 @@ fi
 # and modules linked without their debugging information
 mkdir "$WORK/unz"
 "$WORK/tools/bin/python" -m zipfile -e "$REPAIRED" "$WORK/unz"
-ls "$WORK"/unz/hdist/*.so >/dev/null    # fails when the wheel holds no module
-for so in "$WORK"/unz/hdist/*.so; do
+ls "$WORK"/unz/hdist/_kernels/*.so >/dev/null    # fails when the wheel holds no module
+for so in "$WORK"/unz/hdist/_kernels/*.so; do
   readelf -S "$so" >"$WORK/sections.txt"    # fails (set -e) when readelf cannot read it
   if grep -q "\.debug_info" "$WORK/sections.txt"; then
     echo "$(basename "$so") carries debugging information" >&2; exit 1

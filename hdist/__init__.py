@@ -3,18 +3,20 @@
 Continuous and nominal attributes, missing values, HEOM / HVDM / VDM / Minkowski /
 Gower and more, computed by OpenMP kernels over a compact fitted Plan.
 """
-from . import _threads
-# before the kernels load the OpenMP runtime: its wait policy (see hdist._threads)
+from ._core import threads as _threads
+# before the kernels load the OpenMP runtime: its wait policy (see hdist._core.threads)
 _set = _threads._request_wait_policy()
 from . import _kernels  # noqa: E402
 _threads._kernels_loaded(_set)
 del _set
 from ._version import __version__  # noqa: E402
 from .metrics import METRICS, Explanation, Metric, get_metric
-from ._config import show_config
+from ._core.config import show_config
 from . import discretize
-from ._info import entropy, mutual_information
-from ._index import NeighborsIndex
+from ._core.information import entropy, mutual_information
+from ._search.index import NeighborsIndex
+from . import _moved
+_moved.install()
 
 __all__ = ["__version__", "METRICS", "Metric", "Explanation", "get_metric", "show_config"]
 __all__ += ["discretize", "entropy", "mutual_information", "NeighborsIndex"]

@@ -11,10 +11,10 @@ from . import impute as impute
 from . import neighbors as neighbors
 from . import plot as plot
 from . import prototypes as prototypes
-from ._config import show_config as show_config
-from ._index import NeighborsIndex as NeighborsIndex
-from ._info import entropy as entropy
-from ._info import mutual_information as mutual_information
+from ._core.config import show_config as show_config
+from ._search.index import NeighborsIndex as NeighborsIndex
+from ._core.information import entropy as entropy
+from ._core.information import mutual_information as mutual_information
 from ._version import __version__ as __version__
 from .cluster import KMedoids as KMedoids
 from .cluster import KModes as KModes

@@ -31,8 +31,8 @@ import time
 
 import numpy as np
 
-from . import _knn
-from ._schema import take_rows
+from ._search import votes as _knn
+from ._core.schema import take_rows
 
 EXIT_DATA = 1
 EXIT_USAGE = 2
@@ -315,7 +315,7 @@ def iter_query_chunks(path, kinds, chunk_size, text=()):
 def _agreement(predicted, truth):
     """``(matches, rows with a known truth)``; labels compare by their text, so the
     class ``1`` read as a number in one file and as text in the other still match."""
-    from ._schema import _norm_key, is_missing_scalar
+    from ._core.schema import _norm_key, is_missing_scalar
     known = [(p, t) for p, t in zip(predicted, truth) if not is_missing_scalar(t)]
     return sum(str(_norm_key(p)) == str(_norm_key(t)) for p, t in known), len(known)
 
@@ -412,7 +412,7 @@ def _id_values(chunk, name):
 
 
 def _knn_command(args):
-    from .metrics import Metric
+    from ._search.metric import Metric
     if args.k < 1:
         raise CLIError("--k must be >= 1, got %d" % args.k, EXIT_USAGE)
     if args.chunk_size < 1:
@@ -476,7 +476,7 @@ def _knn_command(args):
         metric = Metric(args.metric, nominal=nominal, **params)
     codes = classes = None
     if labels is not None:
-        from ._schema import encode_labels
+        from ._core.schema import encode_labels
         try:
             codes, classes = encode_labels(labels, len(labels))
         except ValueError as e:
@@ -573,7 +573,7 @@ def _knn_command(args):
 
 
 def effective_threads(n_jobs):
-    from ._threads import effective_n_jobs
+    from ._core.threads import effective_n_jobs
     return effective_n_jobs(n_jobs)
 
 
@@ -619,7 +619,7 @@ def _cv_data(name):
 
 def registry_presets():
     """Preset names of ``hdist.METRICS`` in registration order, aliases left out."""
-    from .metrics import METRICS
+    from ._search.metric import METRICS
     names = []
     for info in METRICS.values():
         if info.name not in names:
@@ -634,7 +634,7 @@ def cross_validate(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weights=
     attributes only is run on the nominal columns (note ``"nominal columns only"``).
     ``ties`` as in the estimators: ``"include"`` lets every training row tied with the
     k-th neighbour vote, ``"index"`` the first k by row order."""
-    from .metrics import METRICS, Metric
+    from ._search.metric import METRICS, Metric
     info = METRICS[metric_name]
     note = None
     if info.continuous is None and len(nominal) < X.shape[1]:
@@ -685,7 +685,7 @@ def _cv_file_data(args):
     _check_columns(nominal, columns, "--nominal", args.train)
     _check_columns(dropped, columns, "--drop", args.train)
     _check_columns(ids, columns, "--id", args.train)
-    from ._schema import encode_labels
+    from ._core.schema import encode_labels
     try:
         labels = _column_values(table, args.target)
         y, _ = encode_labels(labels, len(labels))
@@ -817,7 +817,7 @@ def _cv_command(args):
 
 
 def _info_command(args):
-    from ._config import show_config
+    from ._core.config import show_config
     show_config()
     return 0
 

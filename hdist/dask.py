@@ -60,7 +60,7 @@ def _broadcast(obj, client):
 def _searcher(obj):
     """The neighbor-search object inside ``obj`` (its fitted index for an estimator),
     checked to be fitted."""
-    from .metrics import Metric
+    from ._search.metric import Metric
     if isinstance(obj, Metric):
         obj._check_fitted()
         return obj
@@ -134,7 +134,7 @@ def kneighbors(index, ddf, k=5, *, reference=None, n_jobs=1, client=None,
                                       query_block=query_block, split_every=split_every)
     searcher = _searcher(index)
     _check_ddf(ddf)
-    from .metrics import _check_k
+    from ._search.metric import _check_k
     n_train = searcher.n_train_
     k = _check_k(k, n_train)
     meta = pd.DataFrame({c: np.zeros(0, dtype=np.int64 if c.startswith("n") else np.float64)
@@ -206,7 +206,7 @@ def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, clien
     from sklearn.utils.validation import check_is_fitted
     if method not in ("predict", "predict_proba"):
         raise ValueError("method must be 'predict' or 'predict_proba', got %r" % (method,))
-    from .neighbors import _SupervisedBase
+    from ._estimators.neighbors import _SupervisedBase
     if not isinstance(estimator, _SupervisedBase) or not hasattr(estimator, method):
         raise TypeError("estimator must be an hdist KNeighborsClassifier or "
                         "KNeighborsRegressor with %s, got %s"
@@ -232,7 +232,7 @@ def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, clien
 def _slim(metric):
     """A copy of a fitted Metric that keeps its statistics and Plan (what encoding and
     the kernels need) but not its training rows, so sending it to workers is cheap."""
-    from .metrics import FitState
+    from ._search.metric import FitState
     state = metric._fitted()
     slim = copy.copy(metric)
     slim.__dict__ = dict(metric.__dict__)
@@ -268,7 +268,7 @@ def _encode_part(metric, part):
 def _local_topk(metric, queries, part, k, offset, n_jobs):
     """Top-``k`` (or all, for a smaller partition) of one encoded reference partition
     for one block of queries, with global row indices (``offset`` + position)."""
-    from ._threads import effective_n_jobs
+    from ._core.threads import effective_n_jobs
     R = part.R
     if R.n == 0 or len(queries) == 0:
         return np.zeros((len(queries), 0)), np.zeros((len(queries), 0), dtype=np.intp)
@@ -357,7 +357,7 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
     """
     import dask
     _check_ddf(reference)
-    from .metrics import Metric, _check_k
+    from ._search.metric import Metric, _check_k
     if not isinstance(metric, Metric):
         metric = getattr(_searcher(metric), "metric_", None)
         if not isinstance(metric, Metric):
@@ -518,7 +518,7 @@ def fit_metric(metric, reference, target=None, *, client=None, split_every=8):
         (co-occurrence presets), which per-column counts cannot fit.
     """
     import dask
-    from .metrics import Metric
+    from ._search.metric import Metric
     _check_ddf(reference)
     if isinstance(metric, str):
         metric = Metric(metric)

@@ -5,8 +5,8 @@ from typing import Any, Callable, Literal, overload
 import numpy as np
 import numpy.typing as npt
 
-from ._plan import Plan, Rows
-from ._schema import Schema
+from ._core.plan import Plan, Rows
+from ._core.schema import Schema
 
 Float64Array = npt.NDArray[np.float64]
 IntpArray = npt.NDArray[np.intp]

@@ -7,8 +7,19 @@ Hypothesis profiles, chosen with the environment variable ``HYPOTHESIS_PROFILE``
 - ``big``: many random examples, for a manual hunt (``HYPOTHESIS_PROFILE=big pytest``).
 """
 import os
+import sys
+from pathlib import Path
 
 from hypothesis import HealthCheck, Phase, settings
+
+# The tests of each layer live in a folder of their own (kernels, core, search, estimators,
+# faces); the helpers (reference.py, strategies.py, ...) live here, and some test modules
+# import others: every one of these folders is importable.
+_HERE = Path(__file__).resolve().parent
+for _dir in [_HERE] + sorted(p for p in _HERE.iterdir() if (p / "__init__.py").exists() is False
+                             and p.is_dir() and any(p.glob("test_*.py"))):
+    if str(_dir) not in sys.path:
+        sys.path.insert(0, str(_dir))
 
 _SLOW_OK = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much]
 

@@ -4,7 +4,10 @@
 import os
 from pathlib import Path
 
-_ROOT = Path(__file__).resolve().parent.parent
+#: the tests folder (its subfolders hold the tests of each layer) and the repository
+TESTS = Path(__file__).resolve().parent
+ROOT = TESTS.parent
+_ROOT = ROOT
 
 
 def data_dir() -> Path:

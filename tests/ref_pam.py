@@ -1,4 +1,4 @@
-"""Plain-numpy k-medoids references for tests/test_pam.py (never used by hdist itself).
+"""Plain-numpy k-medoids references for tests/kernels/test_pam.py (never used by hdist itself).
 
 ``eager_swaps`` is FasterPAM's search (Schubert & Rousseeuw 2021) written from its
 definition: candidates are taken in the given order, cycling; for a candidate ``j`` that

@@ -1,6 +1,6 @@
 """Reference encoder for tests: the cell-by-cell Schema hdist used before encoding became
-column-wise (hdist/_schema.py).  Kept unchanged as the independent reference the vectorized
-path is compared against (tests/test_encode.py); never imported by the package."""
+column-wise (hdist/_core/schema.py).  Kept unchanged as the independent reference the vectorized
+path is compared against (tests/core/test_encode.py); never imported by the package."""
 from __future__ import annotations
 
 import numbers

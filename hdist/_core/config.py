@@ -8,9 +8,9 @@ import sys
 def config():
     """Dict of version, compiler, OpenMP and thread facts."""
     import numpy as np
-    from ._version import __version__
-    from ._kernels import bf16_bounds, isa, isa_variants, openmp_enabled, omp_max_threads
-    from ._threads import available_cpus, effective_n_jobs, forked, wait_policy
+    from .._version import __version__
+    from .._kernels import bf16_bounds, isa, isa_variants, openmp_enabled, omp_max_threads
+    from .threads import available_cpus, effective_n_jobs, forked, wait_policy
     import sysconfig
     return {
         "hdist": __version__,

@@ -45,8 +45,8 @@ import threading
 
 import numpy as np
 
-from ._plan import TableComponent
-from ._schema import CONTINUOUS
+from .plan import TableComponent
+from .schema import CONTINUOUS
 from .discretize import MAX_BINS, EqualFrequency
 
 #: largest number of doubles in one block of pairwise differences (``rows x V x L``)
@@ -69,7 +69,7 @@ def _check_metric(metric):
     check_params(metric._param("average"), metric._param("n_bins"))
 
 
-#: nominal kind of hdist._presets.TABLE -> parameter check
+#: nominal kind of hdist._core.presets.TABLE -> parameter check
 CHECKS = {"hds": _check_metric, "add": _check_metric}
 
 
@@ -192,5 +192,5 @@ def _factory(kind):
     return factory
 
 
-#: nominal kind of hdist._presets.TABLE -> component factory
+#: nominal kind of hdist._core.presets.TABLE -> component factory
 FACTORIES = {"hds": _factory("hds"), "add": _factory("add")}

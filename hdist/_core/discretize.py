@@ -21,7 +21,7 @@ Conventions shared by all three:
 - ``fit(x, y, sample_weight=w)``: frequency weights, a value of weight ``m`` counts as
   ``m`` copies of it (integer weights give exactly the cuts of the repeated values).  Rows
   of weight 0 are left out; quantiles are weighted quantiles
-  (:func:`hdist._estimators.weighted_quantile`, docs/metrics.md) and MDLP's class counts
+  (:func:`hdist._core.statistics.weighted_quantile`, docs/metrics.md) and MDLP's class counts
   and ``N`` are sums of weights.
 
 References
@@ -39,8 +39,8 @@ from fractions import Fraction
 
 import numpy as np
 
-from ._estimators import weighted_quantile
-from ._schema import NotFittedError, check_sample_weight
+from .statistics import weighted_quantile
+from .schema import NotFittedError, check_sample_weight
 
 __all__ = ["Discretizer", "EqualWidth", "EqualFrequency", "MDLP", "equal_width",
            "equal_frequency", "mdlp"]

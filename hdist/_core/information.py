@@ -24,8 +24,8 @@ import numbers
 
 import numpy as np
 
-from ._schema import column_weights
-from ._schema import check_sample_weight
+from .schema import column_weights
+from .schema import check_sample_weight
 from .discretize import Discretizer, EqualFrequency, _as_labels, _as_values
 
 __all__ = ["entropy", "mutual_information", "mi_weights"]

@@ -256,7 +256,7 @@ class Plan:
     @property
     def cplan(self):
         if self._cplan is None:
-            from ._kernels import CPlan
+            from .._kernels import CPlan
             self._cplan = CPlan(self)
         return self._cplan
 

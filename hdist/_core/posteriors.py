@@ -57,9 +57,9 @@ import numbers
 
 import numpy as np
 
-from ._estimators import class_priors
-from ._plan import EmbedComponent
-from ._schema import check_sample_weight
+from .statistics import class_priors
+from .plan import EmbedComponent
+from .schema import check_sample_weight
 from .discretize import Discretizer, EqualWidth, _as_values
 
 __all__ = ["DiscretizedPosterior", "InterpolatedPosterior", "GaussianPosterior",
@@ -699,6 +699,6 @@ class _Check:
         ESTIMATORS[self.kind](metric)
 
 
-#: continuous kind of hdist._presets.TABLE -> component factory / parameter check
+#: continuous kind of hdist._core.presets.TABLE -> component factory / parameter check
 FACTORIES = {kind: _Factory(kind) for kind in ESTIMATORS}
 CHECKS = {kind: _Check(kind) for kind in ESTIMATORS}

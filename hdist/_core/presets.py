@@ -2,9 +2,9 @@
 parameters it accepts and its effective defaults, in one place (docs/metrics.md, section 7).
 
 :class:`hdist.Metric` reads this table; the implementations of the kinds named here live
-in :mod:`hdist._plan` and :mod:`hdist._estimators` (``"diff"``, ``"overlap"``, ``"vdm"``),
-:mod:`hdist._posteriors` (the class-posterior kinds ``"dvdm"`` ... ``"pvdm"``) and
-:mod:`hdist._cooccurrence` (``"hds"``, ``"add"``).  This module imports nothing of hdist.
+in :mod:`hdist._core.plan` and :mod:`hdist._core.statistics` (``"diff"``, ``"overlap"``, ``"vdm"``),
+:mod:`hdist._core.posteriors` (the class-posterior kinds ``"dvdm"`` ... ``"pvdm"``) and
+:mod:`hdist._core.cooccurrence` (``"hds"``, ``"add"``).  This module imports nothing of hdist.
 """
 from __future__ import annotations
 

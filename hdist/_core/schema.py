@@ -389,7 +389,8 @@ def _caller_level():
     """``stacklevel`` of the first frame outside hdist, so a warning names the user's line."""
     import os
     import sys
-    pkg = os.path.dirname(os.path.abspath(__file__)) + os.sep
+    # the hdist package (this module sits in its _core folder)
+    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
     f, level = sys._getframe(2), 2
     while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
         f, level = f.f_back, level + 1

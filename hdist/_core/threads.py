@@ -141,7 +141,7 @@ def effective_n_jobs(n_jobs):
     if _forked:
         return 1
     if n_jobs is None:
-        from ._kernels import omp_max_threads
+        from .._kernels import omp_max_threads
         return max(1, min(available_cpus(), omp_max_threads()))
     n_jobs = int(n_jobs)
     if n_jobs < 0:

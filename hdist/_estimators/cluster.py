@@ -42,11 +42,11 @@ import numbers
 
 import numpy as np
 
-from . import _progress
-from ._plan import SYMBOL
-from ._schema import CONTINUOUS, MixedTableTags, check_sample_weight
-from ._threads import effective_n_jobs
-from .metrics import METRICS, Metric
+from .._core import progress as _progress
+from .._core.plan import SYMBOL
+from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight
+from .._core.threads import effective_n_jobs
+from .._search.metric import METRICS, Metric
 
 try:  # with scikit-learn installed, the estimators are scikit-learn estimators
     from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -91,7 +91,7 @@ def _is_pandas_frame(X):
 
 # -- distances between encoded rows ------------------------------------------------------
 def _crows(rows):
-    from ._kernels import CRows
+    from .._kernels import CRows
     return CRows(rows)
 
 
@@ -102,7 +102,7 @@ SERIAL_PAIRS = 1 << 15
 def _distances(plan, crows_a, crows_b, n_a, n_b, threads, reduced):
     """``[n_a, n_b]`` distances between two sets of encoded rows, parallel over the rows
     of ``a`` (so ``a`` should be the short side: centers, a tile of candidates)."""
-    from ._kernels import pairwise
+    from .._kernels import pairwise
     if n_a * n_b < SERIAL_PAIRS:
         threads = 1
     out = np.empty((n_a, n_b))
@@ -836,7 +836,7 @@ class _MedoidEngine:
         self.w = weight
         self.full = None
         if self.n * self.n <= full_entries:
-            from ._kernels import pairwise
+            from .._kernels import pairwise
             self.full = np.empty((self.n, self.n))
             pairwise(data.plan.cplan, self.crows, self.crows, self.full, data.threads, True,
                      False)
@@ -874,7 +874,7 @@ class _MedoidEngine:
         """Eager swaps (the compiled kernels ``pam_assign`` / ``pam_swaps``) over the rows
         in a random order, pass after pass, until ``n`` candidates in a row bring no swap
         or ``max_iter`` passes are done.  Rows of weight 0 are never candidates."""
-        from ._kernels import pam_assign, pam_swaps
+        from .._kernels import pam_assign, pam_swaps
         n = self.n
         Dm = np.ascontiguousarray(self.block(med))
         near = np.empty(n, dtype=np.intp)

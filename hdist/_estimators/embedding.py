@@ -30,8 +30,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from .metrics import Metric
-from ._schema import NotFittedError
+from .._search.metric import Metric
+from .._core.schema import NotFittedError
 
 __all__ = ["Embedding"]
 

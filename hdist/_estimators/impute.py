@@ -49,10 +49,10 @@ import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, _num_samples, check_is_fitted
 
-from . import _knn
-from ._index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
-from ._schema import CONTINUOUS, MixedTableTags, check_sample_weight
-from .metrics import Metric
+from .._search import votes as _knn
+from .._search.index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
+from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight
+from .._search.metric import Metric
 
 __all__ = ["KNNImputer"]
 

@@ -30,9 +30,9 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (_num_samples, check_array, check_is_fitted,
                                       column_or_1d)
 
-from . import _knn
-from ._schema import MixedTableTags, check_sample_weight, missing_mask, take_rows
-from .metrics import Metric
+from .._search import votes as _knn
+from .._core.schema import MixedTableTags, check_sample_weight, missing_mask, take_rows
+from .._search.metric import Metric
 
 __all__ = ["KNeighborsClassifier", "KNeighborsRegressor", "NearestNeighbors",
            "KNeighborsTransformer"]

@@ -51,11 +51,11 @@ from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 
-from ._estimators import weighted_quantile
-from ._plan import SYMBOL
-from ._schema import CONTINUOUS, MixedTableTags, check_sample_weight, missing_mask
-from ._threads import effective_n_jobs
-from .metrics import METRICS, Metric, balanced_accuracy
+from .._core.statistics import weighted_quantile
+from .._core.plan import SYMBOL
+from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight, missing_mask
+from .._core.threads import effective_n_jobs
+from .._search.metric import METRICS, Metric, balanced_accuracy
 
 __all__ = ["PrototypeClassifier", "PrototypeExplanation"]
 
@@ -246,7 +246,7 @@ class _Space:
 
     def nearest(self, rows, proto_rows, k=1):
         """(distances, prototype indices) of the k nearest prototypes of encoded rows."""
-        from ._kernels import CRows, knn
+        from .._kernels import CRows, knn
         if rows is self.rows:
             if getattr(self, "_crows", None) is None:
                 self._crows = CRows(rows)
@@ -257,7 +257,7 @@ class _Space:
 
     def distances(self, rows, proto_rows, reduced=False):
         """``[n, P]`` distances from encoded rows to the prototypes."""
-        from ._kernels import CRows, pairwise
+        from .._kernels import CRows, pairwise
         out = np.empty((rows.n, proto_rows.n))
         threads = 1 if rows.n * proto_rows.n < (1 << 15) else self.threads
         pairwise(self.plan.cplan, CRows(rows), CRows(proto_rows), out, threads, False,
@@ -1064,7 +1064,7 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
 
     def _nearest(self, rows, k=1):
         """The k = 1 query of the kernels with the prototypes as reference rows."""
-        from ._kernels import CRows, knn
+        from .._kernels import CRows, knn
         return knn(self.metric_.plan_.cplan, CRows(rows), CRows(self._proto_rows), k,
                    effective_n_jobs(self.n_jobs))
 
@@ -1078,7 +1078,7 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
     def class_distances(self, X):
         """``[n, n_classes]`` distances from each row to the nearest prototype of each
         class (columns in ``classes_`` order)."""
-        from ._kernels import CRows, pairwise
+        from .._kernels import CRows, pairwise
         rows = self._query_rows(X)
         P = self._proto_rows.n
         D = np.empty((rows.n, P))
@@ -1109,7 +1109,7 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
     def explain(self, x):
         """The prototype that wins row ``x`` and the per-attribute terms of their
         distance (:meth:`hdist.Metric.explain`)."""
-        from .metrics import _one_row
+        from .._search.metric import _one_row
         schema = self.metric_.schema_
         check_is_fitted(self, "prototypes_")
         self.metric_._check_same_fit(self._fit_state, "PrototypeClassifier")

@@ -1,7 +1,8 @@
-"""Type stubs of the compiled kernels (``hdist/_kernels.pyx``).
+"""Type stubs of the compiled kernels (the modules of ``hdist/_kernels/``, gathered by
+its ``__init__``).
 
 The kernels see only arrays: a :class:`CPlan` (the C view of a fitted metric's
-:class:`hdist._plan.Plan`) and :class:`CRows` (the C view of encoded rows).
+:class:`hdist._core.plan.Plan`) and :class:`CRows` (the C view of encoded rows).
 """
 from typing import Any, Literal
 

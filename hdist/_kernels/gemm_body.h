@@ -1,10 +1,10 @@
-/* Products of the matrix-product filter (hdist/_gemm.py), included once per instruction
- * set by _tile.h with HD_SFX defined (a suffix for every function name) and HD_GEMM_ISA
+/* Products of the matrix-product filter (hdist/_search/gemm_filter.py), included once per
+ * instruction set by tile.h with HD_SFX defined (a suffix for every function name) and HD_GEMM_ISA
  * (0 plain C, 1 AVX2 with FMA, 2 AVX-512).  No include guard on purpose.
  *
  * One panel of HD_GQB query rows stored attribute-major (Xt[k HD_GQB + i]; the first nqb
  * are stored, the others are padding) against npan panels of HD_GPW reference rows stored
- * the same way (Y[(p K + k) HD_GPW + j]), both made by gemm_panels (_kernels.pyx):
+ * the same way (Y[(p K + k) HD_GPW + j]), both made by gemm_panels (gemm.pyx):
  *
  *     G[i ldg + p HD_GPW + j] = sum_k Xt[k HD_GQB + i] Y[(p K + k) HD_GPW + j].
  *
@@ -21,7 +21,7 @@
  *     ((G + col_0) + ... + col_{nm-1}) + (tab[a] + tab[b]),   ab[j] = a + 256 b,
  *
  * col_t the row j entries of add->gy + add->mi[i][t] add->gstride: the sums hd_prep
- * (hdist/_scan_body.h) makes from the stored estimates, operation for operation (plain
+ * (hdist/_kernels/scan_body.h) makes from the stored estimates, operation for operation (plain
  * float additions, no contraction).  With add->bf16 (HD_GEMM_ISA 3) the two entries come
  * from the tables rounded down to bfloat16 and one dot product adds them (at most two
  * roundings, subnormals flushed): lower values, which the selection's recheck accounts

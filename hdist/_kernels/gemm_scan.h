@@ -1,5 +1,5 @@
-/* Bit masks of the estimates of the matrix-product filter (hdist/_gemm.py) at or below a
- * threshold: bit j of the result is set when e[j] <= s, for n <= 64 entries.  The
+/* Bit masks of the estimates of the matrix-product filter (hdist/_search/gemm_filter.py) at
+ * or below a threshold: bit j of the result is set when e[j] <= s, for n <= 64 entries.  The
  * selection then visits only the set bits instead of testing every entry of a kept chunk with a branch.  SSE2 (every x86-64) compares four floats or
  * two doubles at once; elsewhere a plain loop.  Each comparison is the one the plain C
  * expression makes (IEEE single or double operations, no contraction): the masks do not

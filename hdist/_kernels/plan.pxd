@@ -1,14 +1,20 @@
 # cython: language_level=3
-"""Shared declarations of the distance kernels.
+"""Declarations shared by every compiled module of hdist._kernels.
 
 The kernels see only arrays: a :class:`CPlan` (per-attribute constants of a fitted
 metric) and :class:`CRows` (encoded rows).  The inline term functions below are used by
-the brute-force kernels in ``_kernels.pyx`` and by the trees in ``_trees.pyx``, so every
-algorithm computes a pair's distance with the same floating-point operations.
+the brute-force kernels (``tiles``, ``gemm``) and by the trees (``trees``), so every
+algorithm computes a pair's distance with the same floating-point operations; the
+(distance, index) order of candidates and the heaps that keep the k best are here too.
 """
 from libc.math cimport fabs, fmax, sqrt, pow, INFINITY
 
-cdef extern from "_pw.h":
+cdef extern from "openmp.h":
+    int hdist_openmp_enabled() noexcept nogil
+    int hdist_max_threads() noexcept nogil
+    int hdist_thread_id() noexcept nogil
+
+cdef extern from "pw.h":
     # d^p for a general p: sqrt for p = 0.5, pow otherwise (shared with the tile kernel)
     double hd_pw_gen(double d, double p) noexcept nogil
 
@@ -490,17 +496,49 @@ cdef inline double true_of(const PlanS* P, const RowsS* A, intp i, const RowsS* 
     return finalize(P, s)
 
 
-
-# The tile kernel for callers outside this module (the trees' leaves).
-ctypedef struct AttrRows:
-    intp ld              # rows stored attribute-major: value (a, j) at [a * ld + j]
-    const double* c      # [mc, ld]
-    const double* cpen   # [mc, ld]
-    const int* o         # [mo, ld]
-    const int* t         # [mt, ld]
-    const double* e      # [D, ld]
+ctypedef struct Hit:
+    double d
+    intp j
 
 
-cdef int tile_block(const void* view, const PlanS* P, const RowsS* Q, intp q,
-                    const AttrRows* R, intp j0, intp nb, double bound,
-                    double* s) noexcept nogil
+# ---------------------------------------------------------------------------
+# ordering of candidates: (distance, index) lexicographic
+
+cdef inline bint _before(double d1, intp i1, double d2, intp i2) noexcept nogil:
+    return d1 < d2 or (d1 == d2 and i1 < i2)
+
+
+cdef inline void heap_push(double* hd, intp* hi, intp k, double d, intp j) noexcept nogil:
+    """Replace the root of a full max-heap (on (d, j)) by (d, j) and sift down.
+    The caller has checked that (d, j) comes before the root."""
+    cdef intp pos = 0, child, right
+    while True:
+        child = 2 * pos + 1
+        if child >= k:
+            break
+        right = child + 1
+        if right < k and _before(hd[child], hi[child], hd[right], hi[right]):
+            child = right
+        if _before(d, j, hd[child], hi[child]):
+            hd[pos] = hd[child]
+            hi[pos] = hi[child]
+            pos = child
+        else:
+            break
+    hd[pos] = d
+    hi[pos] = j
+
+
+cdef inline void heap_sort(double* hd, intp* hi, intp k) noexcept nogil:
+    """Sort a max-heap in place into ascending (d, j) order."""
+    cdef intp end = k - 1
+    cdef double d
+    cdef intp j
+    while end > 0:
+        d = hd[end]
+        j = hi[end]
+        hd[end] = hd[0]
+        hi[end] = hi[0]
+        # sift (d, j) down from the root in heap [0, end)
+        heap_push(hd, hi, end, d, j)
+        end -= 1

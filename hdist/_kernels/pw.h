@@ -1,6 +1,6 @@
 /* The per-term power of a general p (pmode 3): the one function every path uses for
- * d^p -- pair_reduced and the trees (_kernels.pxd) and every variant of the tile kernel
- * (_tile.h) -- so that a pair's distance is bit-identical on every path.
+ * d^p -- pair_reduced and the trees (_kernels/plan.pxd) and every variant of the tile kernel
+ * (tile.h) -- so that a pair's distance is bit-identical on every path.
  *
  * p = 0.5: sqrt(d).  IEEE 754 requires sqrt to be correctly rounded, so the term is within
  * half an ulp of the exact d^(1/2) (pow is not required to be correctly rounded; glibc's

@@ -1,12 +1,12 @@
-/* The chunk scan of the matrix-product filter's selection (hdist/_kernels.pyx,
- * _filter_row), included by _tile.h once per instruction set and precision with HD_SFX
+/* The chunk scan of the matrix-product filter's selection (hdist/_kernels/gemm.pyx,
+ * _filter_row), included by tile.h once per instruction set and precision with HD_SFX
  * (a suffix for every function name) and HD_T (float or double) defined, and
  * HD_SCAN_VPERM for the AVX-512 float variant.  No include guard on purpose.
  *
  * A row of tested values is cut into chunks of rc entries, and a chunk is kept when one of
  * its values is at or below the chunk's threshold.  For a query row with missing values
  * the values are computed first (in the fused k-NN search, the product kernel makes them
- * for queries with the codes: hdist/_gemm_body.h), else here a segment of rows at a time
+ * for queries with the codes: hdist/_kernels/gemm_body.h), else here a segment of rows at a time
  * (hd_prep): the columns added
  * for the attributes the query misses, then each reference row's lower bound of its terms
  * against the attributes it misses.  The comparisons and the order of the additions are

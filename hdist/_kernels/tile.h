@@ -4,7 +4,7 @@
  * The kernel sees only arrays: hd_tplan (per-attribute constants of a fitted plan),
  * hd_tq (one query row, row-major) and hd_tr (reference rows, attribute-major, ld apart).
  * Every variant performs, for every pair, the floating-point operations of pair_reduced
- * (_kernels.pxd) in the same order, without contraction into fused multiply-adds
+ * (_kernels/plan.pxd) in the same order, without contraction into fused multiply-adds
  * (-ffp-contract=off), so results are identical on every instruction set.
  */
 #ifndef HDIST_TILE_H
@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "_pw.h"
+#include "pw.h"
 
 typedef ptrdiff_t hd_intp;
 
@@ -93,11 +93,11 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 /* the matrix-product filter's blocks: query rows per block, reference rows per panel */
 #define HD_GQB 8
 #define HD_GPW 16
-/* most columns the AVX-512 filter adds in one pass (hdist/_scan_body.h) */
+/* most columns the AVX-512 filter adds in one pass (hdist/_kernels/scan_body.h) */
 #define HD_PREP_COLS 64
 
 /* What the filter's product adds to the estimates of a block of reference rows before
- * storing them (hdist/_gemm_body.h), per query row of a panel: the columns of the
+ * storing them (hdist/_kernels/gemm_body.h), per query row of a panel: the columns of the
  * attributes it misses and its table of bounds looked up by the rows' codes.  With the
  * float tables these are the values hd_prep computes from the stored estimates, in the
  * same order of additions; with bf16 set, the bfloat16 tables' (a dot product). */
@@ -126,20 +126,20 @@ typedef void (*hd_prep_fn)(const float *, hd_intp, hd_intp, const float *, const
 
 #define HD_SFX(name) name##_base
 #define HD_GEMM_ISA 0
-#include "_tile_body.h"
-#include "_gemm_body.h"
+#include "tile_body.h"
+#include "gemm_body.h"
 #undef HD_GEMM_ISA
 #undef HD_SFX
 #define HD_T float
 #define HD_SFX(name) name##_f_base
-#include "_scan_body.h"
+#include "scan_body.h"
 #undef HD_SFX
 #undef HD_T
 /* the float64 product (features beyond float32's range) is rare: its scan is compiled
  * for the baseline only */
 #define HD_T double
 #define HD_SFX(name) name##_d
-#include "_scan_body.h"
+#include "scan_body.h"
 #undef HD_SFX
 #undef HD_T
 
@@ -149,11 +149,11 @@ typedef void (*hd_prep_fn)(const float *, hd_intp, hd_intp, const float *, const
 #pragma GCC push_options
 #pragma GCC target("avx2")
 #define HD_SFX(name) name##_avx2
-#include "_tile_body.h"
+#include "tile_body.h"
 #undef HD_SFX
 #define HD_T float
 #define HD_SFX(name) name##_f_avx2
-#include "_scan_body.h"
+#include "scan_body.h"
 #undef HD_SFX
 #undef HD_T
 #pragma GCC pop_options
@@ -161,7 +161,7 @@ typedef void (*hd_prep_fn)(const float *, hd_intp, hd_intp, const float *, const
 #pragma GCC target("avx2,fma")
 #define HD_SFX(name) name##_avx2
 #define HD_GEMM_ISA 1
-#include "_gemm_body.h"
+#include "gemm_body.h"
 #undef HD_GEMM_ISA
 #undef HD_SFX
 #pragma GCC pop_options
@@ -169,14 +169,14 @@ typedef void (*hd_prep_fn)(const float *, hd_intp, hd_intp, const float *, const
 #pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=512")
 #define HD_SFX(name) name##_avx512
 #define HD_GEMM_ISA 2
-#include "_tile_body.h"
-#include "_gemm_body.h"
+#include "tile_body.h"
+#include "gemm_body.h"
 #undef HD_GEMM_ISA
 #undef HD_SFX
 #define HD_T float
 #define HD_SFX(name) name##_f_avx512
 #define HD_SCAN_VPERM 1
-#include "_scan_body.h"
+#include "scan_body.h"
 #undef HD_SCAN_VPERM
 #undef HD_SFX
 #undef HD_T
@@ -190,7 +190,7 @@ typedef void (*hd_prep_fn)(const float *, hd_intp, hd_intp, const float *, const
 #pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16,prefer-vector-width=512")
 #define HD_SFX(name) name##_avx512bf
 #define HD_GEMM_ISA 3
-#include "_gemm_body.h"
+#include "gemm_body.h"
 #undef HD_GEMM_ISA
 #undef HD_SFX
 #pragma GCC pop_options
@@ -298,7 +298,7 @@ static inline int hd_tile(const hd_tplan *P, const hd_tq *Q, const hd_tr *R, hd_
 }
 
 /* The filter's estimates of a panel of query rows (the first nqb <= HD_GQB of it) against
- * npan panels of reference rows (hdist/_gemm_body.h):
+ * npan panels of reference rows (hdist/_kernels/gemm_body.h):
  * G[i ldg + p HD_GPW + j] = sum_k Xt[k HD_GQB + i] Y[(p K + k) HD_GPW + j], and with add
  * (NULL: none) the tested values of the rows with a table instead. */
 static inline void hd_gemm_blk(const float *Xt, hd_intp nqb, const float *Y, hd_intp npan,
@@ -331,7 +331,7 @@ static inline int hd_gemm_bf16(void)
     return hd_bf16 && hd_isa == 2;
 }
 
-/* The filter's chunk scan (hdist/_scan_body.h): the first chunk in [c_first, c_end) of a
+/* The filter's chunk scan (hdist/_kernels/scan_body.h): the first chunk in [c_first, c_end) of a
  * row of float values with one at or below its threshold th[c - c_first], or c_end
  * (hd_scan_d, the same for double values, is defined above). */
 static inline hd_intp hd_scan_f(const float *g, hd_intp n, hd_intp rc, hd_intp c_first,
@@ -341,7 +341,7 @@ static inline hd_intp hd_scan_f(const float *g, hd_intp n, hd_intp rc, hd_intp c
 }
 
 /* The values the chunk scan tests for a float query row with missing values
- * (hdist/_scan_body.h; hd_prep_d, the same in double, is defined above). */
+ * (hdist/_kernels/scan_body.h; hd_prep_d, the same in double, is defined above). */
 static inline void hd_prep_f(const float *g, hd_intp n, hd_intp rc, const float *th1,
                              const float *gy, hd_intp gstride, const hd_intp *mi, hd_intp nm,
                              const float *hc, float hm, const unsigned short *ab,

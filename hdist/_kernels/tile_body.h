@@ -1,9 +1,9 @@
-/* Body of the tile kernel, included once per instruction set by _tile.h with HD_SFX
+/* Body of the tile kernel, included once per instruction set by tile.h with HD_SFX
  * defined (a suffix for every function name).  No include guard on purpose.
  *
  * One query row against nb reference rows stored attribute-major (R->ld apart): the
  * inner loops run across reference rows, so the compiler vectorizes them.  Every pair
- * gets exactly the floating-point operations of pair_reduced (_kernels.pxd), in the same
+ * gets exactly the floating-point operations of pair_reduced (_kernels/plan.pxd), in the same
  * order: terms are selected (never mixed) by masks, and a skipped term adds +0.0, which
  * leaves a non-negative sum unchanged.
  */

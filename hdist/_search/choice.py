@@ -19,7 +19,7 @@ AUTO_MIN_ROWS = 2048
 AUTO_SURE_DIMS = 4
 #: ... and otherwise a KD-tree when a pilot of this many queries evaluates at most the
 #: break-even fraction of the rows.  A KD-tree k-NN query scans blocks of up to 128 rows
-#: (``hdist._trees.KD_UNIT``) in batches of queries that share them: ~6-8 ns an evaluation
+#: (``hdist._kernels.trees.KD_UNIT``) in batches of queries that share them: ~6-8 ns an evaluation
 #: with p = 1 (node bounds included, one thread, 2·10^5 rows of 16 attributes; ~17 ns for
 #: HVDM, whose table attributes' bounds cost more), brute force ~3 ns a pair in the direct
 #: tile kernel and ~1 ns with the matrix-product filter (p = 2)
@@ -52,7 +52,7 @@ def search_dims(plan):
 def brute_path(plan):
     """The brute force's kernel for ``plan``: "filter" (matrix-product candidate filter,
     p = 2 embeddable terms) or "direct" (the tile kernel alone)."""
-    from . import _gemm
+    from . import gemm_filter as _gemm
     return "filter" if _gemm.eligible(plan) else "direct"
 
 
@@ -130,14 +130,14 @@ def pilot_queries(n_rows):
 
 
 class KDTree:
-    """A KD-tree (:mod:`hdist._trees`) over encoded rows, and what its queries read.
+    """A KD-tree (:mod:`hdist._kernels.trees`) over encoded rows, and what its queries read.
 
     ``plan``: a fitted Plan; ``rows`` / ``crows``: the indexed rows and their kernel
     view.  Built once; :meth:`knn` and :meth:`radius` return exactly the brute force's
     answers, with the number of distances each query computed."""
 
     def __init__(self, plan, rows, crows, leaf_size=LEAF_SIZE):
-        from . import _trees
+        from .._kernels import trees as _trees
         t0 = time.perf_counter()
         self.plan, self.rows, self.crows = plan, rows, crows
         self.nodes, self.perm, self.rowdist = _trees.build("kd_tree", plan.cplan, crows,
@@ -153,26 +153,26 @@ class KDTree:
 
     def knn(self, cq, k, threads, exclude_self=False):
         """``(dist, ind, n_evaluations)`` of the query rows ``cq`` (a CRows)."""
-        from . import _trees
+        from .._kernels import trees as _trees
         return _trees.knn(*self._args(cq), k, threads, exclude_self, None)
 
     def radius(self, cq, r, threads, exclude_self=False):
         """``(dists, inds, n_evaluations)``: rows within true distance ``r``."""
-        from . import _trees
-        from ._kernels import reduced_radius
+        from .._kernels import trees as _trees
+        from .._kernels import reduced_radius
         return _trees.radius(*self._args(cq), r, reduced_radius(self.plan.cplan, r), threads,
                              exclude_self, None)
 
     def pilot(self):
         """Mean distance evaluations of the pilot's queries (``auto_choice``)."""
-        from ._kernels import CRows
+        from .._kernels import CRows
         n = self.rows.n
         q = self.rows.take(pilot_queries(n))
         return float(np.mean(self.knn(CRows(q), min(5, n), 1)[2]))
 
     def race(self, brute):
         """``race`` of the pilot's queries on this tree and by ``brute(rows, k)``."""
-        from ._kernels import CRows
+        from .._kernels import CRows
         n = self.rows.n
         q = self.rows.take(pilot_queries(n))
         cq = CRows(q)

@@ -40,7 +40,7 @@ import threading
 
 import numpy as np
 
-from ._plan import IGNORE, TableComponent
+from .._core.plan import IGNORE, TableComponent
 
 #: largest augmented dimension for which the filter is used
 MAX_DIM = 512
@@ -266,7 +266,7 @@ def _queries(plan, Q, ref):
     add); None when the rows do not allow it, "off-span" when a value lies off the span
     ``ref`` projects on.  The nominal attributes' values are looked up in their tables
     by :func:`hdist._kernels.query_coded`."""
-    from ._kernels import query_coded
+    from .._kernels import query_coded
     attrs = _attributes(plan, Q, coded=True)
     if attrs is None:
         return None
@@ -404,7 +404,7 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
                                     if R.n and len(g) else np.zeros((len(g), 0)))
         Yg = Y.astype(dtype)
         # float32: also the panels the fused k-NN search reads
-        from ._kernels import gemm_panels
+        from .._kernels import gemm_panels
         fr = (Yg, gg, gmin, np.maximum.reduceat(ny, starts) if R.n else ny, ymax,
               np.diff(ref["rptr"]).astype(dtype),
               gemm_panels(Yg) if dtype == np.float32 else None)
@@ -491,7 +491,7 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
     F = _prepare(plan, Q, R, {} if cache is None else cache, r_chunk, dtype)
     if F is None:
         return None
-    from ._kernels import GemmKnnSelect, finish_heaps
+    from .._kernels import GemmKnnSelect, finish_heaps
     nq, nr = Q.n, R.n
     HD = np.full((nq, k), np.inf)
     HI = np.full((nq, k), nr, dtype=np.intp)
@@ -529,7 +529,7 @@ def radius(plan, Q, R, cQ, cR, r, n_threads, exclude_self=False, self_offset=0,
     F = _prepare(plan, Q, R, {} if cache is None else cache, r_chunk, dtype)
     if F is None:
         return None
-    from ._kernels import gemm_radius_lists, gemm_radius_select, miss_codes
+    from .._kernels import gemm_radius_lists, gemm_radius_select, miss_codes
     nq, nr = Q.n, R.n
     cplan = plan.cplan
     extra = F.extra()

@@ -1,7 +1,7 @@
 """Exact nearest-neighbor index over a fitted metric: brute force, KD-tree or ball tree.
 
 :class:`NeighborsIndex` holds encoded rows (the metric's Plan encodes them once) and,
-for the tree algorithms, a flat tree built by :mod:`hdist._trees`.  Every algorithm
+for the tree algorithms, a flat tree built by :mod:`hdist._kernels.trees`.  Every algorithm
 returns the same ``(distances, indices)`` (docs/metrics.md, section 8): candidates are ordered by (reduced
 distance, row index), and a pair's distance is computed by the same compiled function
 whatever the algorithm, thread count or leaf size.
@@ -23,13 +23,13 @@ import time
 
 import numpy as np
 
-from . import _progress
-from ._plan import IGNORE
-from ._schema import NotFittedError
-from ._search import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa: F401
+from .._core import progress as _progress
+from .._core.plan import IGNORE
+from .._core.schema import NotFittedError
+from .choice import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa: F401
                       AUTO_SURE_DIMS, auto_algorithm, auto_choice, pilot_queries, race)
-from ._threads import built_once, effective_n_jobs
-from .metrics import Metric, _check_k, _check_number, search_record
+from .._core.threads import built_once, effective_n_jobs
+from .metric import Metric, _check_k, _check_number, search_record
 
 ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree")
 TREES = ("kd_tree", "ball_tree")
@@ -159,7 +159,7 @@ def _two_sided_rows(plan, rows):
 def _reduced_radius(plan, r):
     """A reduced-distance threshold that every pair within true distance ``r`` stays
     under (``hdist._kernels.reduced_radius``: ``r^p``, enlarged for rounding)."""
-    from ._kernels import reduced_radius
+    from .._kernels import reduced_radius
     return reduced_radius(plan.cplan, r)
 
 
@@ -311,7 +311,7 @@ class NeighborsIndex:
         self.build_time_ = 0.0
         if self.algorithm_ == "brute":
             return
-        from . import _trees
+        from .._kernels import trees as _trees
         t0 = time.perf_counter()
         report = _progress.reporter(progress, self._rows.n, self.algorithm_.replace("_", "-"))
         nodes, perm, rowdist = _trees.build(self.algorithm_, self.metric_.plan_.cplan,
@@ -340,7 +340,7 @@ class NeighborsIndex:
         self._c_rows = None
         self._leaf_rows = None
         # the matrix-product filter's reference-side features of the indexed rows; its
-        # entries are built whole, then stored once (hdist._gemm)
+        # entries are built whole, then stored once (hdist._search.gemm_filter)
         self._gemm_cache = {}
 
     def _gemm(self):
@@ -349,13 +349,13 @@ class NeighborsIndex:
         return self._gemm_cache
 
     def _crows(self):
-        from ._kernels import CRows
+        from .._kernels import CRows
         return built_once(self, "_c_rows", self._lock, lambda: CRows(self._rows))
 
     def _leaf_major(self):
         """The indexed rows leaf by leaf, as the tree's leaf scans read them (made once
-        per tree, ``hdist._trees.leaf_major``)."""
-        from . import _trees
+        per tree, ``hdist._kernels.trees.leaf_major``)."""
+        from .._kernels import trees as _trees
 
         def make():
             t = self._tree
@@ -442,7 +442,7 @@ class NeighborsIndex:
             return np.arange(n_old, rows.n, dtype=np.intp)
         if algo == "brute":
             return np.arange(n_old, rows.n, dtype=np.intp)
-        from . import _trees
+        from .._kernels import trees as _trees
         t = self._tree
         nodes, perm, rowdist = _trees.insert(algo, self.metric_.plan_.cplan, self._crows(),
                                              t["nodes"], t["perm"], t["rowdist"], n_old,
@@ -473,7 +473,7 @@ class NeighborsIndex:
 
     def _tree_args(self, rows):
         """The leading arguments of ``_trees.knn`` / ``_trees.radius``."""
-        from ._kernels import CRows
+        from .._kernels import CRows
         t = self._tree
         cq = self._crows() if rows is self._rows else CRows(rows)
         return (self.algorithm_, self.metric_.plan_.cplan, cq, self._crows(),
@@ -521,7 +521,7 @@ class NeighborsIndex:
             self.n_distance_evaluations_ = np.full(rows.n, n - (1 if exclude_self else 0),
                                                    dtype=np.intp)
         else:
-            from . import _trees
+            from .._kernels import trees as _trees
             d, i, cnt = _trees.knn(*self._tree_args(rows), k, threads, exclude_self,
                                    self._two_sided(rows))
             self.n_distance_evaluations_ = cnt
@@ -570,7 +570,7 @@ class NeighborsIndex:
             self.n_distance_evaluations_ = np.full(
                 rows.n, self._rows.n - (1 if exclude_self else 0), dtype=np.intp)
         else:
-            from . import _trees
+            from .._kernels import trees as _trees
             dl, il, cnt = _trees.radius(*self._tree_args(rows), r, _reduced_radius(plan, r),
                                         threads, exclude_self, self._two_sided(rows))
             self.n_distance_evaluations_ = cnt

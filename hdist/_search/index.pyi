@@ -1,11 +1,11 @@
-"""Type stubs of :mod:`hdist._index` (:class:`NeighborsIndex`)."""
+"""Type stubs of :mod:`hdist._search.index` (:class:`NeighborsIndex`)."""
 from typing import Any, Literal, overload
 
 import numpy as np
 import numpy.typing as npt
 
-from ._plan import Plan, Rows
-from .metrics import Metric, Table
+from .._core.plan import Plan, Rows
+from ..metrics import Metric, Table
 
 Float64Array = npt.NDArray[np.float64]
 IntpArray = npt.NDArray[np.intp]

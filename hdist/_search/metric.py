@@ -1,5 +1,5 @@
 """Heterogeneous metrics: one class and one fit path over the table of presets
-(:mod:`hdist._presets`).
+(:mod:`hdist._core.presets`).
 
 Every metric of docs/metrics.md is "learn per-attribute statistics once, then sum simple
 per-attribute terms" (Wilson & Martinez 1997, eq. 1):
@@ -25,20 +25,20 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import _cooccurrence, _posteriors, _progress
-from . import _estimators as est
-from ._plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan, TableComponent,
+from .._core import cooccurrence as _cooccurrence, posteriors as _posteriors, progress as _progress
+from .._core import statistics as est
+from .._core.plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan, TableComponent,
                     IGNORE, MAX, ONE, SYMBOL)
-from ._presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
-from ._schema import (CONTINUOUS, NotFittedError, Schema, check_sample_weight, column_weights,
+from .._core.presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
+from .._core.schema import (CONTINUOUS, NotFittedError, Schema, check_sample_weight, column_weights,
                       encode_labels,
                       n_rows, take_rows, to_columns)
-from ._threads import built_once, effective_n_jobs
+from .._core.threads import built_once, effective_n_jobs
 
 POLICIES = (ONE, MAX, IGNORE, SYMBOL)
 
 
-#: implementations of the kinds beyond "diff", "overlap" and "vdm" (hdist._presets.TABLE):
+#: implementations of the kinds beyond "diff", "overlap" and "vdm" (hdist._core.presets.TABLE):
 #: continuous kind -> (factory(metric, j, name, x, policy, y, C), needs class labels)
 _CONT_EXTRA = {kind: (f, True) for kind, f in _posteriors.FACTORIES.items()}
 #: nominal kind -> factory(metric, j, name, codes, V, policy, nom, schema, cont)
@@ -470,7 +470,7 @@ class Metric:
             return np.ones(m)
         if isinstance(w, str):
             if w == "mi":
-                from ._info import mi_weights
+                from .._core.information import mi_weights
                 return mi_weights(self, schema, cont, nom, y, C, sw)
             raise ValueError("weights must be None, 'mi', an array or a dict, got %r" % w)
         if isinstance(w, dict):
@@ -501,7 +501,7 @@ class Metric:
                                  % self.name) from None
 
     def encode(self, X, unseen=None, what="X"):
-        """Rows of ``X`` encoded for the kernels (:class:`hdist._plan.Rows`)."""
+        """Rows of ``X`` encoded for the kernels (:class:`hdist._core.plan.Rows`)."""
         self._check_fitted()
         cont, nom = self.schema_.encode(X, unseen=unseen, what=what)
         return self.plan_.encode(cont, nom)
@@ -531,7 +531,7 @@ class Metric:
                 raise ValueError("out must be C-contiguous")
             if not out.flags.writeable:
                 raise ValueError("out must be writeable")
-        from ._kernels import CRows, pairwise
+        from .._kernels import CRows, pairwise
         cA = CRows(A)
         cB = cA if Y is None else CRows(B)
         report = _progress.reporter(progress, A.n, "pairwise")
@@ -580,7 +580,7 @@ class Metric:
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries (%d rows),"
                              " got %d" % (self.n_train_, rows.n))
-        from ._kernels import CRows
+        from .._kernels import CRows
         threads = effective_n_jobs(n_jobs)
         algo, tree, why = self._search()
         state = self._fitted()
@@ -609,7 +609,7 @@ class Metric:
         with state.lock:        # one decision (and one tree) for threads that meet here
             if state.search is not None:
                 return state.search
-            from . import _search
+            from . import choice as _search
             built = {}
 
             def pilot():
@@ -647,8 +647,8 @@ class Metric:
 
         ``method``: "direct" (the pair kernel over tiles), "gemm" (matrix-product filter,
         p = 2 plans only; falls back to direct when not applicable) or "auto"."""
-        from . import _gemm
-        from ._kernels import CRows, knn
+        from . import gemm_filter as _gemm
+        from .._kernels import CRows, knn
         state = self._fitted()
         if R is None:
             R, cR = state.train, state.crows()
@@ -673,8 +673,8 @@ class Metric:
         ``R``): two lists of arrays (distances, indices).  ``exclude_self`` skips reference
         row ``q + self_offset`` for query row ``q``; ``method`` as for ``_knn_rows`` (the
         filter applies to finite radii)."""
-        from . import _gemm
-        from ._kernels import CRows, radius
+        from . import gemm_filter as _gemm
+        from .._kernels import CRows, radius
         state = self._fitted()
         if R is None:
             R, cR = state.train, state.crows()
@@ -699,7 +699,7 @@ class Metric:
         rows = self._queries(Q)
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries")
-        from ._kernels import CRows
+        from .._kernels import CRows
         threads = effective_n_jobs(n_jobs)
         state = self._fitted()
         algo, tree, why = self._search()
@@ -773,7 +773,7 @@ class Metric:
         B = self.encode(_one_row(y, self.schema_), unseen, "y")
         if A.n != 1 or B.n != 1:
             raise ValueError("explain takes single rows; got %d and %d rows" % (A.n, B.n))
-        from ._kernels import CRows, pair_terms, finalize_array
+        from .._kernels import CRows, pair_terms, finalize_array
         plan = self.plan_
         tc, to, tt, te, sc, so, st, se, red = pair_terms(plan.cplan, CRows(A), 0, CRows(B), 0)
         m = plan.m
@@ -847,7 +847,7 @@ class FitState:
 
     def crows(self):
         """The training rows as the kernels read them (built once)."""
-        from ._kernels import CRows
+        from .._kernels import CRows
         return built_once(self, "_crows", self.lock, lambda: CRows(self.train))
 
     def __getstate__(self):

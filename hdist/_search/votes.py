@@ -290,7 +290,7 @@ def make_index(metric, algorithm="auto", leaf_size=30):
     if algorithm not in ALGORITHMS:
         raise ValueError("algorithm must be one of %s, got %r" % (ALGORITHMS, algorithm))
     try:
-        from ._index import NeighborsIndex
+        from .index import NeighborsIndex
     except ImportError:
         return MetricIndex(metric, algorithm, leaf_size)
     return NeighborsIndex(metric, algorithm=algorithm, leaf_size=leaf_size)
@@ -298,7 +298,7 @@ def make_index(metric, algorithm="auto", leaf_size=30):
 
 def needs_labels(metric):
     """Whether fitting ``metric`` (an :class:`hdist.Metric`) needs class labels."""
-    from . import metrics as _m
+    from . import metric as _m
     info = metric.info
     if info.needs_y or metric.params.get("weights") == "mi":
         return True

@@ -9,7 +9,7 @@ import pandas as pd
 import pytest
 
 import hdist
-from hdist import _cooccurrence as co
+from hdist._core import cooccurrence as co
 from ref_cooccurrence import MISSING_SYMBOL, RefMetric, read_dataset, value_table
 
 RTOL = 1e-12

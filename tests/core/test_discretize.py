@@ -221,7 +221,7 @@ def test_equal_width_value_on_a_cut_goes_up():
 
 
 def test_dvdm_and_ivdm_bin_decimal_cut_values_as_by_hand():
-    from hdist._posteriors import DiscretizedPosterior, InterpolatedPosterior
+    from hdist._core.posteriors import DiscretizedPosterior, InterpolatedPosterior
     x = np.array([0.0, 1.0, 3.24, 3.3, 5.4, 2.0, 4.5, 0.5])
     y = np.array([0, 0, 1, 1, 1, 0, 1, 0])
     dv = DiscretizedPosterior(5).fit(x, y, 2)

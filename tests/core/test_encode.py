@@ -1,4 +1,4 @@
-"""Column-wise encoding (hdist/_schema.py) equals the cell-by-cell reference encoder
+"""Column-wise encoding (hdist/_core/schema.py) equals the cell-by-cell reference encoder
 (tests/ref_schema.py, the encoder hdist used before) on every container type and on the
 hypothesis tables: the same kinds, the same categories (type for type), the same
 continuous values (NaN where missing) and the same nominal codes, unseen values
@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ref_schema
-from hdist._schema import Schema
+from hdist._core.schema import Schema
 from strategies import census_frame, random_table, tables
 
 pd = pytest.importorskip("pandas")
@@ -218,7 +218,7 @@ def test_census_like_frame_through_csv(tmp_path):
                                pd.Series(["u", "v", "u"], dtype="category"),
                                [np.int64(3), 3.0, 5, "5"]])
 def test_class_labels_like_the_reference(y):
-    from hdist._schema import encode_labels
+    from hdist._core.schema import encode_labels
     n = len(y)
     codes, classes = encode_labels(y, n)
     rcodes, rclasses = ref_schema.encode_labels(y, n)
@@ -228,7 +228,7 @@ def test_class_labels_like_the_reference(y):
 
 @pytest.mark.parametrize("y", [["a", None, "b"], ["a", "b", np.nan], [1, pd.NA, 2]])
 def test_missing_class_label_names_the_row(y):
-    from hdist._schema import encode_labels
+    from hdist._core.schema import encode_labels
     with pytest.raises(ValueError) as new:
         encode_labels(np.array(y, dtype=object), 3)
     with pytest.raises(ValueError) as ref:
@@ -240,7 +240,7 @@ def test_missing_class_label_names_the_row(y):
 def test_python_work_scales_with_distinct_values_not_cells(container, monkeypatch):
     """Fit and encode of 20 000 rows take one Python step per distinct value: counted
     through the per-value helpers, which the cell-by-cell encoder called once per cell."""
-    import hdist._schema as sch
+    import hdist._core.schema as sch
     X = census_frame(20000, seed=3, n_nominal=6, n_continuous=3)
     if container == "category":
         X = X.astype({c: "category" for c in X.columns if c.startswith("nom")})

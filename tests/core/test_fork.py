@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 
 import hdist
-from hdist import NeighborsIndex, _threads
+from hdist import NeighborsIndex
+from hdist._core import threads as _threads
 
 TIMEOUT = 30      # seconds for a pool of children; each needs well under one
 
@@ -115,11 +116,11 @@ def test_grandchildren_are_serial_and_equal():
 
 def test_show_config_reports_the_forked_child(capsys):
     _queries(0, n_jobs=2)
-    assert hdist._config.config()["forked"] is False
+    assert hdist._core.config.config()["forked"] is False
     got = _run_in_pool(_config_in_child, [0])
     assert got == [(1, True)]
 
 
 def _config_in_child(_):
-    cfg = hdist._config.config()
+    cfg = hdist._core.config.config()
     return cfg["threads_used"], cfg["forked"]

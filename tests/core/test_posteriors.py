@@ -1,4 +1,4 @@
-"""Class-posterior estimators (hdist._posteriors) and the dvdm / ivdm / gvdm / lvdm / pvdm
+"""Class-posterior estimators (hdist._core.posteriors) and the dvdm / ivdm / gvdm / lvdm / pvdm
 presets, against the plain reference in tests/ref_posteriors.py."""
 import math
 import pickle
@@ -8,8 +8,8 @@ import pytest
 
 import ref_posteriors as ref
 from hdist import Metric
-from hdist import _posteriors as post
-from hdist._estimators import mean_abs_difference, normalization_delta
+from hdist._core import posteriors as post
+from hdist._core.statistics import mean_abs_difference, normalization_delta
 from hdist.discretize import MDLP, EqualFrequency
 
 pd = pytest.importorskip("pandas")

@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 import hdist
-from hdist import _progress
+from hdist._core import progress as _progress
 
 
 def table(n, seed=0):

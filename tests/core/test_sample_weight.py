@@ -10,9 +10,10 @@ import pandas as pd
 import pytest
 
 import hdist
-from hdist import Metric, _knn
-from hdist import _posteriors as post
-from hdist._estimators import mean_abs_difference, weighted_quantile, weighted_std
+from hdist import Metric
+from hdist._search import votes as _knn
+from hdist._core import posteriors as post
+from hdist._core.statistics import mean_abs_difference, weighted_quantile, weighted_std
 from hdist.cluster import KModes, KPrototypes
 from hdist.discretize import MDLP, EqualFrequency, EqualWidth
 from hdist.neighbors import KNeighborsClassifier, KNeighborsRegressor

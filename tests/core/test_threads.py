@@ -4,7 +4,7 @@ import pytest
 
 import hdist
 from hdist import _kernels
-from hdist._threads import effective_n_jobs
+from hdist._core.threads import effective_n_jobs
 
 
 def small(seed=0, n=40):
@@ -21,7 +21,7 @@ def test_forced_threads_on_tiny_inputs_change_nothing(name, monkeypatch):
     m = hdist.get_metric(name, nominal=[1, 2]).fit(X, y)
     serial = (m.pairwise(X, n_jobs=1), m.kneighbors(X, 5, n_jobs=1),
               m.radius_neighbors(X, 0.7, n_jobs=1))
-    monkeypatch.setattr(_kernels, "SERIAL_PAIRS", 0)
+    monkeypatch.setattr(_kernels.plan, "SERIAL_PAIRS", 0)
     for n_jobs in (2, 3):
         D = m.pairwise(X, n_jobs=n_jobs)
         d, i = m.kneighbors(X, 5, n_jobs=n_jobs)

@@ -1,4 +1,4 @@
-"""OpenMP's wait policy: "passive" unless the user chose one (hdist/_threads.py).
+"""OpenMP's wait policy: "passive" unless the user chose one (hdist/_core/threads.py).
 
 A waiting thread that spins takes the core its preempted partner needs on a shared
 machine; hdist asks for threads that sleep, before the OpenMP runtime is loaded, and
@@ -13,8 +13,9 @@ import sys
 import pytest
 
 from hdist import _kernels
+import datadir
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ROOT = str(datadir.ROOT)
 
 #: a 2-thread call, then the CPU time the process burns while the main thread sleeps
 SPIN_PROBE = """
@@ -36,8 +37,8 @@ def _run(code, **env_set):
     return out.stdout.split("\n")
 
 
-REPORT = ("import os, hdist, hdist._threads as t, hdist._config as c; print(t.wait_policy()); "
-          "print(os.environ.get('OMP_WAIT_POLICY')); print(c.config()['omp_wait_policy'])")
+REPORT = ("import os, hdist, hdist._core.threads as t, hdist._core.config as c; "
+          "print(t.wait_policy()); print(os.environ.get('OMP_WAIT_POLICY')); print(c.config()['omp_wait_policy'])")
 
 
 def test_default_is_passive_and_not_inherited():

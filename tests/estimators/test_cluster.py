@@ -8,9 +8,10 @@ import pandas as pd
 import pytest
 
 import hdist
-from hdist import cluster
+from hdist._estimators import cluster
 from hdist.cluster import KMedoids, KModes, KPrototypes
 from ref_cooccurrence import RefMetric, read_dataset
+from datadir import ROOT
 
 
 def nominal_frame(rng, n, m, V=4, missing=0.0):
@@ -368,7 +369,7 @@ def test_serial_threshold_does_not_change_results(monkeypatch):
 
 def test_kprototypes_class_metric_with_embedded_values(monkeypatch):
     """VDM values kept as probability rows (no table): centers still minimize the cost."""
-    import hdist._estimators as est
+    import hdist._core.statistics as est
     df, schema = read_dataset("credit-a")
     y = df.pop(schema["class"]).iloc[:200]
     X = df.iloc[:200]
@@ -423,7 +424,7 @@ def test_without_scikit_learn():
         "assert labels[0] == labels[1] != labels[2] == labels[3], labels\n"
         "assert 'sklearn' not in [m.split('.')[0] for m in sys.modules if sys.modules[m]]\n"
         "print('ok')\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = str(ROOT)
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, cwd=root, timeout=120)

@@ -18,14 +18,14 @@ from sklearn.pipeline import Pipeline, make_pipeline
 from sklearn.preprocessing import FunctionTransformer
 
 import hdist
-from hdist import _knn
+from hdist._search import votes as _knn
 from hdist.datasets import load_credit_a, load_german
 from hdist.neighbors import (KNeighborsClassifier, KNeighborsRegressor,
                              KNeighborsTransformer, NearestNeighbors)
 from reference import CONTINUOUS, NOMINAL, reference_metric, rows_of
 from sklearn_checks import parametrize_with_checks
 
-ROOT = Path(__file__).resolve().parents[1]
+from datadir import ROOT
 
 
 # ----------------------------------------------------------------------------------------
@@ -404,7 +404,7 @@ def test_uses_neighbors_index_and_falls_back(monkeypatch):
     real_import = builtins.__import__
 
     def no_index(name, globals=None, locals=None, fromlist=(), level=0):
-        if name == "_index" and level == 1:
+        if name == "index" and level == 1:
             raise ImportError(name)
         return real_import(name, globals, locals, fromlist, level)
     monkeypatch.setattr(builtins, "__import__", no_index)

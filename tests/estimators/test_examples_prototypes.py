@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from datadir import DATA_DIR
+from datadir import DATA_DIR, ROOT
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = ROOT / "examples"
 
 
 @pytest.fixture(scope="module")

@@ -459,7 +459,7 @@ def test_auto_rule_is_rerun_on_the_rows_to_impute(monkeypatch):
     """With ``algorithm="auto"`` and a KD-tree chosen on the training rows, the index's
     rule is applied again with a pilot of rows to impute; brute force, when chosen, gives
     the same output."""
-    import hdist.impute as mod
+    import hdist._estimators.impute as mod
     train, queries = S.random_table(31, 2300, ["float", "object", "float"], p_missing=0.2,
                                     n_queries=60)
     imp = KNNImputer(n_neighbors=4).fit(train.frame())

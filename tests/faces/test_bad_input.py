@@ -3,7 +3,7 @@
 Each row of :data:`REFUSED` is a call that must raise ``ValueError`` or ``TypeError``
 (scikit-learn's ``NotFittedError`` and hdist's are ValueErrors) with a message naming the
 argument or column at fault.  Each row of :data:`DEFINED` is an input that docs/metrics.md
-(or the documented floating-point rules of :class:`hdist._plan.Plan`) gives a meaning to, with
+(or the documented floating-point rules of :class:`hdist._core.plan.Plan`) gives a meaning to, with
 the exact result expected:
 
 - read-only, memory-mapped, Fortran-ordered and strided inputs work and change nothing;

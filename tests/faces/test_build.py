@@ -46,7 +46,7 @@ def test_show_config_reports_openmp():
 def test_thread_report_honours_omp_num_threads():
     """``OMP_NUM_THREADS`` limits the default (``n_jobs=None``) thread count, as OpenMP
     reads it when the runtime starts: checked in a fresh interpreter."""
-    code = ("import hdist, hdist._kernels as k; from hdist._threads import effective_n_jobs;"
+    code = ("import hdist, hdist._kernels as k; from hdist._core.threads import effective_n_jobs;"
             "print(k.omp_max_threads(), effective_n_jobs(None))")
     path = os.pathsep.join([str(PKG.parent)] + sys.path)
     env = dict(os.environ, OMP_NUM_THREADS="1", PYTHONPATH=path)
@@ -56,20 +56,21 @@ def test_thread_report_honours_omp_num_threads():
 
 
 def test_compiled_modules_are_in_the_package():
-    for name in ("_kernels", "_trees"):
-        mod = __import__("hdist." + name, fromlist=["_"])
-        assert Path(mod.__file__).parent == PKG
+    for name in ("plan", "tiles", "gemm", "pam", "trees"):
+        mod = __import__("hdist._kernels." + name, fromlist=["_"])
+        assert Path(mod.__file__).parent == PKG / "_kernels"
         assert Path(mod.__file__).suffix in (".so", ".pyd")
 
 
 # -- type stubs ---------------------------------------------------------------------------
 
-STUBS = sorted(PKG.glob("*.pyi"))
+STUBS = sorted(PKG.rglob("*.pyi"))
 
 
 def test_package_is_typed():
     assert (PKG / "py.typed").exists()
-    assert {p.name for p in STUBS} >= {"_kernels.pyi", "__init__.pyi"}
+    assert {str(p.relative_to(PKG)) for p in STUBS} >= {"_kernels/__init__.pyi",
+                                                       "__init__.pyi"}
 
 
 def _stub_defs(path):
@@ -113,11 +114,12 @@ def _runtime_params(obj):
 
 
 def _module_of(stub):
-    name = "hdist" if stub.stem == "__init__" else "hdist." + stub.stem
+    parts = ("hdist",) + stub.relative_to(PKG).with_suffix("").parts
+    name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
     return __import__(name, fromlist=["_"])
 
 
-@pytest.mark.parametrize("stub", STUBS, ids=lambda p: p.name)
+@pytest.mark.parametrize("stub", STUBS, ids=lambda p: str(p.relative_to(PKG)))
 def test_stub_matches_runtime(stub):
     """Every name a stub declares exists at runtime with the same parameters, and every
     public method of a stubbed class is in the stub."""

@@ -18,7 +18,7 @@ import hdist
 from hdist import cli
 from hdist.datasets import load_credit_a, load_german
 
-ROOT = Path(__file__).resolve().parents[1]
+from datadir import ROOT
 ENV = dict(os.environ, PYTHONPATH=str(ROOT))
 
 
@@ -562,7 +562,7 @@ def test_knn_progress_moves_within_one_chunk(credit_files, capsys, tmp_path, mon
         seen.append(self.done)
         real(self)
     monkeypatch.setattr(cli.Progress, "draw", draw)
-    monkeypatch.setattr(hdist._progress, "block_rows", lambda n: 50)
+    monkeypatch.setattr(hdist._core.progress, "block_rows", lambda n: 50)
     status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
                           str(d / "query.csv"), "--target", "Class", "--progress",
                           "-o", str(tmp_path / "o.csv")], capsys)

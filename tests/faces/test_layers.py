@@ -1,9 +1,14 @@
-"""Imports only run downward: kernels know arrays, Metric and Plan sit above them, the
-index above Metric, estimators, clustering, CLI, Dask and plots on top.
+"""Imports only run downward, and the folders show the layers:
 
-The presets are one table (:mod:`hdist._presets`) that Metric reads; the modules that
-implement preset kinds (:mod:`hdist._posteriors`, :mod:`hdist._cooccurrence`) register
-nothing and are imported by Metric alone.
+    faces (hdist/*.py)  ->  _estimators/  ->  _search/  ->  _core/  ->  _kernels/
+
+A module may import modules of its own layer and of the layers below it, never above;
+inside a layer, the order of ``ORDER`` (lowest first) holds too, so that no two modules
+import each other.  ``hdist._version`` (one constant) may be imported from anywhere.
+
+The presets are one table (:mod:`hdist._core.presets`) that the Metric reads; the modules
+that implement preset kinds (:mod:`hdist._core.posteriors`, :mod:`hdist._core.cooccurrence`)
+register nothing and are imported by the Metric alone.
 """
 import ast
 import pathlib
@@ -12,75 +17,150 @@ import hdist
 
 PKG = pathlib.Path(hdist.__file__).parent
 
-#: lowest first; a module may import modules of lower layers only
-LAYERS = [
-    {"_version", "_presets", "_schema", "_estimators", "_kernels", "_trees"},
-    {"_threads", "discretize", "_plan", "_progress"},
-    {"_gemm", "_info", "_posteriors", "_cooccurrence", "_config"},
-    {"_search"},
-    {"metrics"},
-    {"_index"},
-    {"_knn"},
-    {"neighbors", "datasets", "embedding", "prototypes", "impute"},
-    {"cluster", "dask", "cli", "plot"},
-    {"__init__", "__main__"},
-]
-#: implementation of preset kinds: imported by Metric only
-METRIC_PRIVATE = {"_posteriors", "_cooccurrence", "_presets"}
-
-
-def layer_of(name):
-    return next(i for i, layer in enumerate(LAYERS) if name in layer)
-
-
-def imports(path):
-    """Modules of hdist that ``path`` imports (anywhere in it, functions included);
-    ``from . import name`` of something that is not a module imports the package root."""
-    deps = set()
-    for node in ast.walk(ast.parse(path.read_text())):
-        if isinstance(node, ast.ImportFrom) and node.level == 1:
-            if node.module:
-                deps.add(node.module.split(".")[0])
-            else:
-                for alias in node.names:
-                    mod = alias.name
-                    # a module: source, package, or compiled (.so / .pyd, any suffix)
-                    is_mod = (PKG / mod).is_dir() or any(PKG.glob(mod + ".*"))
-                    deps.add(mod if is_mod else "__init__")
-        elif isinstance(node, ast.Import):
-            for alias in node.names:
-                if alias.name.startswith("hdist.") or alias.name == "hdist":
-                    deps.add(alias.name.split(".")[1] if "." in alias.name else "__init__")
-    return deps
+#: the layers by folder, lowest first ("" is the package folder itself: the faces)
+LAYERS = ["_kernels", "_core", "_search", "_estimators", ""]
+#: inside each layer, its modules lowest first (a module imports only those before it)
+ORDER = {
+    "_kernels": ["ctile", "plan", "tiles", "gemm", "pam", "trees", "__init__"],
+    "_core": ["presets", "schema", "statistics", "threads", "discretize", "plan", "progress",
+              "information", "posteriors", "cooccurrence", "config", "__init__"],
+    "_search": ["gemm_filter", "choice", "metric", "index", "votes", "__init__"],
+    "_estimators": ["neighbors", "embedding", "prototypes", "impute", "cluster", "__init__"],
+    "": ["_version", "_face", "_moved", "metrics", "discretize", "neighbors", "embedding",
+         "prototypes", "impute", "cluster", "datasets", "dask", "plot", "cli", "__init__",
+         "__main__"],
+}
+#: implementation of preset kinds: imported by the Metric only
+METRIC_PRIVATE = {"_core.presets", "_core.posteriors", "_core.cooccurrence"}
 
 
 def modules():
-    return sorted(p for p in PKG.glob("*.py"))
+    """``(folder, name, path)`` of every Python module and compiled source of hdist."""
+    out = []
+    for folder in LAYERS:
+        base = PKG / folder if folder else PKG
+        for path in sorted(base.glob("*.py")) + sorted(base.glob("*.pyx")):
+            out.append((folder, path.stem, path))
+    out.append(("", "datasets", PKG / "datasets" / "__init__.py"))
+    return out
 
 
-def test_every_module_has_a_layer():
-    for path in modules():
-        layer_of(path.stem)
+def _target(folder, node_module, level, name=None):
+    """``(folder, module)`` an import in ``folder`` refers to (None outside hdist)."""
+    if level == 0:
+        parts = (node_module or "").split(".")
+        if parts[0] != "hdist":
+            return None
+        parts = parts[1:]
+    else:
+        here = folder.split(".") if folder else []
+        up = level - 1
+        if up > len(here):
+            return None
+        parts = here[:len(here) - up] + ((node_module or "").split(".") if node_module else [])
+    if name is not None:
+        parts = parts + [name]
+    parts = [p for p in parts if p]
+    if not parts:
+        return ("", "__init__")
+    if parts[0] in LAYERS[:-1]:
+        if len(parts) == 1:
+            return (parts[0], "__init__")
+        return (parts[0], parts[1])
+    return ("", parts[0])
+
+
+def imports(folder, path):
+    """``(folder, module)`` of every hdist module ``path`` imports (anywhere in it, functions
+    included); ``from X import name`` counts the module ``X.name`` when it is one, else X."""
+    deps = set()
+    if path.suffix == ".pyx":       # Cython: its cimports and imports of hdist
+        for line in path.read_text().splitlines():
+            words = line.split()
+            if len(words) >= 2 and words[0] in ("from", "cimport", "import") and \
+                    words[1].startswith("hdist."):
+                deps.add(_target(folder, words[1].rstrip(","), 0))
+        return {d for d in deps if d is not None}
+    tree = ast.parse(path.read_text())
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom):
+            base = _target(folder, node.module, node.level)
+            if base is None:
+                continue
+            for alias in node.names:
+                sub = _target(folder, node.module, node.level, alias.name)
+                is_mod = sub is not None and sub[1] in ORDER.get(sub[0], ()) and \
+                    (sub != base or base[1] == "__init__")
+                deps.add(sub if is_mod and sub[1] != "__init__" else base)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                t = _target(folder, alias.name, 0)
+                if t is not None:
+                    deps.add(t)
+    return {d for d in deps if d is not None}
+
+
+def rank(folder, name):
+    return LAYERS.index(folder), ORDER[folder].index(name)
+
+
+def test_every_module_has_a_place():
+    missing = ["%s/%s" % (f, n) for f, n, _ in modules() if n not in ORDER[f]]
+    assert not missing, "add them to ORDER: %s" % missing
+
+
+def test_every_layer_folder_is_listed():
+    folders = {p.name for p in PKG.iterdir() if p.is_dir() and (p / "__init__.py").exists()}
+    assert folders == set(LAYERS[:-1]) | {"datasets"}
 
 
 def test_imports_run_downward():
     wrong = []
-    for path in modules():
-        me = layer_of(path.stem)
-        for dep in imports(path):
-            if layer_of(dep) >= me and dep != path.stem:
-                wrong.append("%s imports %s" % (path.stem, dep))
+    for folder, name, path in modules():
+        me = rank(folder, name)
+        for dep in imports(folder, path):
+            dfolder, dname = dep
+            if (dfolder, dname) == (folder, name) or dname == "_version":
+                continue
+            if dname not in ORDER.get(dfolder, ()):
+                wrong.append("%s/%s imports unknown %s/%s" % (folder, name, dfolder, dname))
+            elif rank(dfolder, dname) >= me:
+                wrong.append("%s/%s imports %s/%s" % (folder or "hdist", name,
+                                                     dfolder or "hdist", dname))
     assert not wrong
 
 
+def test_a_lower_layer_never_imports_a_higher_one():
+    """The rule of the folders alone, stated separately so that its failure names it."""
+    wrong = []
+    for folder, name, path in modules():
+        for dfolder, dname in imports(folder, path):
+            if dname != "_version" and LAYERS.index(dfolder) > LAYERS.index(folder):
+                wrong.append("%s/%s -> %s/%s" % (folder, name, dfolder, dname))
+    assert not wrong
+
+
+def test_the_checker_sees_an_upward_import(tmp_path):
+    """The rule can fail: a core module importing the search layer is caught."""
+    bad = tmp_path / "bad.py"
+    bad.write_text("from .._search.metric import Metric\nfrom . import plan\n")
+    deps = imports("_core", bad)
+    assert ("_search", "metric") in deps and ("_core", "plan") in deps
+    assert any(LAYERS.index(f) > LAYERS.index("_core") for f, _ in deps)
+
+
 def test_preset_implementations_are_private_to_metric():
-    wrong = ["%s imports %s" % (path.stem, dep) for path in modules()
-             for dep in imports(path) & METRIC_PRIVATE if path.stem != "metrics"]
+    wrong = []
+    for folder, name, path in modules():
+        for dfolder, dname in imports(folder, path):
+            if "%s.%s" % (dfolder, dname) in METRIC_PRIVATE and \
+                    (folder, name) not in (("_search", "metric"), ("_core", dname)):
+                wrong.append("%s/%s imports %s/%s" % (folder, name, dfolder, dname))
     assert not wrong
 
 
 def test_the_preset_table_is_the_registry():
-    from hdist import _presets
+    from hdist._core import presets as _presets
     assert hdist.METRICS is _presets.METRICS
     names = [row[0] for row in _presets.TABLE]
     assert sorted(set(i.name for i in hdist.METRICS.values())) == sorted(names)
@@ -94,3 +174,18 @@ def test_the_preset_table_is_the_registry():
         m = hdist.Metric(name)
         for key in info.params:
             assert m._param(key) == info.defaults[key]
+
+
+def test_public_modules_are_faces():
+    """Each public module shows names of a lower layer; what its implementation defines
+    says it belongs to the public module (help, repr, pickles)."""
+    import importlib
+    for face in ("metrics", "neighbors", "impute", "prototypes", "cluster", "embedding",
+                 "discretize"):
+        mod = importlib.import_module("hdist." + face)
+        assert mod.__all__ and mod.__doc__ == mod._impl.__doc__
+        for name in mod.__all__:
+            obj = getattr(mod, name)
+            assert getattr(obj, "__module__", None) != mod._impl.__name__, (face, name)
+        assert sum(getattr(getattr(mod, n), "__module__", None) == mod.__name__
+                   for n in mod.__all__) >= 1

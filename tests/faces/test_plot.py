@@ -12,6 +12,7 @@ import matplotlib.image as mpimg  # noqa: E402
 import matplotlib.pyplot as plt  # noqa: E402
 
 from hdist import plot  # noqa: E402
+from datadir import ROOT
 
 
 @pytest.fixture(scope="module")
@@ -109,7 +110,7 @@ def test_matplotlib_is_not_imported_by_hdist():
     import sys
     code = "import hdist, hdist.plot, sys; print('matplotlib' in sys.modules)"
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                       cwd=str(__import__("pathlib").Path(__file__).resolve().parents[1]))
+                       cwd=str(ROOT))
     assert r.stdout.strip() == "False", r.stderr
 
 

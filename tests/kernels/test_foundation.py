@@ -668,7 +668,7 @@ def test_thread_tile_block_strategy_invariance(invariance_case, preset, params):
 def test_gemm_filter_equals_direct_kernel(preset, params):
     """For p = 2 the k-NN search may pre-filter candidates with a matrix product; the
     neighbors and distances must be exactly those of the direct kernel."""
-    from hdist import _gemm
+    from hdist._search import gemm_filter as _gemm
     # queries without unseen values (an unseen nominal value sends the search to the
     # direct kernel)
     whole = S.random_table(9, 1720, MIXED_STYLES, p_missing=0.1)[0]

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hdist
-from hdist import _gemm
+from hdist._search import gemm_filter as _gemm
 from hdist import _kernels
 from hdist._kernels import (CRows, GemmKnnSelect, finish_heaps, gemm_panels, gemm_products,
                             gemm_select)

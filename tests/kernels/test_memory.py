@@ -23,7 +23,9 @@ import pytest
 import hdist
 from hdist import Metric, NeighborsIndex
 
-SRC = Path(hdist.__file__).parent
+#: the compiled modules' sources (and what they include)
+SRC = Path(hdist.__file__).parent / "_kernels"
+CYTHON_SOURCES = sorted(p for ext in ("pyx", "pxd", "pxi") for p in SRC.glob("*." + ext))
 
 
 try:
@@ -130,8 +132,11 @@ def _functions(text):
     return re.split(r"\n(?=(?:cdef |cpdef |def |class |ctypedef ))", text)
 
 
-@pytest.mark.parametrize("path", sorted(SRC.glob("*.pyx")) + sorted(SRC.glob("*.pxd")),
-                         ids=lambda p: p.name)
+def test_every_cython_source_is_checked():
+    assert {p.suffix for p in CYTHON_SOURCES} == {".pyx", ".pxd", ".pxi"}
+
+
+@pytest.mark.parametrize("path", CYTHON_SOURCES, ids=lambda p: p.name)
 def test_loop_indices_are_py_ssize_t(path):
     """No ``for i in range(...)`` / ``prange`` runs over a variable declared ``int``:
     loop indices and sizes are ``Py_ssize_t`` (``intp``), so products such as
@@ -169,7 +174,7 @@ def _zero_block(n, m):
                     "would double it")
 def test_more_than_2_31_elements():
     from hdist._kernels import CRows, knn, radius
-    from hdist._plan import Rows
+    from hdist._core.plan import Rows
     m = 16
     n = (1 << 27) + 3                       # n * m = 2^31 + 48 codes
     train = _zero_block(n, m)

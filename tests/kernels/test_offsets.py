@@ -16,7 +16,8 @@ import math
 import numpy as np
 import pytest
 
-from hdist import Embedding, Metric, _gemm
+from hdist import Embedding, Metric
+from hdist._search import gemm_filter as _gemm
 from hdist._kernels import CRows
 
 from reference import CONTINUOUS, NOMINAL

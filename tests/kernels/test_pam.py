@@ -1,4 +1,4 @@
-"""KMedoids' FasterPAM kernels (``pam_assign`` / ``pam_swaps`` in hdist/_kernels.pyx)
+"""KMedoids' FasterPAM kernels (``pam_assign`` / ``pam_swaps`` in hdist/_kernels/pam.pyx)
 against the plain-numpy eager-swap reference (tests/ref_pam.py) and the ``kmedoids``
 package, for thread-count invariance, and sample weights against repeated rows."""
 import numpy as np
@@ -232,7 +232,7 @@ def test_symmetric_matrix_equals_both_sides_computed(monkeypatch, metric):
     y = rng.integers(0, 2, len(X))
     m = hdist.Metric(metric).fit(X, y)
     full = m.pairwise(X, X, n_jobs=1)
-    monkeypatch.setattr(kern, "REGION_PAIRS", 37 * len(X))   # blocks of 64 rows
+    monkeypatch.setattr(kern.plan, "REGION_PAIRS", 37 * len(X))   # blocks of 64 rows
     for threads in (1, 2, 3):
         np.testing.assert_array_equal(m.pairwise(X, n_jobs=threads), full)
     np.testing.assert_array_equal(full, full.T)

@@ -1,4 +1,4 @@
-"""The per-term power of a general p (``hdist/_pw.h``: ``hd_pw_gen``).
+"""The per-term power of a general p (``hdist/_kernels/pw.h``: ``hd_pw_gen``).
 
 p = 0.5 takes ``sqrt`` (correctly rounded by IEEE 754, hence at least as accurate as
 ``pow(d, 0.5)``, which glibc rounds wrongly in about 1 case in 1 000); p = 3 and p = 4

@@ -25,6 +25,7 @@ from hdist.cluster import KMedoids
 
 from reference import CONTINUOUS, NOMINAL, Reference
 from ref_pam import eager_swaps, kernel_swaps
+from datadir import ROOT
 
 pytestmark = pytest.mark.filterwarnings("ignore:column .* not seen in fit:UserWarning")
 
@@ -278,7 +279,7 @@ def test_radius_at_returned_distances(p):
 
 _ISA_SCRIPT = r"""
 import sys, math, numpy as np
-sys.path[:0] = [%r, %r]
+sys.path[:0] = [%r, %r, %r]
 from test_review_edges import extreme_table, tie_table
 from hdist import Metric, _kernels
 out = [_kernels.isa()]
@@ -296,8 +297,9 @@ print("\n".join(out))
 
 
 def test_isa_environment_baseline_equals_best():
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    script = _ISA_SCRIPT % (root, os.path.join(root, "tests"))
+    root = str(ROOT)
+    tests = os.path.join(root, "tests")
+    script = _ISA_SCRIPT % (root, tests, os.path.join(tests, "kernels"))
     outs = {}
     for isa in ("baseline", "best"):
         env = dict(os.environ, HDIST_ISA=isa)
@@ -358,7 +360,7 @@ def _seen_queries(Q):
 @pytest.mark.parametrize("name", ("euclidean", "hvdm"))
 @pytest.mark.parametrize("missing", ("one", "max"))
 def test_filter_ties_and_radius_at_returned_distances(name, missing):
-    from hdist import _gemm
+    from hdist._search import gemm_filter as _gemm
     from hdist._kernels import CRows
     X, Q = tie_table(len(name) + len(missing), 300, 40)
     Q = _seen_queries(Q)
@@ -385,7 +387,7 @@ def test_filter_ties_and_radius_at_returned_distances(name, missing):
 
 @pytest.mark.parametrize("missing", ("one", "max"))
 def test_filter_extreme_magnitudes_equal_direct(missing):
-    from hdist import _gemm
+    from hdist._search import gemm_filter as _gemm
     from hdist._kernels import CRows
     rng = np.random.default_rng(len(missing))
     X = rng.choice(MAGNITUDES, (200, 3)).astype(object)

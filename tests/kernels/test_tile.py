@@ -1,4 +1,4 @@
-"""The tile kernel (``hdist/_tile.h``) against the pair kernel and the plain reference.
+"""The tile kernel (``hdist/_kernels/tile.h``) against the pair kernel and the plain reference.
 
 Brute-force k-NN, radius search and pairwise matrices compute a query against a block of
 reference rows stored attribute-major, one instruction-set variant chosen at import.  Every
@@ -17,10 +17,12 @@ import numpy as np
 import pytest
 
 from hdist import Metric
-from hdist import _estimators, _kernels
+from hdist import _kernels
+from hdist._core import statistics as _estimators
 
 import strategies as S
 from reference import reference_metric
+from datadir import ROOT
 
 # the random query tables hold unseen values on purpose
 pytestmark = pytest.mark.filterwarnings("ignore:column .* not seen in fit:UserWarning")
@@ -131,18 +133,17 @@ def test_tile_sizes_and_offsets(preset, params):
 
 
 def test_isa_environment_variable():
-    code = ("import hdist, hdist._config, hdist._kernels as k; print(k.isa()); "
-            "print(hdist._config.config()['isa'])")
+    code = ("import hdist, hdist._core.config, hdist._kernels as k; print(k.isa()); "
+            "print(hdist._core.config.config()['isa'])")
     env = dict(os.environ, HDIST_ISA="baseline")
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
-                         text=True, timeout=120, cwd=os.path.dirname(os.path.dirname(
-                             os.path.abspath(__file__))))
+                         text=True, timeout=120, cwd=str(ROOT))
     assert out.returncode == 0, out.stderr
     assert out.stdout.split() == ["baseline", "baseline"]
     env["HDIST_ISA"] = "no-such-isa"
     out = subprocess.run([sys.executable, "-W", "error", "-c", "import hdist._kernels"],
                          env=env, capture_output=True, text=True, timeout=120,
-                         cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+                         cwd=str(ROOT))
     assert out.returncode != 0 and "HDIST_ISA" in out.stderr
     with pytest.raises(ValueError, match="must be one of"):
         _kernels.set_isa("sse9")
@@ -151,9 +152,9 @@ def test_isa_environment_variable():
 def test_bf16_environment_variable():
     # HDIST_BF16=0 keeps the filter's float32 tables; by default the bfloat16 ones are
     # used exactly when the machine has AVX512_BF16 (and the AVX-512 variant runs)
-    code = ("import hdist._config as c, hdist._kernels as k; "
+    code = ("import hdist._core.config as c, hdist._kernels as k; "
             "print(k.bf16_bounds(), c.config()['bf16_bounds'], k.bf16_bounds_available())")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    root = str(ROOT)
     for value, isa in (("0", "best"), ("1", "best"), ("1", "baseline")):
         env = dict(os.environ, HDIST_BF16=value, HDIST_ISA=isa)
         out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
@@ -180,7 +181,7 @@ def test_tile_by_tile_transposition(monkeypatch, preset, params):
     want_k = m.kneighbors(Q, 5, n_jobs=1)
     r = float(np.median(want_p))
     want_r = m.radius_neighbors(Q, r, n_jobs=1)
-    monkeypatch.setattr(_kernels, "ATTR_MAJOR_BYTES", 0)
+    monkeypatch.setattr(_kernels.tiles, "ATTR_MAJOR_BYTES", 0)
     cq = _kernels.CRows(m.encode(Q))
     for nj in (1, 2):
         ct = _kernels.CRows(m.train_)      # fresh: no copy cached

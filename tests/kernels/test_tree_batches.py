@@ -2,7 +2,7 @@
 
 A KD-tree k-NN query runs in a batch of queries that traverse the tree together, each
 member with its own sorted list; a subtree of at most ``unit`` rows is stored as one
-attribute-major block (``hdist._trees.leaf_major``) and scanned in one tile.  The answer
+attribute-major block (``hdist._kernels.trees.leaf_major``) and scanned in one tile.  The answer
 must be brute force's, bit for bit, for every batch size, block size, leaf size and
 thread count, ties and missing values included.
 """
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from hdist import Metric, NeighborsIndex
-from hdist import _trees
+from hdist._kernels import trees as _trees
 from hdist._kernels import CRows
 
 from reference import CONTINUOUS, NOMINAL, reference_metric

@@ -1,7 +1,7 @@
 """Tree leaves scanned by the tile kernel, and the radius search's early exit.
 
 A KD-tree or ball-tree leaf is scanned by the brute force's tile kernel over the leaf's
-rows stored attribute-major (``hdist._trees.leaf_major``); the radius search abandons a
+rows stored attribute-major (``hdist._kernels.trees.leaf_major``); the radius search abandons a
 tile whose rows all exceed the radius' reduced bound.  Both must leave every answer
 bit-identical to brute force and to a full scan of the distance matrix.
 """
@@ -13,9 +13,10 @@ import numpy as np
 import pytest
 
 from hdist import Metric, NeighborsIndex
-from hdist import _kernels, _trees
+from hdist import _kernels
+from hdist._kernels import trees as _trees
 from hdist._kernels import CRows
-from hdist._index import ball_tree_refusal
+from hdist._search.index import ball_tree_refusal
 
 from test_trees import assert_same_knn, assert_same_radius, brute_index, mixed_data, \
     nominal_data

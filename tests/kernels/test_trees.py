@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 import hdist
 from hdist import Metric, NeighborsIndex
-from hdist._index import ball_tree_refusal, auto_algorithm
+from hdist._search.index import ball_tree_refusal, auto_algorithm
 
 from reference import CONTINUOUS, NOMINAL, reference_metric
 from strategies import load_dataset, random_table, tables
@@ -239,7 +239,7 @@ def test_duplicate_rows_split_by_position():
 
 def test_embedded_high_cardinality_vdm(monkeypatch):
     """Nominal attributes above the table budget are embedded probability rows."""
-    from hdist import _estimators
+    from hdist._core import statistics as _estimators
     monkeypatch.setattr(_estimators, "TABLE_BUDGET", 16)
     X, Q, y, nom = mixed_data(11, 300, 30, n_cont=2, n_nom=2, card=(8, 12), p_missing=0.1)
     for vdm, policy in (("N1", "one"), ("N2", "max"), ("N3", "ignore"), ("N2", "symbol")):
@@ -589,7 +589,7 @@ def test_auto_rule():
 
 
 def test_block_size_does_not_matter():
-    from hdist import _trees
+    from hdist._kernels import trees as _trees
     X, Q, y, nom = mixed_data(13, 400, 50, p_missing=0.1)
     metric = Metric("hvdm", nominal=nom, missing="max").fit(X, y)
     for algo in ("kd_tree", "ball_tree"):

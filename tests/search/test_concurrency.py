@@ -261,7 +261,7 @@ def test_sixteen_threads_hammer_fresh_objects(monkeypatch):
     rows, an index's leaf-major rows and matrix-product features) is built exactly once
     and every answer is the serial one.  Without the GIL (free-threaded CPython) this is
     what keeps the caches consistent; with it, the threads would each build the tree."""
-    from hdist import _search
+    from hdist._search import choice as _search
     builds = []
 
     class Counting(_search.KDTree):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import hdist
-from hdist import _gemm
+from hdist._search import gemm_filter as _gemm
 from hdist._kernels import CRows
 
 
@@ -108,7 +108,7 @@ def test_unseen_overlap_values_fall_back():
 
 def test_high_cardinality_vdm_is_embedded_and_filtered(monkeypatch):
     # a small table budget stands in for >= 50 000 values (tested in test_foundation)
-    monkeypatch.setattr(hdist._estimators, "TABLE_BUDGET", 1000)
+    monkeypatch.setattr(hdist._core.statistics, "TABLE_BUDGET", 1000)
     rng = np.random.default_rng(11)
     n = 3000
     X = np.column_stack([rng.normal(size=n), rng.integers(0, 2500, n).astype(float)])

@@ -1,5 +1,5 @@
-"""The matrix-product filter's query side, ``hdist._gemm._queries``, equals a plain numpy
-computation of the same features bit for bit.
+"""The matrix-product filter's query side, ``hdist._search.gemm_filter._queries``, equals a
+plain numpy computation of the same features bit for bit.
 
 The library looks the nominal attributes' values up in one compiled pass
 (``hdist._kernels.query_coded``); the reference below computes each attribute with
@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 import hdist
-from hdist import _gemm
+from hdist._search import gemm_filter as _gemm
 from hdist._kernels import query_coded
 
 from test_gemm import CASES, mixed
@@ -106,7 +106,7 @@ def test_off_span_unseen_and_embedded(monkeypatch):
     rows = h.encode(Q)
     assert _gemm._queries(h.plan_, rows, ref) is None
     assert_same(_gemm._queries(h.plan_, rows, ref), queries_numpy(h.plan_, rows, ref))
-    monkeypatch.setattr(hdist._estimators, "TABLE_BUDGET", 1000)
+    monkeypatch.setattr(hdist._core.statistics, "TABLE_BUDGET", 1000)
     rng = np.random.default_rng(11)
     n = 2400
     X = np.column_stack([rng.normal(size=n), rng.integers(0, 2000, n).astype(float),

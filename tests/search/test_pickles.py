@@ -12,8 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from datadir import TESTS
 
-FIXTURE = Path(__file__).parent / "fixtures" / "release_0.1.pkl.gz"
+FIXTURE = TESTS / "fixtures" / "release_0.1.pkl.gz"
 
 # numpy 1.x cannot read what numpy 2 pickled (its arrays refer to numpy._core)
 pytestmark = pytest.mark.skipif(int(np.__version__.split(".")[0]) < 2,

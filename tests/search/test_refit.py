@@ -100,7 +100,7 @@ def test_set_params_drops_the_fitted_state():
     m.kneighbors(A[:5], 2)
     m.set_params(p=1.0)
     assert not hasattr(m, "plan_") and not hasattr(m, "train_")
-    with pytest.raises(hdist._schema.NotFittedError):
+    with pytest.raises(hdist._core.schema.NotFittedError):
         m.kneighbors(B[:2], 1)
     m.fit(B, yb)
     fresh = Metric("hvdm", p=1.0).fit(B, yb)

@@ -1,14 +1,14 @@
 """One algorithm choice: Metric.kneighbors / radius_neighbors run the search that
-NeighborsIndex's "auto" rule picks (hdist._search), and both say which path ran."""
+NeighborsIndex's "auto" rule picks (hdist._search.choice), and both say which path ran."""
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-import hdist._index
-import hdist._search
+import hdist._search.choice
+import hdist._search.index
 from hdist import Metric, NeighborsIndex
-from hdist._index import auto_algorithm
+from hdist._search.index import auto_algorithm
 
 from test_trees import brute_index, mixed_data
 
@@ -31,7 +31,7 @@ def _cases():
 
 @pytest.fixture
 def even_race(monkeypatch):
-    """The pilot's race (``hdist._search.race``) run on both sides and called even.  The
+    """The pilot's race (``hdist._search.choice.race``) run on both sides and called even.  The
     real one times the two searches by the clock: on a busy machine two fits of the same
     rows can time them the other way round (0.07 ms on the tree against 0.17 ms by brute
     force, reversed by the scheduler), and the Metric and the index then each keep the
@@ -41,8 +41,8 @@ def even_race(monkeypatch):
         tree_query()
         brute_query()
         return 0.0, 0.0
-    monkeypatch.setattr(hdist._search, "race", even)
-    monkeypatch.setattr(hdist._index, "race", even)
+    monkeypatch.setattr(hdist._search.choice, "race", even)
+    monkeypatch.setattr(hdist._search.index, "race", even)
 
 
 def test_metric_uses_the_index_choice(even_race):

@@ -226,7 +226,7 @@ def test_include_widening_by_radius_equals_doubling(metric, k, weights):
     """Query rows whose k-th neighbor is tied are searched again at their k-th distance
     (one radius search per distinct distance); the votes equal those of lists widened by
     doubling until no tie is cut, on data where most rows tie."""
-    from hdist import _knn
+    from hdist._search import votes as _knn
     from hdist.neighbors import KNeighborsClassifier
     rng = np.random.default_rng(k)
     n, q = 400, 150

@@ -12,8 +12,9 @@ import pytest
 
 from hdist.neighbors import KNeighborsClassifier
 from strategies import load_dataset
+from datadir import TESTS
 
-FIXTURES = Path(__file__).resolve().parent / "weka"
+FIXTURES = TESTS / "weka"
 CASES = [(name, k) for name in ["weather.nominal", "weather.numeric", "Zoo", "iris",
                                 "credit-a", "german"] for k in (1, 3)]
 

@@ -1,0 +1,36 @@
+"""The compiled kernels: they see arrays only (a CPlan and CRows), never a schema, a
+metric or an estimator.
+
+- ``plan``: :class:`CPlan` and :class:`CRows`, the shared declarations (``plan.pxd``: the
+  pair function every path computes a distance with, the (distance, index) order, the
+  heaps), OpenMP's presence and the thread count of a call;
+- ``tiles``: the tile kernel (``tile.h``, one variant per instruction set, chosen at
+  import) and the brute-force paths on it: pairwise matrices, k-NN, radius search;
+- ``gemm``: the matrix-product filter's products, selection and exact recheck;
+- ``pam``: FasterPAM's assignment and swaps over distance rows (k-medoids);
+- ``trees``: the KD-tree and ball tree (build, insertion, queries).
+
+This module gathers the names the layers above use.
+"""
+from . import gemm, pam, plan, tiles, trees
+from .gemm import (GEMM_BLOCK_ROWS, GEMM_MAX_CHUNK, GEMM_MAX_QUERY_CHUNK, GEMM_REGION_PAIRS,
+                   GemmKnnSelect, bf16_bounds, bf16_bounds_available, gemm_panels,
+                   gemm_products, gemm_radius_lists, gemm_radius_select, gemm_select,
+                   miss_codes, query_coded, set_bf16_bounds)
+from .pam import pam_assign, pam_swaps
+from .plan import (REGION_PAIRS, SAFE_RANGE, SERIAL_PAIRS, CPlan, CRows, _c, _region_rows,
+                   _threads_for, omp_max_threads, openmp_enabled)
+from .tiles import (ATTR_MAJOR_BYTES, TILE_ROWS, finalize_array, finish_heaps, isa,
+                    isa_variants, knn, pair_terms, pairwise, radius, reduced_radius,
+                    tile_view)
+
+
+def set_isa(name):
+    """Use the tile kernel variant ``name`` ("baseline", "avx2", "avx512" or "best") in
+    every module that dispatches on it; returns the name in use.
+
+    Call it with no kernel running (results are identical on every variant; this exists to
+    test that and to measure)."""
+    chosen = tiles.set_isa(name)
+    gemm.use_isa(tiles.isa_index())
+    return chosen

@@ -1,0 +1,939 @@
+# cython: language_level=3
+"""The matrix-product filter's compiled side: the products of the queries' and the
+reference rows' embeddings (float32 panels, optionally with bfloat16 tables of the missing
+values' bounds), the selection of the candidates whose estimate can beat the current k-th
+(or lie within a radius), and their exact distances.  ``gemm_search.pxi`` (included) holds
+the fused k-NN search and the radius selection.
+"""
+import math
+
+import numpy as np
+cimport numpy as cnp
+cimport cython
+from cython.parallel cimport prange, parallel
+from libc.stdlib cimport malloc, free, realloc, qsort
+from libc.math cimport INFINITY, isnan, fabs, fma, fmax, sqrt, pow
+
+from hdist._kernels.plan cimport *
+from hdist._kernels.plan import _c, _region_rows, _threads_for, SAFE_RANGE
+from hdist._kernels.ctile cimport *
+
+cnp.import_array()
+
+cdef extern from "Python.h":
+    int PyErr_CheckSignals() except -1
+
+
+def use_isa(int index):
+    """Follow the tile kernel's instruction-set variant (``tiles.isa_index()``): this
+    module's products and scans dispatch on their own copy of the choice."""
+    if hd_isa_set(index) != 0:
+        raise ValueError("instruction set %d is not available on this machine" % index)
+    if not hd_isa_available(2):
+        hd_bf16_set(0)
+
+
+def bf16_bounds():
+    """True when the filter's product adds its bounds of the reference rows' missing-value
+    terms from bfloat16 tables (the AVX-512 variant on a machine with AVX512_BF16)."""
+    return bool(hd_gemm_bf16())
+
+
+def bf16_bounds_available():
+    """True when this machine has AVX512_BF16 (and the AVX-512 variant)."""
+    return bool(hd_bf16_available())
+
+
+def set_bf16_bounds(bint on):
+    """Use (when the machine has AVX512_BF16) or not the bfloat16 tables; call it with no
+    kernel running (results are identical either way: this exists to test that and to
+    measure)."""
+    if hd_bf16_set(on) != 0:
+        raise ValueError("AVX512_BF16 is not available on this machine")
+
+
+def _init_bf16():
+    import os
+    from hdist._kernels.tiles import isa_index
+    use_isa(isa_index())
+    # HDIST_BF16=0: the filter's product keeps its float32 tables on AVX512_BF16 machines
+    off = os.environ.get("HDIST_BF16", "1").strip().lower() in ("0", "no", "false", "off")
+    hd_bf16_set(0 if off or not hd_bf16_available() else 1)
+
+
+_init_bf16()
+
+
+ctypedef fused real:
+    float
+    double
+
+
+cdef enum:
+    GEMM_MAX_CHUNK_C = 256
+    # chunks whose thresholds _filter_row computes at once
+    SCAN_WINDOW = 64
+    # most reference rows of a segment whose tested values _filter_row computes at once
+    PREP_ROWS = 2048
+    # attributes with a code of their own in miss_codes (the others are counted)
+    CODED_ATTRS = 24
+
+#: most reference rows per chunk of the matrix-product filter (``r_chunk``)
+GEMM_MAX_CHUNK = GEMM_MAX_CHUNK_C
+
+
+cdef inline unsigned long long _le_mask(const real* e, intp n, real s) noexcept nogil:
+    """Bit j set when ``e[j] <= s``, for ``n <= 64``."""
+    if real is float:
+        return hd_le_mask_f(e, n, s)
+    return hd_le_mask_d(e, n, s)
+
+
+cdef inline real _below(double t, const real* like) noexcept nogil:
+    """``t >= 0`` in the product's precision, never above it (0 below 1e-30)."""
+    if t < 1e-30:
+        return 0
+    if real is float:
+        return <float> (t * (1.0 - 2.0 ** -22))
+    return t * (1.0 - 2.0 ** -50)
+
+
+cdef inline real _threshold(double tau, double margin, const real* like) noexcept nogil:
+    """``tau + margin`` (> 0) in the product's precision (that of ``like``), never below
+    it: enlarged by 2^-22 before the conversion, which rounds by at most 2^-24 (the
+    margin holds at least 1e-30, far above float's smallest normal)."""
+    if real is float:
+        return <float> ((tau + margin) * (1.0 + 2.0 ** -22))
+    return tau + margin
+
+
+cdef inline real _above(double t, const real* like) noexcept nogil:
+    """``t`` in the product's precision, never below it."""
+    if real is float:
+        return <float> (t + fabs(t) * 2.0 ** -22)
+    return t + fabs(t) * 2.0 ** -50
+
+
+cdef inline real _lower(real Sr, double sub, double mag, const real* like) noexcept nogil:
+    """``Sr - sub`` in the product's precision, never below its exact value: ``mag``
+    bounds the magnitudes summed into ``sub`` and the slack ``mag 2^-20`` covers the
+    rounding of those float64 additions (and subtractions), which are monotone."""
+    if mag == 0.0:
+        return Sr
+    return _above(Sr - sub + (fabs(Sr) + mag) * 2.0 ** -20, like)
+
+
+ctypedef struct _Complete:
+    int unused
+
+
+ctypedef struct _Missing:
+    int unused
+
+
+# the kind of one query row of the filter: no missing value on either side (the pair's
+# estimate is the product alone), or some (added columns and terms); chosen per row so
+# that the common complete case keeps the shortest loop
+ctypedef fused miss_t:
+    _Complete
+    _Missing
+
+
+cdef inline void _hq_bounds(const double* hq, intp nh, double* lbq,
+                            double* hmin) noexcept nogil:
+    """The sum of the negative ``hq[0 .. nh)`` and their smallest (INFINITY when nh = 0),
+    in the order :func:`_filter_row` needs them."""
+    cdef intp t
+    lbq[0] = 0.0
+    hmin[0] = INFINITY
+    for t in range(nh):
+        if hq[t] < 0.0:
+            lbq[0] = lbq[0] + hq[t]
+        if hq[t] < hmin[0]:
+            hmin[0] = hq[t]
+
+
+ctypedef struct _Codes:
+    # two codes per reference row, ab[j] = a + 256 b, and the query's table of 32 lower
+    # bounds (miss_codes): tab[a] + tab[b] bounds the terms of the attributes
+    # row j misses, more tightly than hc[j] times the smallest
+    const unsigned short* ab
+    const float* tab
+    # the table rounded down to bfloat16, when the product added those instead (NULL: not)
+    const unsigned short* t16
+
+
+cdef inline bint _code_exact(unsigned short code, intp nh) noexcept nogil:
+    """True when a reference row's codes (:func:`miss_codes`) are those of the
+    attributes it misses (at most two, each coded), not a count."""
+    return (code >> 8) == 31 or (code >> 8) < min(nh, <intp> CODED_ATTRS)
+
+
+cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
+                      const real* g, intp nt, intp r0, intp r_chunk, const double* ny_max,
+                      double epsx, const real* gy, intp gstride, const intp* mi, intp nm,
+                      const double* gmin, intp mstride, const double* hq, intp nh,
+                      const intp* rptr, const intp* ridx, const real* hc, const double* hb,
+                      const _Codes* cd, double* hd, intp* hi, intp k, double r, Hit** buf,
+                      intp* cap, intp cnt, int excl, intp self_off, bint given,
+                      miss_t* kind) noexcept nogil:
+    """One query row of :func:`gemm_select` (``buf`` NULL: update the heap ``hd``/``hi``
+    of ``k`` entries) or of :func:`gemm_radius_select` (append the hits within ``r`` to
+    ``buf[0]`` from position ``cnt``).  Returns the new count, or -1 when out of memory.
+
+    ``hq`` (NULL: none) holds the query's ``nh`` terms against the attributes missing in
+    reference rows (``rptr``/``ridx``: those of each row, ``hc`` their number).  When
+    they are all >= 0, a lower bound of row ``j``'s is added to its estimate before the
+    test: ``hc[j]`` times the smallest, ``hm``, or with the codes ``cd`` (float only) the
+    terms of its first two such attributes, or of one and the others' number times ``hm``
+    (:func:`miss_codes`).  Else
+    the estimates are tested against ``Sr - lbq``, ``lbq`` the sum of the negative terms.
+    A pair passing is tested again, with its own terms added in float64, against ``Sr``.
+    ``kind`` (a NULL pointer) selects the compiled variant: ``_Complete`` only when
+    ``nm == 0`` and ``hq`` is NULL.  ``hb`` (NULL: computed here) holds that sum and
+    smallest, :func:`_hq_bounds`, computed once per query.  ``given``: ``g`` already holds
+    the tested values the codes give (``hd_gemm_blk``'s additions: ``hd_prep``'s values
+    with the float table, lower ones from the bfloat16 table ``cd.t16``); only with ``cd``
+    and a query whose terms are all >= 0."""
+    cdef real vb[PREP_ROWS]
+    cdef real th1[SCAN_WINDOW]
+    cdef real th2[SCAN_WINDOW]
+    cdef const real* tv
+    cdef const real* vt = vb      # the tested values of the segment from row sj
+    cdef real ev, tsum
+    cdef double dsum
+    cdef double tau = reduced_bound(P, r if buf != NULL else hd[0]), s, corr
+    cdef real Sr, Sl        # the threshold of the pair and that of its tested value
+    cdef intp c0 = 0, c1, c = 0, jj, j, t, cg = r0 // r_chunk, ci, cend
+    cdef intp nc = (nt + r_chunk - 1) // r_chunk, cw = 0, cw_end = 0
+    cdef intp s0 = 0, s1 = 0, sj = 0, sn = 0
+    cdef intp seg = max(1, min(SCAN_WINDOW, PREP_ROWS // r_chunk))
+    cdef double lb, mag, lbq = 0.0, hmin = INFINITY
+    cdef real hm = 0
+    cdef const real* hcx = NULL
+    cdef const unsigned short* ab = NULL
+    cdef const real* tab = NULL
+    cdef unsigned long long mask
+    cdef intp b0
+    cdef Hit* tmp
+    cdef bint stale = True, pre = False, fused = False
+    if miss_t is _Missing:
+        if hb != NULL:
+            lbq, hmin = hb[0], hb[1]
+        else:
+            _hq_bounds(hq, nh, &lbq, &hmin)
+        if nh > 0 and lbq == 0.0:
+            # every term against a missing reference value is >= 0: a lower bound of
+            # each row's is added to its estimate
+            hm = _below(hmin, g)
+            if real is float and cd != NULL:
+                ab, tab = cd.ab + r0, cd.tab
+            elif hm != 0:
+                hcx = hc + r0
+        # the tested values are computed a segment at a time (hdist/_kernels/scan_body.h) when
+        # something is added to the estimates, unless the product made them (given)
+        fused = nm > 0 or hcx != NULL or ab != NULL
+    while c < nc:
+        if stale or c >= cw_end:
+            # the thresholds of the next chunks (SCAN_WINDOW at most), with the current
+            # bound: Sr, for a row with missing values Sl = Sr less the reference-missing
+            # terms' sum of negative parts.  They are recomputed whenever the bound drops,
+            # so each chunk is tested exactly as if its threshold were computed when it is
+            # reached.
+            cw = c
+            cw_end = min(nc, c + SCAN_WINDOW)
+            for ci in range(cw, cw_end):
+                Sr = _threshold(tau, epsx * ny_max[ci], g)
+                if miss_t is _Complete:
+                    th2[ci - cw] = Sr
+                else:
+                    th2[ci - cw] = _lower(Sr, lbq, fabs(lbq), g)
+            stale = False
+        if miss_t is _Missing:
+            if fused and given and c >= s1:
+                # the product computed them: one segment, the whole row
+                s0, s1, sj, sn, vt = 0, nc, 0, nt, g
+            elif fused and c >= s1:
+                # the next segment's tested values; with nothing added but the query's
+                # columns, a chunk is computed only when its product alone passes Sl less
+                # the chunk's smallest added columns (the slack covers the rounding of the
+                # additions, which are monotone, and the threshold is rounded up)
+                s0 = c
+                s1 = min(nc, c + seg)
+                sj = s0 * r_chunk
+                sn = min(nt, s1 * r_chunk) - sj
+                pre = hcx == NULL and ab == NULL and gmin != NULL and tau < INFINITY
+                if pre:
+                    for ci in range(s0, s1):
+                        Sr = _threshold(tau, epsx * ny_max[ci], g)
+                        lb = lbq
+                        mag = fabs(lbq)
+                        for t in range(nm):
+                            lb = lb + gmin[mi[t] * mstride + cg + ci]
+                            mag = mag + fabs(gmin[mi[t] * mstride + cg + ci])
+                        th1[ci - s0] = _lower(Sr, lb, mag, g)
+                if real is float:
+                    hd_prep_f(g + sj, sn, r_chunk, &th1[0] if pre else NULL,
+                              gy + r0 + sj if nm > 0 else NULL, gstride, mi, nm,
+                              hcx + sj if hcx != NULL else NULL, hm,
+                              ab + sj if ab != NULL else NULL, tab, vb)
+                else:
+                    hd_prep_d(g + sj, sn, r_chunk, &th1[0] if pre else NULL,
+                              gy + r0 + sj if nm > 0 else NULL, gstride, mi, nm,
+                              hcx + sj if hcx != NULL else NULL, hm, NULL, NULL, vb)
+        # the first chunk from c on with a value at or below its threshold
+        # (hdist/_kernels/scan_body.h)
+        if miss_t is _Missing and fused:
+            cend = min(cw_end, s1)
+            if real is float:
+                c = s0 + hd_scan_f(vt, sn, r_chunk, c - s0, cend - s0, th2 + (c - cw))
+            else:
+                c = s0 + hd_scan_d(vt, sn, r_chunk, c - s0, cend - s0, th2 + (c - cw))
+        else:
+            cend = cw_end
+            if real is float:
+                c = hd_scan_f(g, nt, r_chunk, c, cend, th2 + (c - cw))
+            else:
+                c = hd_scan_d(g, nt, r_chunk, c, cend, th2 + (c - cw))
+        if c >= cend:
+            continue
+        c0 = c * r_chunk
+        c1 = min(nt, c0 + r_chunk)
+        Sr = _threshold(tau, epsx * ny_max[c], g)
+        tv = g + c0
+        Sl = th2[c - cw]
+        if miss_t is _Missing:
+            if fused:
+                tv = vt + (c0 - sj)
+        b0 = 0
+        mask = 0
+        while True:
+            # the entries of the chunk at or below the threshold, 64 at a time
+            if mask == 0:
+                if b0 >= c1 - c0:
+                    break
+                mask = _le_mask(tv + b0, min(64, c1 - c0 - b0), Sl)
+                b0 = b0 + 64
+                continue
+            jj = b0 - 64 + hd_ctz64(mask)
+            mask = mask & (mask - 1)
+            j = r0 + c0 + jj
+            # the threshold may have dropped since the mask was taken
+            if tv[jj] > Sl:
+                continue
+            if miss_t is _Missing:
+                # a row whose codes are its own attributes (miss_codes) was tested with its
+                # terms up to rounding (float32, or bfloat16 with the product's tables: 2^-8
+                # of the terms): the test below would seldom reject it, and
+                # its entries of rptr/ridx are cache misses; the exact kernel decides
+                if hq != NULL and (ab == NULL or not _code_exact(ab[c0 + jj], nh)):
+                    # the estimate with the query's columns (the sum hdist/_kernels/scan_body.h
+                    # makes: the tested value itself when nothing else is added), and the
+                    # terms of the attributes row j misses, in float64
+                    corr = 0.0
+                    for t in range(rptr[j], rptr[j + 1]):
+                        corr = corr + hq[ridx[t]]
+                    if given:
+                        # the estimate with the columns, e, is not stored: tv = e + tsum
+                        # rounded once (at most 2^-24 |tv|), so e is at least tv - tsum
+                        # less that, and the slack also covers the float64 roundings
+                        if real is float and cd.t16 != NULL:
+                            # the bfloat16 entries the product added (hd_gemm_blk): a dot
+                            # product, at most two roundings and a flush to zero of 1e-38
+                            dsum = <double> hd_bf16_float(cd.t16[ab[c0 + jj] & 255]) \
+                                + <double> hd_bf16_float(cd.t16[ab[c0 + jj] >> 8])
+                        else:
+                            tsum = tab[ab[c0 + jj] & 255] + tab[ab[c0 + jj] >> 8]
+                            dsum = tsum
+                        if (<double> tv[jj] - dsum) - (fabs(tv[jj]) + dsum) * 2.0 ** -22 \
+                                - 1e-30 + corr > <double> Sr:
+                            continue
+                    else:
+                        if hcx == NULL and ab == NULL:
+                            ev = tv[jj]
+                        else:
+                            ev = g[c0 + jj]
+                            for t in range(nm):
+                                ev = ev + gy[mi[t] * gstride + j]
+                        if <double> ev + corr > <double> Sr:
+                            continue
+            if excl and j == q + self_off:
+                continue
+            s = pair_reduced(P, QS, q, RS, j, 2, tau)
+            if s > tau:
+                continue
+            s = true_of(P, QS, q, RS, j, s)
+            if buf == NULL:
+                if _before(s, j, hd[0], hi[0]):
+                    heap_push(hd, hi, k, s, j)
+                    tau = reduced_bound(P, hd[0])
+                    Sr = _threshold(tau, epsx * ny_max[c], g)
+                    Sl = Sr if miss_t is _Complete else _lower(Sr, lbq, fabs(lbq), g)
+                    stale = True
+            elif s <= r:
+                if cnt == cap[0]:
+                    cap[0] = 2 * cap[0] + 16
+                    tmp = <Hit*> realloc(buf[0], cap[0] * sizeof(Hit))
+                    if tmp == NULL:
+                        return -1
+                    buf[0] = tmp
+                buf[0][cnt].d = s
+                buf[0][cnt].j = j
+                cnt = cnt + 1
+        c0 = c1
+        c = c + 1
+    return cnt
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+cdef inline const intp* _miss_of(const intp[::1] qptr, const intp[::1] qidx, intp q,
+                                 intp* nm) noexcept nogil:
+    if qptr is None or qptr[q + 1] == qptr[q]:
+        nm[0] = 0
+        return NULL
+    nm[0] = qptr[q + 1] - qptr[q]
+    return &qidx[qptr[q]]
+
+
+cdef int _query_miss_ok(const intp[::1] qptr, const intp[::1] qidx, intp q0, intp nb,
+                        intp m) noexcept:
+    """1 when the entries of queries ``q0 .. q0 + nb`` in ``qptr``/``qidx`` index ``qidx``
+    and ``m`` rows within bounds (O(nb) per tile)."""
+    cdef intp q, t
+    if qptr[q0] < 0 or qptr[q0 + nb] > qidx.shape[0]:
+        return 0
+    for q in range(q0, q0 + nb):
+        if qptr[q + 1] < qptr[q]:
+            return 0
+    for t in range(qptr[q0], qptr[q0 + nb]):
+        if qidx[t] < 0 or qidx[t] >= m:
+            return 0
+    return 1
+
+
+def _check_select(G, intp r_chunk, gy, qptr, qidx, intp nq_all, intp nr_all, nx, ny_max,
+                  intp q0, intp r0, gmin):
+    """Validate a tile's position and the arrays the selection indexes for it (the kernels
+    read them without bounds checks)."""
+    cdef intp nb = G.shape[0], nt = G.shape[1], nc
+    if r_chunk < 1 or r_chunk > GEMM_MAX_CHUNK:
+        raise ValueError("r_chunk must be in [1, %d], got %d" % (GEMM_MAX_CHUNK, r_chunk))
+    if (qptr is None) != (qidx is None) or (qptr is not None and gy is None):
+        raise ValueError("gy, qptr and qidx go together")
+    if qptr is not None and qptr.shape[0] != nq_all + 1:
+        raise ValueError("qptr must have one entry per query row plus one")
+    if q0 < 0 or r0 < 0 or q0 + nb > nq_all or r0 + nt > nr_all:
+        raise ValueError("the tile must lie within the query and reference rows")
+    if nx.shape[0] < nq_all:
+        raise ValueError("nx must have one entry per query row")
+    nc = (nt + r_chunk - 1) // r_chunk
+    if ny_max.shape[0] < nc:
+        raise ValueError("ny_max must have one entry per chunk of r_chunk rows of the tile")
+    if qptr is not None:
+        if not _query_miss_ok(qptr, qidx, q0, nb, gy.shape[0]):
+            raise ValueError("qptr must index qidx, and qidx the rows of gy, for the tile's "
+                             "queries")
+        if gy.shape[1] < r0 + nt:
+            raise ValueError("gy must have a column per reference row")
+        if gmin is not None:
+            if r0 % r_chunk != 0:
+                raise ValueError("r0 must be a multiple of r_chunk when gmin is given")
+            if gmin.shape[0] < gy.shape[0] or gmin.shape[1] < r0 // r_chunk + nc:
+                raise ValueError("gmin must have a row per row of gy and a column per chunk "
+                                 "of r_chunk reference rows")
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+cdef int _ref_miss_ok(const intp[::1] rptr, const intp[::1] ridx, const real[::1] hc,
+                      intp ncol, intp r0, intp nt) noexcept nogil:
+    """1 when the rows ``r0 .. r0 + nt`` of ``rptr``/``ridx`` index ``ridx`` and ``ncol``
+    columns within bounds and ``hc`` counts their entries (O(nt) per tile, against
+    O(nt) per query of the tile)."""
+    cdef intp j, t
+    if r0 < 0 or r0 + nt + 1 > rptr.shape[0] or r0 + nt > hc.shape[0] or rptr[r0] < 0 \
+            or rptr[r0 + nt] > ridx.shape[0]:
+        return 0
+    for j in range(r0, r0 + nt):
+        if rptr[j + 1] < rptr[j] or hc[j] != rptr[j + 1] - rptr[j]:
+            return 0
+    for t in range(rptr[r0], rptr[r0 + nt]):
+        if ridx[t] < 0 or ridx[t] >= ncol:
+            return 0
+    return 1
+
+
+def _check_ref_miss(hq, rptr, ridx, hc, intp nq_all, intp nr_all, intp r0, intp nt):
+    """Validate the reference-missing arguments (all None, or all given and consistent:
+    the kernels index them without bounds checks)."""
+    given = [a is None for a in (hq, rptr, ridx, hc)]
+    if all(given):
+        return
+    if any(given):
+        raise ValueError("hq, rptr, ridx and hc go together")
+    if hc.shape[0] != nr_all:
+        raise ValueError("hc must have one entry per reference row")
+    if hq.shape[0] != nq_all:
+        raise ValueError("hq must have one row per query row")
+    if rptr.shape[0] != nr_all + 1:
+        raise ValueError("rptr must have one entry per reference row plus one")
+
+
+ctypedef struct _SelS:
+    # the arguments of a filtered k-NN selection that do not change between its tiles
+    # (GemmKnnSelect keeps one for a whole search; gemm_select fills one per call)
+    const double* nx
+    const double* ny_max
+    double* HD
+    intp* HI
+    intp k, nq, nr, r_chunk, gstride, mstride, nh, self_off
+    double eps
+    int excl, has_h
+    const void* gy
+    const intp* qptr
+    const intp* qidx
+    const double* gmin
+    const double* hq
+    const intp* rptr
+    const intp* ridx
+    const void* hc
+    const double* hb      # per query, _hq_bounds of its hq row (NULL: computed per row)
+    const unsigned short* ab      # per reference row, _Codes (NULL: none)
+    const float* tab      # per query, 32 entries
+    const unsigned short* t16     # per query, the same in bfloat16 (rounded down)
+
+
+cdef inline bint _tabled(const _SelS* S, intp q) noexcept nogil:
+    """True when :func:`_filter_row` bounds the reference rows' missing terms of query
+    ``q`` with the codes (float32): it has such terms and none is negative."""
+    return S.ab != NULL and S.has_h and S.nh > 0 and S.hb != NULL and S.hb[2 * q] == 0.0
+
+
+cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
+                             const _SelS* S, const real* g, intp nt, intp q, intp r0,
+                             const double* nyp, bint given,
+                             const unsigned short* t16) noexcept nogil:
+    """Query row ``q`` of a tile whose estimates are ``g[0 .. nt)`` (reference rows from
+    ``r0``, ``nyp`` the norms' bounds from the tile's first chunk): the complete-row
+    variant of :func:`_filter_row` when neither side misses a value, else the other.
+    ``given``: ``g`` holds the tested values instead (only when :func:`_tabled`), made
+    with the query's bfloat16 table ``t16`` (NULL: its float table)."""
+    cdef intp nm = 0
+    cdef const intp* mi = NULL
+    cdef _Codes cd
+    if S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
+        nm = S.qptr[q + 1] - S.qptr[q]
+        mi = S.qidx + S.qptr[q]
+    if nm == 0 and not S.has_h:
+        _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
+                    <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride, NULL, 0,
+                    NULL, NULL, NULL, NULL, NULL, S.HD + q * S.k, S.HI + q * S.k, S.k, 0.0,
+                    NULL, NULL, 0, S.excl, S.self_off, 0, <_Complete*> NULL)
+    else:
+        if S.ab != NULL:
+            cd.ab, cd.tab = S.ab, S.tab + 32 * q
+            # the bfloat16 entries when the product added them
+            cd.t16 = t16 if given else NULL
+        _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
+                    <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride,
+                    S.hq + q * S.nh if S.has_h else NULL, S.nh if S.has_h else 0,
+                    S.rptr if S.has_h else NULL, S.ridx if S.has_h else NULL,
+                    <const real*> S.hc if S.has_h else NULL,
+                    S.hb + 2 * q if S.has_h and S.hb != NULL else NULL,
+                    &cd if S.ab != NULL else NULL, S.HD + q * S.k,
+                    S.HI + q * S.k, S.k, 0.0, NULL, NULL, 0, S.excl, S.self_off, given,
+                    <_Missing*> NULL)
+
+
+cdef void _select_tile(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
+                       const real* G, intp ldg, intp nb, intp nt, intp q0,
+                       intp r0, const hd_gadd* add) noexcept nogil:
+    """The rows of one tile in order: what ``gemm_select`` does with one thread.  ``add``
+    (NULL: none; at most HD_GQB rows) the additions ``hd_gemm_blk`` made to the rows."""
+    cdef intp ii
+    cdef const double* nyp = S.ny_max + r0 // S.r_chunk
+    for ii in range(nb):
+        _select_row(P, QS, RS, S, G + ii * ldg, nt, q0 + ii, r0, nyp,
+                    add != NULL and add.tab[ii] != NULL,
+                    add.t16[ii] if add != NULL and add.bf16 else NULL)
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double[::1] nx,
+                const double[::1] ny_max, intp q0, intp r0, intp r_chunk,
+                double[:, ::1] HD, intp[:, ::1] HI, double eps, int n_threads,
+                bint exclude_self=False, intp self_offset=0, const real[:, ::1] gy=None,
+                const intp[::1] qptr=None, const intp[::1] qidx=None,
+                const double[:, ::1] gmin=None, const double[:, ::1] hq=None,
+                const intp[::1] rptr=None, const intp[::1] ridx=None,
+                const real[::1] hc=None):
+    """Update the heaps of queries ``q0 .. q0 + G.shape[0]`` with reference rows
+    ``r0 .. r0 + G.shape[1]``, using ``G[i, j]`` (a matrix-product estimate of the reduced
+    p = 2 distance, see ``hdist._search.gemm_filter``) as a filter.
+
+    The estimate of a pair is ``G[i, j]`` plus ``gy[a, r0 + j]`` for every attribute ``a``
+    missing in query ``q`` (``qidx[qptr[q]:qptr[q + 1]]``); ``gmin[a, c]``, the smallest
+    ``gy[a]`` over chunk ``c`` of all reference rows, lets a chunk be dismissed before
+    those additions.  ``hq[q, t]`` (``hdist._search.gemm_filter``: the query's term
+    against a missing value, less its product share) is added for every attribute ``t`` reference row ``j``
+    misses (``ridx[rptr[j]:rptr[j + 1]]``; ``hc[j]`` of them), after a first test that
+    adds a lower bound of those instead.  A pair is computed exactly
+    (``pair_reduced``) unless ``estimate - eps nx[q] ny > tau``, ``tau`` the reduced bound
+    of the query's current k-th distance (``reduced_bound``) and ``ny`` bounded by
+    ``ny_max[c]`` over chunk ``c`` of ``r_chunk`` reference rows: that margin bounds the
+    rounding error of both computations, so the kept set is exactly the brute-force one.
+    A chunk none of whose estimates passes is skipped after one vectorised test."""
+    cdef const PlanS* P = &plan.s
+    cdef const RowsS* QS = &Q.s
+    cdef const RowsS* RS = &R.s
+    cdef intp nb = G.shape[0], nt = G.shape[1], ii
+    cdef _SelS S
+    _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n, R.s.n, nx, ny_max, q0, r0, gmin)
+    if HD.shape[0] != Q.s.n or HI.shape[0] != Q.s.n or HD.shape[1] != HI.shape[1] \
+            or HD.shape[1] < 1:
+        raise ValueError("HD and HI must both be (queries, k) with k >= 1")
+    _check_ref_miss(hq, rptr, ridx, hc, Q.s.n, R.s.n, r0, nt)
+    has_h = hq is not None and hq.shape[1] > 0 and ridx.shape[0] > 0
+    if has_h and not _ref_miss_ok(rptr, ridx, hc, hq.shape[1], r0, nt):
+        raise ValueError("rptr and ridx must index ridx and the columns of hq, hc count "
+                         "the entries of each row")
+    if nb == 0 or nt == 0:
+        return
+    # the arguments as one search's fixed state (ny_max starts at the tile's chunk)
+    S.nx, S.ny_max, S.HD, S.HI = &nx[0], &ny_max[0], &HD[0, 0], &HI[0, 0]
+    S.k, S.nq, S.nr, S.r_chunk = HD.shape[1], Q.s.n, R.s.n, r_chunk
+    S.eps, S.excl, S.self_off = eps, exclude_self, self_offset
+    S.gy = &gy[0, 0] if gy is not None and gy.shape[0] > 0 else NULL
+    S.gstride = gy.shape[1] if gy is not None else 0
+    S.qptr = &qptr[0] if qptr is not None else NULL
+    S.qidx = &qidx[0] if qidx is not None and qidx.shape[0] > 0 else NULL
+    S.gmin = &gmin[0, 0] if gmin is not None and gmin.shape[0] > 0 else NULL
+    S.mstride = gmin.shape[1] if gmin is not None else 0
+    S.has_h = has_h
+    S.nh = hq.shape[1] if has_h else 0
+    S.hq = &hq[0, 0] if has_h else NULL
+    S.rptr = &rptr[0] if has_h else NULL
+    S.ridx = &ridx[0] if has_h else NULL
+    S.hc = &hc[0] if has_h else NULL
+    S.hb = NULL
+    S.ab, S.tab, S.t16 = NULL, NULL, NULL
+    with nogil:
+        for ii in prange(nb, num_threads=n_threads, schedule="static"):
+            _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, r0, S.ny_max, 0, NULL)
+
+
+#: reference rows per block of the fused filter (rounded to panels and chunks): its 8 x 2048
+#: estimates (64 KB) stay in a core's L2 cache; fewer, longer blocks measured 2-3 % faster
+#: than 512 rows (in L1) on 2 000 x 20 000 HVDM, with and without missing values
+GEMM_BLOCK_ROWS = 2048
+#: pairs per parallel region of the fused filter (signals are checked between regions)
+GEMM_REGION_PAIRS = 1 << 26
+#: most queries per chunk of the fused filter (each chunk reads the reference panels once)
+GEMM_MAX_QUERY_CHUNK = 512
+
+
+def gemm_panels(const float[:, ::1] Y not None, intp height=HD_GPW):
+    """``Y [n, K]`` as panels of ``height`` rows stored attribute-major, ``[ceil(n /
+    height), K, height]``, the last zero-padded: the layout :meth:`GemmKnnSelect.search`
+    reads (reference rows in panels of ``HD_GPW``, queries of ``HD_GQB``)."""
+    n, K = Y.shape[0], Y.shape[1]
+    if height < 1:
+        raise ValueError("height must be >= 1")
+    npan = (n + height - 1) // height
+    out = np.zeros((npan * height, K), dtype=np.float32)
+    out[:n] = Y
+    return np.ascontiguousarray(out.reshape(npan, height, K).transpose(0, 2, 1))
+
+
+cdef _bf16_down(const float[:, ::1] tab):
+    """The float32 tables ``tab`` (entries >= 0) rounded down to bfloat16, as 16-bit words:
+    the upper half of each entry's bits (cutting the lower half rounds toward zero)."""
+    return (np.asarray(tab).view(np.uint32) >> 16).astype(np.uint16)
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
+                  const unsigned short[::1] ab=None, const float[:, ::1] tab=None,
+                  const float[:, ::1] gy=None, const intp[::1] qptr=None,
+                  const intp[::1] qidx=None, const unsigned char[::1] rows=None):
+    """``X [nq, K]`` times the panels ``Yp`` (:func:`gemm_panels`) as the fused filter
+    computes them, ``[nq, panels x HD_GPW]`` in float32: a test hook for the products of
+    every instruction-set variant.  With ``ab`` (one code per reference row,
+    :func:`miss_codes`) and ``tab`` (32 entries per query), the tested values the product
+    makes instead for the queries with ``rows[q]`` != 0 (None: all): each query's
+    estimates plus the rows of ``gy`` it misses (``qidx[qptr[q]:qptr[q + 1]]``; None:
+    none) plus ``tab[q, a] + tab[q, b]`` per row, in bfloat16 when :func:`bf16_bounds` (the
+    tables rounded down).  The padding rows after the last reference row hold zeros
+    without ``ab``, else unspecified values (the selection never reads them)."""
+    cdef intp nq = X.shape[0], K = X.shape[1], npan = Yp.shape[0], q, i, t, n = 0
+    cdef hd_gadd add
+    cdef bint adds = ab is not None
+    t16a = None
+    if Yp.shape[1] != K or Yp.shape[2] != HD_GPW:
+        raise ValueError("Yp must be [panels, %d, %d]" % (K, HD_GPW))
+    out = np.zeros((nq, npan * HD_GPW), dtype=np.float32)
+    cdef float[:, ::1] G = out
+    if not adds and (tab is not None or gy is not None or qptr is not None
+                     or qidx is not None or rows is not None):
+        raise ValueError("tab, gy, qptr, qidx and rows need ab")
+    if adds:
+        n = ab.shape[0]
+        if rows is not None and rows.shape[0] != nq:
+            raise ValueError("rows must have one entry per query")
+        if tab is None or tab.shape[0] != nq or tab.shape[1] != 32:
+            raise ValueError("tab must have 32 entries per query")
+        if n > npan * HD_GPW or n < (npan - 1) * HD_GPW + 1:
+            raise ValueError("ab must have one code per reference row of the panels")
+        for t in range(n):
+            if (ab[t] & 255) >= 32 or (ab[t] >> 8) >= 32:
+                raise ValueError("the codes in ab must be below 32")
+        if (gy is None) != (qptr is None) or (gy is None) != (qidx is None):
+            raise ValueError("gy, qptr and qidx go together")
+        if gy is not None:
+            if gy.shape[1] != n or qptr.shape[0] != nq + 1 or \
+                    not _query_miss_ok(qptr, qidx, 0, nq, gy.shape[0]):
+                raise ValueError("gy must have a column per reference row, qptr and qidx "
+                                 "index its rows for every query")
+        for i in range(nq):
+            for t in range(32):
+                if not tab[i, t] >= 0:
+                    raise ValueError("tab must hold entries >= 0")
+        t16a = _bf16_down(tab)
+    cdef const unsigned short[:, ::1] t16 = t16a
+    if nq == 0 or npan == 0 or K == 0:
+        return out
+    cdef const float[:, :, ::1] Xp = gemm_panels(X, HD_GQB)
+    with nogil:
+        q = 0
+        while q < nq:
+            if adds:
+                add.ab, add.nt, add.bf16 = &ab[0], n, hd_gemm_bf16()
+                add.gy = &gy[0, 0] if gy is not None and gy.shape[0] > 0 else NULL
+                add.gstride = n
+                for i in range(HD_GQB):
+                    add.tab[i], add.t16[i], add.mi[i], add.nm[i] = NULL, NULL, NULL, 0
+                    if q + i < nq and (rows is None or rows[q + i] != 0):
+                        add.tab[i], add.t16[i] = &tab[q + i, 0], &t16[q + i, 0]
+                        if gy is not None and qptr[q + i + 1] > qptr[q + i]:
+                            add.mi[i] = &qidx[qptr[q + i]]
+                            add.nm[i] = qptr[q + i + 1] - qptr[q + i]
+            hd_gemm_blk(&Xp[q // HD_GQB, 0, 0], min(<intp> HD_GQB, nq - q), &Yp[0, 0, 0],
+                        npan, K, &G[q, 0], npan * HD_GPW, &add if adds else NULL)
+            q = q + HD_GQB
+    return out
+
+
+cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
+                      const intp* rptr, const intp* ridx, intp nr, unsigned short* ab,
+                      float* tab) noexcept nogil:
+    """:func:`miss_codes` on checked arguments: ``ab [nr]`` and ``tab [nq, 32]`` (zeros
+    on entry) filled from ``hq [nq, nh]``, ``hb [nq, 2]`` and ``rptr``/``ridx``."""
+    cdef intp na = min(nh, <intp> CODED_ATTRS), j, t, q, m, first, nco
+    cdef float hm
+    for j in range(nr):
+        nco = 0
+        first = 31
+        for t in range(rptr[j], rptr[j + 1]):
+            if ridx[t] < na:
+                if nco == 0:
+                    first = ridx[t]
+                nco = nco + 1
+        m = rptr[j + 1] - rptr[j]
+        if m == nco and m <= 2:
+            ab[j] = <unsigned short> (first + 256 * (31 if m < 2 else ridx[rptr[j] + 1]))
+        else:
+            m = m - (1 if nco > 0 else 0)
+            ab[j] = <unsigned short> (first + 256 * (na + min(m, 31 - na) - 1))
+    for q in range(nq):
+        if hb[2 * q] == 0.0:
+            for t in range(na):
+                tab[32 * q + t] = _below(hq[q * nh + t], <const float*> NULL)
+            hm = _below(hb[2 * q + 1], <const float*> NULL)
+            for m in range(1, 32 - na):
+                tab[32 * q + na + m - 1] = <float> m * hm
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+cdef _all_hq_bounds(const double[:, ::1] hq):
+    """``[nq, 2]``: each query row's :func:`_hq_bounds`."""
+    cdef intp t
+    out = np.empty((hq.shape[0], 2))
+    cdef double[:, ::1] hb = out
+    for t in range(hq.shape[0]):
+        _hq_bounds(&hq[t, 0], hq.shape[1], &hb[t, 0], &hb[t, 1])
+    return out
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+def query_coded(const int[:, ::1] codes not None, const double[::1] ev not None,
+                const intp[::1] ev_off not None, const intp[::1] width not None,
+                const double[::1] sv not None, const unsigned char[::1] ok not None,
+                const intp[::1] sv_off not None, const double[::1] miss not None,
+                const intp[::1] hcol not None, double[:, ::1] X not None, intp x0,
+                double[::1] const not None, double[:, ::1] H not None,
+                cnp.uint8_t[:, ::1] absent not None, intp a0):
+    """The matrix-product filter's query side for ``na`` nominal attributes whose values
+    are looked up (``hdist._search.gemm_filter._queries``): row ``i``'s code
+    ``v = codes[i, a]`` (< 0: missing, the table's last row) selects row ``v`` of the attribute's table of
+    ``width[a]`` columns (``ev[ev_off[a]:]``, row-major), which is written to
+    ``X[i, x0 + ...]``, the attributes' blocks side by side; its ``s = sv[sv_off[a] + v]``
+    is added to ``const[i]`` (attribute after attribute, in order), ``H[i, hcol[a]]``
+    (``hcol[a] >= 0``) is ``miss[a] - s`` (``miss[a]`` when missing) and
+    ``absent[i, a0 + a]`` flags a missing value.  Returns False, with the outputs partly
+    written, when a selected row has ``ok`` 0 (a value off the span the tables project
+    on); a code at or past the table's last row is a ``ValueError``."""
+    cdef intp n = codes.shape[0], na = codes.shape[1], i, a, d, v, nv, x, w, h
+    cdef double sa
+    if ev_off.shape[0] != na + 1 or width.shape[0] != na or sv_off.shape[0] != na + 1 \
+            or miss.shape[0] != na or hcol.shape[0] != na:
+        raise ValueError("ev_off and sv_off need na + 1 entries, width, miss and hcol na")
+    if sv_off[0] < 0 or sv_off[na] > sv.shape[0] or ok.shape[0] != sv.shape[0] \
+            or ev_off[0] < 0 or ev_off[na] > ev.shape[0]:
+        raise ValueError("the offsets must lie within sv, ok and ev")
+    x = x0
+    for a in range(na):
+        nv = sv_off[a + 1] - sv_off[a]
+        if nv < 1 or width[a] < 0 or ev_off[a + 1] - ev_off[a] != nv * width[a] \
+                or (hcol[a] >= H.shape[1]):
+            raise ValueError("attribute %d: its tables must hold nv >= 1 rows of width "
+                             "columns, hcol a column of H" % a)
+        x = x + width[a]
+    if x0 < 0 or x > X.shape[1] or X.shape[0] != n or const.shape[0] != n \
+            or (H.shape[0] != n and H.shape[1] > 0) or absent.shape[0] != n \
+            or a0 < 0 or a0 + na > absent.shape[1]:
+        raise ValueError("X, const, H and absent must have one row per code row and the "
+                         "columns the attributes fill")
+    cdef int status = 0
+    with nogil:
+        for i in range(n):
+            x = x0
+            for a in range(na):
+                nv = sv_off[a + 1] - sv_off[a]
+                v = codes[i, a]
+                if v >= nv - 1:
+                    status = 2
+                    break
+                absent[i, a0 + a] = v < 0
+                if v < 0:
+                    v = nv - 1
+                if not ok[sv_off[a] + v]:
+                    status = 1
+                    break
+                w = width[a]
+                for d in range(w):
+                    X[i, x + d] = ev[ev_off[a] + v * w + d]
+                x = x + w
+                sa = sv[sv_off[a] + v]
+                const[i] = const[i] + sa
+                h = hcol[a]
+                if h >= 0:
+                    H[i, h] = miss[a] if codes[i, a] < 0 else miss[a] - sa
+            if status:
+                break
+    if status == 2:
+        raise ValueError("codes must be below their table's last row (the missing value's)")
+    return status == 0
+
+
+def miss_codes(const double[:, ::1] hq not None, hb, const intp[::1] rptr not None,
+               const intp[::1] ridx not None):
+    """The filter's tighter bound of the terms of the attributes a reference row misses:
+    ``(ab, tab)``, ``ab[j] = a + 256 b`` two codes per reference row (below 32) and
+    ``tab[q]`` a table of 32 float32 lower bounds per query, so that
+    ``tab[q, a] + tab[q, b]`` (in float32) never exceeds the sum of ``hq[q, t]`` over the
+    attributes ``t`` row ``j`` misses (``ridx[rptr[j]:rptr[j + 1]]``, distinct columns of
+    ``hq``).  ``hb[q]`` is the query's sum of negative terms and smallest term
+    (:func:`_hq_bounds`; None: computed here); a query with a negative term keeps a table
+    of zeros (the filter then bounds its rows otherwise).
+
+    The first ``na = min(nh, 24)`` attributes have a code each, their entry the query's
+    term rounded down; entries ``na .. 30`` hold ``m`` times the rounded-down smallest
+    term for ``m = 1 .. 31 - na``, and entry 31 is 0.  A row missing at most two
+    attributes, both coded, gets their codes (31 for none): its terms up to rounding.  Any
+    other row gets the code of its first coded attribute (31: none) and that of the number
+    of its other attributes (at most ``31 - na``).  Every entry rounds down and the terms
+    are >= 0, so a row's two entries and their float32 sum never exceed its terms' sum."""
+    cdef intp nq = hq.shape[0], nh = hq.shape[1], nr = rptr.shape[0] - 1, j, t
+    cdef const double[:, ::1] hbv = _all_hq_bounds(hq) if hb is None else hb
+    if nr < 0 or hbv.shape[0] != nq or hbv.shape[1] != 2:
+        raise ValueError("rptr must have one entry per reference row plus one, hb one row "
+                         "of two per query")
+    if nr > 0 and (rptr[0] < 0 or rptr[nr] > ridx.shape[0]):
+        raise ValueError("rptr must index ridx")
+    for j in range(nr):
+        if rptr[j + 1] < rptr[j]:
+            raise ValueError("rptr must be non-decreasing")
+    for t in range(ridx.shape[0]):
+        if ridx[t] < 0 or ridx[t] >= nh:
+            raise ValueError("ridx must index the columns of hq")
+    ab_a = np.empty(nr, dtype=np.uint16)
+    tab_a = np.zeros((nq, 32), dtype=np.float32)
+    cdef unsigned short[::1] ab = ab_a
+    cdef float[:, ::1] tab = tab_a
+    _fill_codes(&hq[0, 0] if nq > 0 and nh > 0 else NULL, nq, nh,
+                &hbv[0, 0] if nq > 0 else NULL, &rptr[0],
+                &ridx[0] if ridx.shape[0] > 0 else NULL, nr, &ab[0] if nr > 0 else NULL,
+                &tab[0, 0] if nq > 0 else NULL)
+    return ab_a, tab_a
+
+
+cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
+                      const float* Xp, intp K, const float* Yp, intp a0, intp a1,
+                      intp rt) noexcept nogil:
+    """Queries ``a0 .. a1`` (``a0`` a multiple of ``HD_GQB``) of
+    :meth:`GemmKnnSelect.search`: per block of ``rt`` reference rows, per panel of
+    ``HD_GQB`` queries, the products into a buffer of the cache, then the selection of
+    each row as :meth:`GemmKnnSelect.tile` makes it.  1: out of memory."""
+    # the block of estimates on a 64-byte boundary (rt is a multiple of HD_GPW, so every
+    # row of it is): a vector stored across two cache lines costs two stores, and one
+    # read back at once is not forwarded from the store
+    cdef void* mem = malloc(HD_GQB * rt * sizeof(float) + 64)
+    cdef float* G = <float*> (((<size_t> mem) + 63) & ~(<size_t> 63))
+    cdef intp r0, nt, qb, nqb, i, q
+    cdef hd_gadd add
+    cdef bint adds
+    if mem == NULL:
+        return 1
+    r0 = 0
+    while r0 < S.nr:
+        nt = min(rt, S.nr - r0)
+        qb = a0
+        while qb < a1:
+            nqb = min(<intp> HD_GQB, a1 - qb)
+            # the product adds the terms of the query rows whose reference-missing terms
+            # are bounded by the codes (and their own columns): hd_prep's values, made
+            # while the sums are in registers
+            adds = False
+            # the kind of table, once for the block: the product and the selection agree
+            # even if the variant is changed meanwhile (which the rules forbid)
+            add.bf16 = hd_gemm_bf16() and S.t16 != NULL
+            for i in range(HD_GQB):
+                add.tab[i], add.t16[i], add.mi[i], add.nm[i] = NULL, NULL, NULL, 0
+                q = qb + i
+                if i < nqb and _tabled(S, q):
+                    adds = True
+                    add.tab[i] = S.tab + 32 * q
+                    add.t16[i] = S.t16 + 32 * q if add.bf16 else NULL
+                    if S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
+                        add.nm[i] = S.qptr[q + 1] - S.qptr[q]
+                        add.mi[i] = S.qidx + S.qptr[q]
+            if adds:
+                add.ab = S.ab + r0
+                add.gy = <const float*> S.gy + r0 if S.gy != NULL else NULL
+                add.gstride, add.nt = S.gstride, nt
+            hd_gemm_blk(Xp + (qb // HD_GQB) * K * HD_GQB, nqb, Yp + (r0 // HD_GPW) * K * HD_GPW,
+                        (nt + HD_GPW - 1) // HD_GPW, K, G, rt, &add if adds else NULL)
+            _select_tile(P, QS, RS, S, <const float*> G, rt, nqb, nt, qb, r0,
+                         &add if adds else NULL)
+            qb = qb + HD_GQB
+        r0 = r0 + rt
+    free(mem)
+    return 0
+
+
+include "gemm_search.pxi"

@@ -1,0 +1,442 @@
+# The fused k-NN search and the radius selection of the matrix-product filter
+# (included by gemm.pyx, whose declarations they use).
+
+cdef class GemmKnnSelect:
+    """The heap updates of one filtered k-NN search (``hdist._search.gemm_filter.knn``),
+    tile by tile.
+
+    Takes the arguments of :func:`gemm_select` that stay fixed during a search, checks
+    them once (``ny_max`` and ``gmin`` over all chunks of ``r_chunk`` reference rows, the
+    whole of ``qptr``/``qidx`` and ``rptr``/``ridx``), and keeps them; :meth:`tile` then
+    checks only the tile's shape and position and runs the rows of the tile without the
+    GIL, one after another, exactly as ``gemm_select`` with one thread.  ``dtype`` is the
+    precision of the tiles, ``gy`` and ``hc`` (float32 or float64)."""
+    cdef CPlan plan
+    cdef CRows Q, R
+    cdef _SelS s
+    cdef int npy_type
+    cdef double[:, ::1] HD
+    cdef intp[:, ::1] HI
+    cdef const double[::1] nx, ny_max
+    cdef const float[:, ::1] gy_f
+    cdef const double[:, ::1] gy_d
+    cdef const float[::1] hc_f
+    cdef const double[::1] hc_d
+    cdef const intp[::1] qptr, qidx, rptr, ridx
+    cdef const double[:, ::1] gmin, hq
+    cdef double[:, ::1] hb
+    cdef const unsigned short[::1] ab
+    cdef const float[:, ::1] tab
+    cdef const unsigned short[:, ::1] tab16
+
+    @cython.boundscheck(HDIST_DEBUG)
+    @cython.wraparound(False)
+    def __init__(self, CPlan plan, CRows Q, CRows R, const double[::1] nx,
+                 const double[::1] ny_max, intp r_chunk, double[:, ::1] HD,
+                 intp[:, ::1] HI, double eps, dtype, bint exclude_self=False,
+                 intp self_offset=0, gy=None, const intp[::1] qptr=None,
+                 const intp[::1] qidx=None, const double[:, ::1] gmin=None,
+                 const double[:, ::1] hq=None, const intp[::1] rptr=None,
+                 const intp[::1] ridx=None, hc=None):
+        cdef intp nq = Q.s.n, nr = R.s.n, nch, t, m = 0
+        dt = np.dtype(dtype)
+        if dt == np.float32:
+            self.npy_type = cnp.NPY_FLOAT32
+        elif dt == np.float64:
+            self.npy_type = cnp.NPY_FLOAT64
+        else:
+            raise TypeError("dtype must be float32 or float64, got %s" % dt)
+        if r_chunk < 1 or r_chunk > GEMM_MAX_CHUNK:
+            raise ValueError("r_chunk must be in [1, %d], got %d" % (GEMM_MAX_CHUNK, r_chunk))
+        nch = (nr + r_chunk - 1) // r_chunk
+        if nx.shape[0] != nq:
+            raise ValueError("nx must have one entry per query row")
+        if ny_max.shape[0] < nch:
+            raise ValueError("ny_max must have one entry per chunk of r_chunk reference rows")
+        if HD.shape[0] != nq or HI.shape[0] != nq or HD.shape[1] != HI.shape[1] \
+                or HD.shape[1] < 1:
+            raise ValueError("HD and HI must both be (queries, k) with k >= 1")
+        if not eps >= 0.0:
+            raise ValueError("eps must be >= 0")
+        self.plan, self.Q, self.R = plan, Q, R
+        self.nx, self.ny_max, self.HD, self.HI = nx, ny_max, HD, HI
+        self.s.nx = &nx[0] if nq > 0 else NULL
+        self.s.ny_max = &ny_max[0] if ny_max.shape[0] > 0 else NULL
+        self.s.HD = &HD[0, 0] if nq > 0 else NULL
+        self.s.HI = &HI[0, 0] if nq > 0 else NULL
+        self.s.k, self.s.nq, self.s.nr, self.s.r_chunk = HD.shape[1], nq, nr, r_chunk
+        self.s.eps, self.s.excl, self.s.self_off = eps, exclude_self, self_offset
+        self.s.gy, self.s.gstride, self.s.qptr, self.s.qidx = NULL, 0, NULL, NULL
+        self.s.gmin, self.s.mstride = NULL, 0
+        if (qptr is None) != (qidx is None) or (qptr is None) != (gy is None):
+            raise ValueError("gy, qptr and qidx go together")
+        if gy is not None:
+            if self.npy_type == cnp.NPY_FLOAT32:
+                self.gy_f = gy
+                m = self.gy_f.shape[0]
+                if self.gy_f.shape[1] != nr:
+                    raise ValueError("gy must have one column per reference row")
+                self.s.gy = &self.gy_f[0, 0] if m > 0 and nr > 0 else NULL
+            else:
+                self.gy_d = gy
+                m = self.gy_d.shape[0]
+                if self.gy_d.shape[1] != nr:
+                    raise ValueError("gy must have one column per reference row")
+                self.s.gy = &self.gy_d[0, 0] if m > 0 and nr > 0 else NULL
+            self.s.gstride = nr
+            if qptr.shape[0] != nq + 1 or qptr[0] != 0 or qptr[nq] > qidx.shape[0]:
+                raise ValueError("qptr must have one entry per query row plus one, from 0 "
+                                 "to at most the length of qidx")
+            for t in range(nq):
+                if qptr[t + 1] < qptr[t]:
+                    raise ValueError("qptr must be non-decreasing")
+            for t in range(qptr[nq]):
+                if qidx[t] < 0 or qidx[t] >= m:
+                    raise ValueError("qidx must index the rows of gy")
+            self.qptr, self.qidx = qptr, qidx
+            self.s.qptr = &qptr[0]
+            self.s.qidx = &qidx[0] if qidx.shape[0] > 0 else NULL
+            if gmin is not None:
+                if gmin.shape[0] != m or gmin.shape[1] < nch:
+                    raise ValueError("gmin must have one row per row of gy and one column "
+                                     "per chunk of r_chunk reference rows")
+                self.gmin = gmin
+                self.s.gmin = &gmin[0, 0] if m > 0 and nch > 0 else NULL
+                self.s.mstride = gmin.shape[1]
+        self.s.has_h, self.s.nh = 0, 0
+        self.s.hq, self.s.rptr, self.s.ridx, self.s.hc = NULL, NULL, NULL, NULL
+        self.s.hb = NULL
+        self.s.ab, self.s.tab, self.s.t16 = NULL, NULL, NULL
+        given = [a is None for a in (hq, rptr, ridx, hc)]
+        if any(given) and not all(given):
+            raise ValueError("hq, rptr, ridx and hc go together")
+        if hq is not None:
+            if self.npy_type == cnp.NPY_FLOAT32:
+                self.hc_f = hc
+                t = self.hc_f.shape[0]
+            else:
+                self.hc_d = hc
+                t = self.hc_d.shape[0]
+            if t != nr:
+                raise ValueError("hc must have one entry per reference row")
+            if hq.shape[0] != nq:
+                raise ValueError("hq must have one row per query row")
+            if rptr.shape[0] != nr + 1:
+                raise ValueError("rptr must have one entry per reference row plus one")
+            ok = _ref_miss_ok(rptr, ridx, self.hc_f, hq.shape[1], 0, nr) \
+                if self.npy_type == cnp.NPY_FLOAT32 \
+                else _ref_miss_ok(rptr, ridx, self.hc_d, hq.shape[1], 0, nr)
+            if not ok:
+                raise ValueError("rptr and ridx must index ridx and the columns of hq, hc "
+                                 "count the entries of each row")
+            if hq.shape[1] > 0 and ridx.shape[0] > 0 and nq > 0:
+                self.hq, self.rptr, self.ridx = hq, rptr, ridx
+                self.s.has_h, self.s.nh = 1, hq.shape[1]
+                self.s.hq, self.s.rptr, self.s.ridx = &hq[0, 0], &rptr[0], &ridx[0]
+                self.s.hc = &self.hc_f[0] if self.npy_type == cnp.NPY_FLOAT32 \
+                    else <const void*> &self.hc_d[0]
+                # each query's bounds of its terms against missing reference values, once
+                self.hb = _all_hq_bounds(hq)
+                self.s.hb = &self.hb[0, 0]
+                if self.npy_type == cnp.NPY_FLOAT32:
+                    # rptr and ridx are checked above
+                    self.ab = np.empty(nr, dtype=np.uint16)
+                    self.tab = np.zeros((nq, 32), dtype=np.float32)
+                    self.s.ab, self.s.tab = &self.ab[0], &self.tab[0, 0]
+                    with nogil:
+                        _fill_codes(&hq[0, 0], nq, hq.shape[1], &self.hb[0, 0], &rptr[0],
+                                    &ridx[0], nr, <unsigned short*> self.s.ab,
+                                    <float*> self.s.tab)
+                    # the tables in bfloat16, for the product's additions on machines
+                    # with AVX512_BF16
+                    self.tab16 = _bf16_down(self.tab)
+                    self.s.t16 = &self.tab16[0, 0]
+
+    @cython.boundscheck(HDIST_DEBUG)
+    @cython.wraparound(False)
+    def search(self, const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
+               int n_threads, intp q_chunk=0, intp r_block=0):
+        """The whole search in one call (float32 only): the query features ``X [nq, K]``
+        times the reference panels ``Yp`` (:func:`gemm_panels`), a block of ``HD_GQB``
+        queries against ``r_block`` reference rows (0: about ``GEMM_BLOCK_ROWS``, a
+        multiple of ``r_chunk`` and of the panel height) at a time, each block selected as
+        :meth:`tile` selects a tile.  Threads take chunks of ``q_chunk`` queries (rounded
+        up to whole panels of ``HD_GQB``), each
+        chunk reading the reference panels once (0: half a thread's share of the
+        queries, between 32 and ``GEMM_MAX_QUERY_CHUNK``: large reference sets do not fit
+        in the caches, so the fewer passes over them the better, while each thread still
+        gets two chunks); signals are checked between parallel regions."""
+        cdef intp nq = self.s.nq, nr = self.s.nr, K = X.shape[1], unit, b0, b1, c, nch
+        cdef intp rt, qc
+        cdef int failed = 0
+        if self.npy_type != cnp.NPY_FLOAT32:
+            raise TypeError("search() runs float32 searches only")
+        if X.shape[0] != nq or K < 1:
+            raise ValueError("X must be [queries, K] with K >= 1")
+        if Yp.shape[1] != K or Yp.shape[2] != HD_GPW or Yp.shape[0] * HD_GPW < nr:
+            raise ValueError("Yp must be [panels, %d, %d] covering every reference row"
+                             % (K, HD_GPW))
+        if q_chunk < 0:
+            raise ValueError("q_chunk must be >= 0")
+        unit = self.s.r_chunk * HD_GPW // math.gcd(self.s.r_chunk, HD_GPW)
+        rt = r_block if r_block > 0 else GEMM_BLOCK_ROWS
+        if rt % unit != 0:
+            rt = max(1, rt // unit) * unit
+        n_threads = _threads_for(n_threads, nq * nr)
+        qc = q_chunk if q_chunk > 0 else \
+            min(GEMM_MAX_QUERY_CHUNK, max(32, (nq + 2 * n_threads - 1) // (2 * n_threads)))
+        qc = (qc + HD_GQB - 1) // HD_GQB * HD_GQB      # whole panels of queries
+        region = max(qc * n_threads, GEMM_REGION_PAIRS // max(1, nr))
+        region = (region + qc - 1) // qc * qc
+        if nq == 0 or nr == 0:
+            return
+        cdef const float[:, :, ::1] Xp = gemm_panels(X, HD_GQB)
+        for b0 in range(0, nq, region):
+            b1 = min(nq, b0 + region)
+            nch = (b1 - b0 + qc - 1) // qc
+            with nogil:
+                for c in prange(nch, num_threads=n_threads, schedule="dynamic"):
+                    failed += _fused_chunk(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
+                                           &Xp[0, 0, 0], K, &Yp[0, 0, 0], b0 + c * qc,
+                                           min(b1, b0 + c * qc + qc), rt)
+            if failed:
+                raise MemoryError()
+            PyErr_CheckSignals()
+
+    def tile(self, cnp.ndarray G not None, intp q0, intp r0):
+        """Update the heaps of queries ``q0 .. q0 + G.shape[0]`` with reference rows
+        ``r0 .. r0 + G.shape[1]`` (``r0`` a multiple of ``r_chunk``) from the tile of
+        estimates ``G`` (rows of unit stride, in the search's precision)."""
+        cdef intp nb, nt, ldg, isz
+        if cnp.PyArray_NDIM(G) != 2 or cnp.PyArray_TYPE(G) != self.npy_type:
+            raise TypeError("G must be a 2-d array of the search's precision")
+        isz = cnp.PyArray_ITEMSIZE(G)
+        nb = cnp.PyArray_DIM(G, 0)
+        nt = cnp.PyArray_DIM(G, 1)
+        if nb == 0 or nt == 0:
+            return
+        ldg = cnp.PyArray_STRIDE(G, 0)
+        if (nt > 1 and cnp.PyArray_STRIDE(G, 1) != isz) or ldg % isz != 0 \
+                or (nb > 1 and ldg < nt * isz) or not cnp.PyArray_ISALIGNED(G):
+            raise ValueError("G must have aligned rows of unit stride")
+        if q0 < 0 or q0 + nb > self.s.nq or r0 < 0 or r0 + nt > self.s.nr \
+                or r0 % self.s.r_chunk != 0:
+            raise ValueError("the tile must lie within the queries and reference rows, "
+                             "r0 a multiple of r_chunk")
+        ldg = ldg // isz
+        with nogil:
+            if self.npy_type == cnp.NPY_FLOAT32:
+                _select_tile(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
+                             <const float*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0, NULL)
+            else:
+                _select_tile(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
+                             <const double*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0, NULL)
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
+                       const double[::1] nx, const double[::1] ny_max, intp q0, intp r0,
+                       intp r_chunk, double r, double eps, bint exclude_self=False,
+                       intp self_offset=0, const real[:, ::1] gy=None,
+                       const intp[::1] qptr=None, const intp[::1] qidx=None,
+                       const double[:, ::1] gmin=None, const double[:, ::1] hq=None,
+                       const intp[::1] rptr=None, const intp[::1] ridx=None,
+                       const real[::1] hc=None, const unsigned short[::1] ab=None,
+                       const float[:, ::1] tab=None):
+    """The pairs of queries ``q0 .. q0 + G.shape[0]`` and reference rows
+    ``r0 .. r0 + G.shape[1]`` within true distance ``r`` (inclusive), filtered by the
+    estimates as :func:`gemm_select` does against the reduced bound of ``r``.
+    ``ab``/``tab`` (float32 tiles only; with ``hq``): the codes of :func:`miss_codes` for
+    all reference and query rows, which bound the terms of a reference row's missing
+    attributes more tightly than ``hc``.
+
+    Returns ``(query, index, distance)`` arrays of the hits, in query order (unsorted
+    within a query); the distances are bit-identical to :func:`radius`'s."""
+    cdef const PlanS* P = &plan.s
+    cdef const RowsS* QS = &Q.s
+    cdef const RowsS* RS = &R.s
+    cdef intp nb = G.shape[0], nt = G.shape[1], ii, q, nm, cnt = 0, before, h
+    cdef intp gstride = gy.shape[1] if gy is not None else 0
+    cdef const real* gyp = &gy[0, 0] if gy is not None and gy.shape[0] > 0 else NULL
+    cdef const intp* mi
+    cdef int excl = exclude_self
+    cdef Hit* buf = NULL
+    cdef intp cap = 0
+    cdef intp* owner = NULL
+    cdef intp* tmpo
+    cdef intp ocap = 0
+    cdef intp[::1] qv, jv
+    cdef double[::1] dv
+    cdef const double* gm = &gmin[0, 0] if gmin is not None and gmin.shape[0] > 0 else NULL
+    cdef intp mstride = gmin.shape[1] if gmin is not None else 0
+    cdef int has_h
+    cdef _Codes cd
+    cdef const _Codes* cdp = NULL
+    _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n, R.s.n, nx, ny_max, q0, r0, gmin)
+    _check_ref_miss(hq, rptr, ridx, hc, Q.s.n, R.s.n, r0, nt)
+    has_h = hq is not None and hq.shape[1] > 0 and ridx.shape[0] > 0
+    if has_h and not _ref_miss_ok(rptr, ridx, hc, hq.shape[1], r0, nt):
+        raise ValueError("rptr and ridx must index ridx and the columns of hq, hc count "
+                         "the entries of each row")
+    if (ab is None) != (tab is None) or (ab is not None and hq is None):
+        raise ValueError("ab and tab go together, with hq")
+    if ab is not None:
+        if ab.shape[0] != R.s.n or tab.shape[0] != Q.s.n or tab.shape[1] != 32:
+            raise ValueError("ab must have one entry per reference row, tab 32 per query")
+        for h in range(r0, r0 + nt):
+            if (ab[h] & 255) >= 32 or (ab[h] >> 8) >= 32:
+                raise ValueError("the codes in ab must be below 32")
+        if real is float and has_h and nt > 0 and nb > 0:
+            cd.ab = &ab[0]
+            cd.t16 = NULL
+            cdp = &cd
+    try:
+        with nogil:
+            for ii in range(nb):
+                q = q0 + ii
+                mi = _miss_of(qptr, qidx, q, &nm)
+                before = cnt
+                if nm == 0 and not has_h:
+                    cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk,
+                                      &ny_max[0], eps * nx[q], gyp, gstride, mi, nm, gm,
+                                      mstride, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
+                                      NULL, 0, r, &buf, &cap, cnt, excl, self_offset,
+                                      0, <_Complete*> NULL)
+                else:
+                    if real is float:
+                        if cdp != NULL:
+                            cd.tab = &tab[q, 0]
+                    cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk,
+                                      &ny_max[0], eps * nx[q], gyp, gstride, mi, nm, gm,
+                                      mstride, &hq[q, 0] if has_h else NULL,
+                                      hq.shape[1] if has_h else 0,
+                                      &rptr[0] if has_h else NULL,
+                                      &ridx[0] if has_h else NULL,
+                                      &hc[0] if has_h else NULL, NULL, cdp, NULL, NULL,
+                                      0, r, &buf, &cap, cnt, excl, self_offset, 0,
+                                      <_Missing*> NULL)
+                if cnt < 0:
+                    break
+                if cnt > ocap:
+                    ocap = cap
+                    tmpo = <intp*> realloc(owner, ocap * sizeof(intp))
+                    if tmpo == NULL:
+                        cnt = -1
+                        break
+                    owner = tmpo
+                for h in range(before, cnt):
+                    owner[h] = q
+        if cnt < 0:
+            raise MemoryError("radius search ran out of memory")
+        qs = np.empty(cnt, dtype=np.intp)
+        js = np.empty(cnt, dtype=np.intp)
+        ds = np.empty(cnt)
+        qv, jv, dv = qs, js, ds
+        for h in range(cnt):
+            qv[h] = owner[h]
+            jv[h] = buf[h].j
+            dv[h] = buf[h].d
+        return qs, js, ds
+    finally:
+        free(buf)
+        free(owner)
+
+
+cdef void _sort_hits(Hit* a, Hit* tmp, intp n) noexcept nogil:
+    """Sort ``a[0:n]`` by (distance, index): insertion sort on runs of 16, then bottom-up
+    merges through ``tmp`` (n entries), comparisons inlined (``qsort``'s indirect calls
+    cost most of the time on the short lists of a radius search)."""
+    cdef intp lo, hi, i, j, w, m, e, x, y, k
+    cdef Hit h
+    cdef Hit* src = a
+    cdef Hit* dst = tmp
+    cdef Hit* sw
+    for lo in range(0, n, 16):
+        hi = lo + 16 if lo + 16 < n else n
+        for i in range(lo + 1, hi):
+            h = a[i]
+            j = i - 1
+            while j >= lo and _before(h.d, h.j, a[j].d, a[j].j):
+                a[j + 1] = a[j]
+                j = j - 1
+            a[j + 1] = h
+    w = 16
+    while w < n:
+        lo = 0
+        while lo < n:
+            m = lo + w if lo + w < n else n
+            e = lo + 2 * w if lo + 2 * w < n else n
+            x = lo
+            y = m
+            k = lo
+            while x < m and y < e:
+                if _before(src[y].d, src[y].j, src[x].d, src[x].j):
+                    dst[k] = src[y]
+                    y = y + 1
+                else:
+                    dst[k] = src[x]
+                    x = x + 1
+                k = k + 1
+            while x < m:
+                dst[k] = src[x]
+                x = x + 1
+                k = k + 1
+            while y < e:
+                dst[k] = src[y]
+                y = y + 1
+                k = k + 1
+            lo = e
+        sw = src
+        src = dst
+        dst = sw
+        w = 2 * w
+    if src != a:
+        for i in range(n):
+            a[i] = src[i]
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+def gemm_radius_lists(const intp[::1] qs, const intp[::1] js, const double[::1] ds,
+                      intp nq):
+    """The hits ``(query, index, distance)`` of :func:`gemm_radius_select`, in any order,
+    as :func:`radius` returns them: two lists of ``nq`` arrays (distances, indices), each
+    query's sorted by (distance, index)."""
+    cdef intp n = qs.shape[0], h, q
+    cdef Hit* buf
+    if js.shape[0] != n or ds.shape[0] != n:
+        raise ValueError("qs, js and ds must have the same length")
+    starts = np.zeros(nq + 1, dtype=np.intp)
+    pos = np.empty(nq + 1, dtype=np.intp)
+    D = np.empty(n)
+    I = np.empty(n, dtype=np.intp)
+    cdef intp[::1] st = starts, ps = pos, Iv = I
+    cdef double[::1] Dv = D
+    for h in range(n):
+        q = qs[h]
+        if q < 0 or q >= nq:
+            raise ValueError("query %d of a hit is not in [0, %d)" % (q, nq))
+        st[q + 1] += 1
+    for q in range(nq):
+        st[q + 1] += st[q]
+    ps[:] = st
+    buf = <Hit*> malloc(2 * max(1, n) * sizeof(Hit))
+    if buf == NULL:
+        raise MemoryError("radius search ran out of memory")
+    try:
+        with nogil:
+            for h in range(n):
+                q = qs[h]
+                buf[ps[q]].d = ds[h]
+                buf[ps[q]].j = js[h]
+                ps[q] += 1
+            for q in range(nq):
+                _sort_hits(&buf[st[q]], &buf[n + st[q]], st[q + 1] - st[q])
+            for h in range(n):
+                Dv[h] = buf[h].d
+                Iv[h] = buf[h].j
+    finally:
+        free(buf)
+    return ([D[st[q]:st[q + 1]] for q in range(nq)],
+            [I[st[q]:st[q + 1]] for q in range(nq)])

@@ -1,0 +1,174 @@
+# cython: language_level=3
+"""The kernels' view of a fitted Plan (:class:`CPlan`) and of encoded rows
+(:class:`CRows`), and what every kernel module shares: OpenMP's presence and default
+thread count, the thread count of a call, the rows of a parallel region.
+"""
+import math
+
+import numpy as np
+cimport numpy as cnp
+cimport cython
+from libc.math cimport INFINITY
+
+cnp.import_array()
+
+
+
+def openmp_enabled():
+    """True when the extension was compiled with OpenMP."""
+    return bool(hdist_openmp_enabled())
+
+
+def omp_max_threads():
+    """OpenMP's default thread count (honours ``OMP_NUM_THREADS``)."""
+    return int(hdist_max_threads())
+
+
+def _c(a, dtype):
+    a = np.ascontiguousarray(a, dtype=dtype)
+    if not a.flags.writeable:
+        # read-only input (a memory-mapped or shared fitted plan): the typed views below
+        # need a writable buffer, though the kernels never write through them
+        a = a.copy()
+    return a
+
+
+#: a general-p reduced distance outside this range is recomputed exactly (see true_of)
+SAFE_RANGE = (1e-280, 1e280)
+
+#: below this many pairs a call runs on one thread (starting threads would cost more)
+SERIAL_PAIRS = 1 << 14
+
+
+#: pairs computed per parallel region (a region ends at a barrier where threads wait for
+#: the slowest, and signals are checked between regions): about 10-50 ms of work
+REGION_PAIRS = 1 << 23
+
+
+def _region_rows(int n_threads, Py_ssize_t n_other):
+    """Query rows per parallel region: few barriers (a thread that waits at one burns the
+    core its preempted partner needs on a loaded machine), still many chunks per thread."""
+    return max(64, 16 * n_threads, REGION_PAIRS // max(1, n_other))
+
+
+def _threads_for(int n_threads, Py_ssize_t pairs):
+    if n_threads < 1:
+        raise ValueError("n_threads must be >= 1, got %d" % n_threads)
+    return 1 if pairs < SERIAL_PAIRS else n_threads
+
+
+cdef class CPlan:
+    """C view of a :class:`hdist._core.plan.Plan` (kept alive by this object)."""
+
+    def __cinit__(self, plan):
+        keep = {}
+
+        def arr(name, dtype, minlen=1):
+            a = _c(getattr(plan, name), dtype)
+            if a.size == 0:
+                a = np.zeros(minlen, dtype=dtype)
+            keep[name] = a
+            return a
+
+        cdef double[::1] c_w = arr("c_rw", np.float64)
+        cdef double[::1] c_inv = arr("c_inv", np.float64)
+        cdef double[::1] c_elo = arr("c_elo", np.float64)
+        cdef double[::1] c_ehi = arr("c_ehi", np.float64)
+        cdef unsigned char[::1] c_maxp = arr("c_maxp", np.uint8)
+        cdef double[::1] t_raw = arr("t_raw", np.float64)
+        cdef unsigned char[::1] c_ign = arr("c_ign", np.uint8)
+        cdef double[::1] c_both = arr("c_both", np.float64)
+        cdef double[::1] o_w = arr("o_w", np.float64)
+        sel = np.zeros((max(1, plan.mo), 4))
+        if plan.mo:
+            sel[:, 1] = plan.o_w
+            sel[:, 2] = plan.o_miss
+            sel[:, 3] = plan.o_miss
+        sel = sel.ravel()
+        keep["o_sel"] = sel
+        cdef double[::1] o_sel = sel
+        cdef double[::1] o_miss = arr("o_miss", np.float64)
+        cdef double[::1] o_rw = arr("o_rw", np.float64)
+        cdef unsigned char[::1] o_ign = arr("o_ign", np.uint8)
+        cdef double[::1] t_tab = arr("t_tab", np.float64)
+        cdef intp[::1] t_off = arr("t_off", np.intp)
+        cdef int[::1] t_V = arr("t_V", np.intc)
+        cdef double[::1] t_miss = arr("t_miss", np.float64)
+        cdef double[::1] t_rw = arr("t_rw", np.float64)
+        cdef unsigned char[::1] t_ign = arr("t_ign", np.uint8)
+        cdef intp[::1] e_off = arr("e_off", np.intp)
+        cdef unsigned char[::1] e_q = arr("e_q", np.uint8)
+        cdef double[::1] e_miss = arr("e_miss", np.float64)
+        cdef double[::1] e_rw = arr("e_rw", np.float64)
+        cdef unsigned char[::1] e_ign = arr("e_ign", np.uint8)
+        self._keep = keep
+        self.s.mc = plan.mc
+        self.s.mo = plan.mo
+        self.s.mt = plan.mt
+        self.s.me = plan.me
+        self.s.pmode = plan.pmode
+        self.s.p = plan.p
+        self.s.inv_p = 1.0 / plan.p if plan.pmode != 0 else 0.0
+        self.s.has_ignore = plan.has_ignore
+        self.s.mean = plan.mean
+        self.s.w_all = plan.w_all
+        self.s.w_max = plan.w_max
+        self.s.slack = 1.0 + 2.0 ** -40 * max(1.0, plan.p if plan.pmode != 0 else 1.0)
+        self.s.c_w = &c_w[0]
+        self.s.c_inv = &c_inv[0]
+        self.s.c_elo = &c_elo[0]
+        self.s.c_ehi = &c_ehi[0]
+        self.s.c_maxp = &c_maxp[0]
+        self.s.t_raw = &t_raw[0]
+        self.s.c_ign = &c_ign[0]
+        self.s.c_both = &c_both[0]
+        self.s.o_w = &o_w[0]
+        self.s.o_sel = &o_sel[0]
+        self.s.o_miss = &o_miss[0]
+        self.s.o_rw = &o_rw[0]
+        self.s.o_ign = &o_ign[0]
+        self.s.t_tab = &t_tab[0]
+        self.s.t_off = &t_off[0]
+        self.s.t_V = &t_V[0]
+        self.s.t_miss = &t_miss[0]
+        self.s.t_rw = &t_rw[0]
+        self.s.t_ign = &t_ign[0]
+        self.s.e_off = &e_off[0]
+        self.s.e_q = &e_q[0]
+        self.s.e_miss = &e_miss[0]
+        self.s.e_rw = &e_rw[0]
+        self.s.e_ign = &e_ign[0]
+
+
+cdef class CRows:
+    """C view of encoded rows (a :class:`hdist._core.plan.Rows`)."""
+
+    def __cinit__(self, rows):
+        n = rows.n
+        keep = {}
+
+        def arr(name, dtype):
+            a = _c(getattr(rows, name), dtype)
+            if a.size == 0:
+                a = np.zeros(1, dtype=dtype)
+            keep[name] = a
+            return a
+
+        cdef double[::1] c = arr("c", np.float64).reshape(-1)
+        cdef double[::1] cpen = arr("cpen", np.float64).reshape(-1)
+        cdef int[::1] o = arr("o", np.intc).reshape(-1)
+        cdef int[::1] t = arr("t", np.intc).reshape(-1)
+        cdef double[::1] e = arr("e", np.float64).reshape(-1)
+        self._keep = keep
+        self.s.n = n
+        self.s.D = rows.D
+        self.s.c_nan = bool(np.isnan(rows.c).any()) if rows.c.size else False
+        self.s.c = &c[0]
+        self.s.cpen = &cpen[0]
+        self.s.o = &o[0]
+        self.s.t = &t[0]
+        self.s.e = &e[0]
+
+    @property
+    def n(self):
+        return self.s.n

@@ -1,0 +1,17 @@
+# cython: language_level=3
+"""The tile kernel for the other compiled modules (the trees' leaves)."""
+from hdist._kernels.plan cimport PlanS, RowsS, intp
+
+
+ctypedef struct AttrRows:
+    intp ld              # rows stored attribute-major: value (a, j) at [a * ld + j]
+    const double* c      # [mc, ld]
+    const double* cpen   # [mc, ld]
+    const int* o         # [mo, ld]
+    const int* t         # [mt, ld]
+    const double* e      # [D, ld]
+
+
+cdef int tile_block(const void* view, const PlanS* P, const RowsS* Q, intp q,
+                    const AttrRows* R, intp j0, intp nb, double bound,
+                    double* s) noexcept nogil

@@ -1,0 +1,47 @@
+"""The module names of hdist 0.1 whose modules moved into the layer folders, so that
+pickles written by 0.1 (which name the module of each class they hold) still load:
+``import hdist._plan`` gives :mod:`hdist._core.plan`, and so on.  Nothing else should use
+these names."""
+import importlib
+import importlib.abc
+import importlib.util
+import sys
+
+#: old name -> the module that holds its contents now
+MOVED = {
+    "hdist._schema": "hdist._core.schema",
+    "hdist._presets": "hdist._core.presets",
+    "hdist._plan": "hdist._core.plan",
+    "hdist._posteriors": "hdist._core.posteriors",
+    "hdist._cooccurrence": "hdist._core.cooccurrence",
+    "hdist._info": "hdist._core.information",
+    "hdist._config": "hdist._core.config",
+    "hdist._threads": "hdist._core.threads",
+    "hdist._progress": "hdist._core.progress",
+    "hdist._index": "hdist._search.index",
+    "hdist._gemm": "hdist._search.gemm_filter",
+    "hdist._knn": "hdist._search.votes",
+    "hdist._trees": "hdist._kernels.trees",
+}
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds an old name and loads it as the module that replaced it (the same object)."""
+
+    def find_spec(self, name, path=None, target=None):
+        if name in MOVED:
+            return importlib.util.spec_from_loader(name, self)
+        return None
+
+    def create_module(self, spec):
+        return importlib.import_module(MOVED[spec.name])
+
+    def exec_module(self, module):
+        pass
+
+
+def install():
+    # first in line: an old name is never looked for as a file (a stale one of an older
+    # install would shadow the module that replaced it)
+    if not any(isinstance(f, _Alias) for f in sys.meta_path):
+        sys.meta_path.insert(0, _Alias())

@@ -1,0 +1,15 @@
+"""The public module ``hdist.metrics``, implemented in :mod:`hdist._search.metric`
+(whose docstring it shows)."""
+from ._face import publish
+from ._search import metric as _impl
+from ._search.metric import (METRICS, MetricInfo, POLICIES, Metric, Explanation, get_metric,
+                             balanced_accuracy)  # noqa: F401
+
+__all__ = ["METRICS", "MetricInfo", "POLICIES", "Metric", "Explanation", "get_metric",
+           "balanced_accuracy"]
+publish(__name__, _impl, __all__)
+
+
+def __getattr__(name):
+    # the implementation's other names, for code and pickles that found them here
+    return getattr(_impl, name)
