@@ -16,6 +16,9 @@ ObjectArray = npt.NDArray[np.object_]
 Table = Any
 
 POLICIES: tuple[str, str, str, str]
+NA_VALUES: tuple[str, ...]
+
+class ColumnKindWarning(UserWarning): ...
 
 @dataclass(frozen=True)
 class MetricInfo:

@@ -249,7 +249,7 @@ def test_knn_params_nominal_and_what(capsys, tmp_path):
     rows = read_out(tmp_path / "o.csv")
     tr = pd.read_csv(tmp_path / "tr.csv", dtype={"job_code": str}).drop(columns="label")
     q = pd.read_csv(tmp_path / "q.csv", dtype={"job_code": str})
-    ref = hdist.Metric("manhattan").fit(tr, None)
+    ref = hdist.Metric("manhattan", nominal=["job_code"]).fit(tr, None)
     assert ref.schema_.kinds_[list(tr.columns).index("job_code")] == "nominal"
     dist, ind = ref.kneighbors(q, 2)
     np.testing.assert_array_equal(np.array([r[1:3] for r in rows[1:]], dtype=int), ind)
