@@ -609,7 +609,7 @@ def _warnings_to_stderr(command, reported=()):
             text = str(w.message)
             if isinstance(w.message, ColumnKindWarning):
                 cols = [nw for nw in w.message.columns if nw[0] not in reported]
-                text = str(ColumnKindWarning.about(cols)) if cols else ""
+                text = str(ColumnKindWarning(cols)) if cols else ""
             if text and text not in seen:
                 seen.add(text)
                 _warn(command, text)

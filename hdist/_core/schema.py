@@ -54,20 +54,18 @@ class ColumnKindWarning(UserWarning):
     few texts it also holds (``-``, ``unknown``: marks of missing values?).  Declare the
     columns ``nominal=[...]`` or ``continuous=[...]`` (which also silences the warning),
     add a mark of missing values to ``na_values``, or drop an identifier.  ``columns``:
-    the ``(name, reason)`` of each column."""
+    the ``(name, reason)`` of each column (the one argument)."""
 
-    def __init__(self, message, columns=()):
-        super().__init__(message)
-        self.columns = list(columns)
+    def __init__(self, columns):
+        self.columns = [tuple(nw) for nw in columns]
+        super().__init__(
+            "the kind of column(s) %s was inferred from values that may mean otherwise; "
+            "declare each nominal=[...] or continuous=[...] (which also silences this "
+            "warning), add a mark of missing values to na_values, or drop an identifier"
+            % "; ".join("%r (%s)" % nw for nw in self.columns))
 
-    @classmethod
-    def about(cls, columns):
-        """The warning for ``columns``, a list of ``(name, reason)``."""
-        return cls("the kind of column(s) %s was inferred from values that may mean "
-                   "otherwise; declare each nominal=[...] or continuous=[...] (which also "
-                   "silences this warning), add a mark of missing values to na_values, or "
-                   "drop an identifier" % "; ".join("%r (%s)" % nw for nw in columns),
-                   columns)
+    def __reduce__(self):
+        return type(self), (self.columns,)
 
 
 class NotFittedError(ValueError, AttributeError, RuntimeError):
@@ -776,7 +774,7 @@ class Schema:
         self.continuous_ = np.array([k == CONTINUOUS for k in self.kinds_], dtype=bool)
         if doubtful:
             import warnings
-            warnings.warn(ColumnKindWarning.about(doubtful), stacklevel=_caller_level())
+            warnings.warn(ColumnKindWarning(doubtful), stacklevel=_caller_level())
         return cols
 
     @staticmethod

@@ -6,6 +6,7 @@ columns they name; doubtful inferences draw one ``ColumnKindWarning`` per fit.
 
 Checked against tests/ref_kinds.py (the rule cell by cell) on random columns in every
 input form, and on the bundled real datasets."""
+import pickle
 import warnings
 
 import numpy as np
@@ -249,6 +250,8 @@ def test_code_like_columns_warn_once_naming_them():
     assert "'flag' (continuous: 2 distinct whole numbers)" in text
     assert "like an identifier" in text and "leading zeros" in text
     assert found[0].filename == __file__
+    again = pickle.loads(pickle.dumps(found[0].message))     # as a process pool sends it
+    assert again.columns == found[0].message.columns and str(again) == text
     # declared either way: silent, and the declared kinds hold
     with warnings.catch_warnings():
         warnings.simplefilter("error")
