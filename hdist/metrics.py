@@ -3,10 +3,10 @@
 from ._face import publish
 from ._search import metric as _impl
 from ._search.metric import (METRICS, MetricInfo, POLICIES, Metric, Explanation, get_metric,
-                             balanced_accuracy)  # noqa: F401
+                             balanced_accuracy, NA_VALUES, ColumnKindWarning)  # noqa: F401
 
 __all__ = ["METRICS", "MetricInfo", "POLICIES", "Metric", "Explanation", "get_metric",
-           "balanced_accuracy"]
+           "balanced_accuracy", "NA_VALUES", "ColumnKindWarning"]
 publish(__name__, _impl, __all__)
 
 

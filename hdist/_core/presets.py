@@ -26,8 +26,8 @@ class MetricInfo:
 
 
 #: parameters every preset accepts, with their defaults (a row below may change a default)
-COMMON = {"nominal": None, "weights": None, "missing": "one", "aggregate": "sum",
-          "mi_discretizer": None}
+COMMON = {"nominal": None, "continuous": None, "na_values": None, "weights": None,
+          "missing": "one", "aggregate": "sum", "mi_discretizer": None}
 
 #: the parameters of range-style normalization of continuous differences
 _DIFF = {"normalization": "range", "trim": 0.05}

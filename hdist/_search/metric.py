@@ -30,7 +30,8 @@ from .._core import statistics as est
 from .._core.plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan, TableComponent,
                     IGNORE, MAX, ONE, SYMBOL)
 from .._core.presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
-from .._core.schema import (CONTINUOUS, NotFittedError, Schema, check_sample_weight, column_weights,
+from .._core.schema import (CONTINUOUS, NA_VALUES, ColumnKindWarning,  # noqa: F401
+                            NotFittedError, Schema, check_sample_weight, column_weights,
                       encode_labels,
                       n_rows, take_rows, to_columns)
 from .._core.threads import built_once, effective_n_jobs
@@ -98,8 +99,19 @@ class Metric:
     name : str
         Preset: one of ``hdist.METRICS`` (``heom``, ``hvdm``, ``vdm``, ``minkowski``,
         ``euclidean``, ``manhattan``, ``chebyshev``, ``fractional``, ``gower``, ...).
-    nominal : None, "all", list of names/positions, or boolean mask
-        Nominal columns (default: inferred from dtypes; docs/metrics.md, section 1).
+    nominal, continuous : None, "all", "rest", list of names/positions, or boolean mask
+        Columns taken as nominal / continuous whatever their values; every other column's
+        kind is inferred (docs/metrics.md, section 1): numbers (numeric dtypes, and text or
+        objects whose every observed value is or spells a number) are continuous; text,
+        categories and booleans nominal.  ``"all"``: every column; ``"rest"``: the
+        columns the other parameter does not name (``nominal=[...],
+        continuous="rest"``: exactly these columns are nominal).  A whole-number column
+        inferred continuous that looks like codes draws a ``ColumnKindWarning``.
+    na_values : None or list of str
+        Text read as a missing value in every column, at fit and at predict (default
+        ``NA_VALUES``: ``""``, ``"?"``, ``"NA"``, ``"N/A"``, ``"n/a"``, ``"NaN"``,
+        ``"None"``, ``"null"``, ... -- pandas' ``read_csv`` list and ``?``; not ``-``, a
+        label too); ``[]`` reads no text as missing.
     p : float > 0 or inf
         Minkowski exponent (docs/metrics.md, section 2); fractional ``0 < p < 1`` allowed.
         Every distance is within 1e-12 relative of the exact value whenever that value is a
@@ -258,6 +270,10 @@ class Metric:
                 check(self)
             except (TypeError, ValueError) as exc:
                 raise type(exc)("metric %r: %s" % (self.name, exc)) from None
+        na = self._param("na_values")
+        if na is not None and (isinstance(na, str) or not all(isinstance(v, str) for v in na)):
+            raise TypeError("na_values must be None or a list of strings (the text read as "
+                            "missing), got %r" % (na,))
         w = self._param("weights")
         if isinstance(w, str) and w != "mi":
             raise ValueError("weights must be None, 'mi', an array or a dict, got %r" % w)
@@ -310,9 +326,10 @@ class Metric:
         ``keep`` (None: all rows), or per-column weights ``[n, m]`` (``_fit_summary``)."""
         info = self.info
         p, pol_c, pol_n, agg, norm, trim = self.check_params()
-        schema = Schema(self._param("nominal"))
+        schema = Schema(self._param("nominal"), self._param("continuous"),
+                        self._param("na_values"))
         cont, nom = schema.fit_encode(X if keep is None else take_rows(X, keep),
-                                      allow_empty=True)
+                                      allow_empty=True, sample_weight=sw)
         m_attr = len(schema.names_)
         report = _progress.reporter(progress, 2 * m_attr, "fit", unit="steps")
         if report is not None:

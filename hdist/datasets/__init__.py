@@ -11,7 +11,8 @@ ordinal columns ordered ``category`` and numeric columns ``float64`` (``NaN`` mi
 ``y`` a categorical Series.  Otherwise it returns ``(X, y, nominal)``: ``X`` a 2-D numpy
 object array (floats for numeric columns, ``str`` for nominal ones, ``NaN`` / ``None``
 missing, ordinal columns as float level positions), ``y`` a 1-D object array and
-``nominal`` the positions of the nominal columns, ready for ``Metric(..., nominal=nominal)``.
+``nominal`` the positions of the nominal columns, ready for
+``Metric(..., nominal=nominal, continuous="rest")`` (the schema's kinds exactly).
 
 >>> from hdist.datasets import load_credit_a
 >>> X, y = load_credit_a()
