@@ -801,9 +801,7 @@ class KMedoids(_ClusterBase):
                 start = np.array(init_idx, dtype=np.intp) if explicit else self.init
                 med, n_iter = exact.run(k, rng, start, self.method, max_iter)
             Dm = data.true_from(data.rows.take(med))
-            Dm[np.arange(k), med] = 0.0          # each medoid in its own cluster, at 0
             labels = np.argmin(Dm, axis=0)
-            labels[med] = np.arange(k)
             dmin = Dm[labels, np.arange(n)]
             td = float((dmin if w is None else dmin * w).sum())
             if best is None or td < best[0]:
@@ -819,6 +817,11 @@ class KMedoids(_ClusterBase):
         self.cluster_centers_ = self._decode(data.cont[self.medoid_indices_],
                                              data.nom[self.medoid_indices_])
         return self
+
+    def predict(self, X):
+        """The nearest medoid of each row of ``X`` by ``transform``'s distances (ties: the
+        smaller cluster index): ``labels_`` for the training rows."""
+        return np.argmin(self.transform(X), axis=1)
 
 
 class _MedoidEngine:
@@ -840,19 +843,16 @@ class _MedoidEngine:
             self.full = np.empty((self.n, self.n))
             pairwise(data.plan.cplan, self.crows, self.crows, self.full, data.threads, True,
                      False)
-            np.fill_diagonal(self.full, 0.0)
 
     def block(self, idx):
-        """True distances ``[len(idx), n]`` from rows ``idx`` to every row, 0 from a row to
-        itself: a medoid costs nothing for itself, even when a missing value puts it at a
-        positive distance from itself (docs/metrics.md)."""
+        """True distances ``[len(idx), n]`` from rows ``idx`` to every row, a row's
+        distance to itself included as the metric gives it (positive when a missing value
+        counts, docs/metrics.md section 11)."""
         if self.full is not None:
             return self.full[idx]
         sub = self.rows.take(idx)
-        out = _distances(self.d.plan, _crows(sub), self.crows, sub.n, self.n, self.d.threads,
-                         False)
-        out[np.arange(sub.n), idx] = 0.0
-        return out
+        return _distances(self.d.plan, _crows(sub), self.crows, sub.n, self.n,
+                          self.d.threads, False)
 
     # -- initial medoids ------------------------------------------------------------------
     def seeds(self, k, rng, how):

@@ -4,17 +4,27 @@
 {
     "distutils": {
         "depends": [
-            "/work/venvs/py3.11/lib/python3.11/site-packages/numpy/_core/include/numpy/arrayobject.h",
-            "/work/venvs/py3.11/lib/python3.11/site-packages/numpy/_core/include/numpy/arrayscalars.h",
-            "/work/venvs/py3.11/lib/python3.11/site-packages/numpy/_core/include/numpy/ndarrayobject.h",
-            "/work/venvs/py3.11/lib/python3.11/site-packages/numpy/_core/include/numpy/ndarraytypes.h",
-            "/work/venvs/py3.11/lib/python3.11/site-packages/numpy/_core/include/numpy/ufuncobject.h",
+            "/work/venvs/docs/lib/python3.11/site-packages/numpy/_core/include/numpy/arrayobject.h",
+            "/work/venvs/docs/lib/python3.11/site-packages/numpy/_core/include/numpy/arrayscalars.h",
+            "/work/venvs/docs/lib/python3.11/site-packages/numpy/_core/include/numpy/ndarrayobject.h",
+            "/work/venvs/docs/lib/python3.11/site-packages/numpy/_core/include/numpy/ndarraytypes.h",
+            "/work/venvs/docs/lib/python3.11/site-packages/numpy/_core/include/numpy/ufuncobject.h",
+            "hdist/_kernels/ctile.pxd",
+            "hdist/_kernels/gemm_body.h",
+            "hdist/_kernels/gemm_scan.h",
+            "hdist/_kernels/gemm_search.pxi",
             "hdist/_kernels/openmp.h",
-            "hdist/_kernels/pw.h"
+            "hdist/_kernels/plan.pxd",
+            "hdist/_kernels/pw.h",
+            "hdist/_kernels/scan_body.h",
+            "hdist/_kernels/tile.h",
+            "hdist/_kernels/tile_body.h",
+            "hdist/_kernels/tiles.pxd",
+            "hdist/_kernels/tree_query.pxi"
         ],
         "include_dirs": [
             "hdist/_kernels",
-            "/work/venvs/py3.11/lib/python3.11/site-packages/numpy/_core/include"
+            "/work/venvs/docs/lib/python3.11/site-packages/numpy/_core/include"
         ],
         "name": "hdist._kernels.pam",
         "sources": [
@@ -3911,6 +3921,7 @@ static void __pyx_f_5hdist_8_kernels_3pam__pam_removal(__pyx_t_5hdist_8_kernels_
 static double __pyx_f_5hdist_8_kernels_3pam__pam_change(double const *, __pyx_t_5hdist_8_kernels_4plan_intp, __pyx_t_5hdist_8_kernels_4plan_intp, __pyx_t_5hdist_8_kernels_4plan_intp const *, double const *, double const *, double const *, double const *, double *, __pyx_t_5hdist_8_kernels_4plan_intp *); /*proto*/
 static CYTHON_INLINE void __pyx_f_5hdist_8_kernels_3pam__pam_second(__pyx_t_5hdist_8_kernels_4plan_intp, __pyx_t_5hdist_8_kernels_4plan_intp, double const *, __pyx_t_5hdist_8_kernels_4plan_intp, __pyx_t_5hdist_8_kernels_4plan_intp, __pyx_t_5hdist_8_kernels_4plan_intp, double, __pyx_t_5hdist_8_kernels_4plan_intp *, double *); /*proto*/
 static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *, __pyx_t_5hdist_8_kernels_4plan_intp, __pyx_t_5hdist_8_kernels_4plan_intp, __pyx_t_5hdist_8_kernels_4plan_intp, __pyx_t_5hdist_8_kernels_4plan_intp, double *, __pyx_t_5hdist_8_kernels_4plan_intp *, __pyx_t_5hdist_8_kernels_4plan_intp *, __pyx_t_5hdist_8_kernels_4plan_intp *, double *, double *, double const *); /*proto*/
+static CYTHON_INLINE int __pyx_f_5hdist_8_kernels_3pam__is_medoid(__pyx_t_5hdist_8_kernels_4plan_intp, __pyx_t_5hdist_8_kernels_4plan_intp const *, __pyx_t_5hdist_8_kernels_4plan_intp); /*proto*/
 static int __pyx_array_allocate_buffer(struct __pyx_array_obj *); /*proto*/
 static struct __pyx_array_obj *__pyx_array_new(PyObject *, Py_ssize_t, char *, char const *, char *); /*proto*/
 static PyObject *__pyx_memoryview_new(PyObject *, int, int, __Pyx_TypeInfo const *); /*proto*/
@@ -31772,7 +31783,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
  *         Dm[b * n + o] = row[o]
  *     for o in range(n):             # <<<<<<<<<<<<<<
  *         d = row[o]
- *         if o == j:
+ *         if near[o] == b:             # its nearest medoid is replaced
 */
 
   __pyx_t_1 = __pyx_v_n;
@@ -31785,94 +31796,15 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
  *         Dm[b * n + o] = row[o]
  *     for o in range(n):
  *         d = row[o]             # <<<<<<<<<<<<<<
- *         if o == j:
- *             if near[o] != b:
+ *         if near[o] == b:             # its nearest medoid is replaced
+ *             if d < ds[o]:
 */
     __pyx_v_d = (__pyx_v_row[__pyx_v_o]);
 
     /* "hdist/_kernels/pam.pyx":119
  *     for o in range(n):
  *         d = row[o]
- *         if o == j:             # <<<<<<<<<<<<<<
- *             if near[o] != b:
- *                 seco[o] = near[o]
-*/
-    __pyx_t_4 = (__pyx_v_o == __pyx_v_j);
-
-    if (__pyx_t_4) {
-
-
-      /* "hdist/_kernels/pam.pyx":120
- *         d = row[o]
- *         if o == j:
- *             if near[o] != b:             # <<<<<<<<<<<<<<
- *                 seco[o] = near[o]
- *                 ds[o] = dn[o]
-*/
-      __pyx_t_4 = ((__pyx_v_near[__pyx_v_o]) != __pyx_v_b);
-
-      if (__pyx_t_4) {
-
-
-        /* "hdist/_kernels/pam.pyx":121
- *         if o == j:
- *             if near[o] != b:
- *                 seco[o] = near[o]             # <<<<<<<<<<<<<<
- *                 ds[o] = dn[o]
- *             near[o] = b
-*/
-        (__pyx_v_seco[__pyx_v_o]) = (__pyx_v_near[__pyx_v_o]);
-
-        /* "hdist/_kernels/pam.pyx":122
- *             if near[o] != b:
- *                 seco[o] = near[o]
- *                 ds[o] = dn[o]             # <<<<<<<<<<<<<<
- *             near[o] = b
- *             dn[o] = 0.0
-*/
-        (__pyx_v_ds[__pyx_v_o]) = (__pyx_v_dn[__pyx_v_o]);
-
-        /* "hdist/_kernels/pam.pyx":120
- *         d = row[o]
- *         if o == j:
- *             if near[o] != b:             # <<<<<<<<<<<<<<
- *                 seco[o] = near[o]
- *                 ds[o] = dn[o]
-*/
-      }
-
-      /* "hdist/_kernels/pam.pyx":123
- *                 seco[o] = near[o]
- *                 ds[o] = dn[o]
- *             near[o] = b             # <<<<<<<<<<<<<<
- *             dn[o] = 0.0
- *         elif near[o] == b:           # its nearest medoid is replaced
-*/
-      (__pyx_v_near[__pyx_v_o]) = __pyx_v_b;
-
-      /* "hdist/_kernels/pam.pyx":124
- *                 ds[o] = dn[o]
- *             near[o] = b
- *             dn[o] = 0.0             # <<<<<<<<<<<<<<
- *         elif near[o] == b:           # its nearest medoid is replaced
- *             if d < ds[o]:
-*/
-      (__pyx_v_dn[__pyx_v_o]) = 0.0;
-
-      /* "hdist/_kernels/pam.pyx":119
- *     for o in range(n):
- *         d = row[o]
- *         if o == j:             # <<<<<<<<<<<<<<
- *             if near[o] != b:
- *                 seco[o] = near[o]
-*/
-      goto __pyx_L7;
-    }
-
-    /* "hdist/_kernels/pam.pyx":125
- *             near[o] = b
- *             dn[o] = 0.0
- *         elif near[o] == b:           # its nearest medoid is replaced             # <<<<<<<<<<<<<<
+ *         if near[o] == b:             # its nearest medoid is replaced             # <<<<<<<<<<<<<<
  *             if d < ds[o]:
  *                 dn[o] = d
 */
@@ -31881,9 +31813,9 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
     if (__pyx_t_4) {
 
 
-      /* "hdist/_kernels/pam.pyx":126
- *             dn[o] = 0.0
- *         elif near[o] == b:           # its nearest medoid is replaced
+      /* "hdist/_kernels/pam.pyx":120
+ *         d = row[o]
+ *         if near[o] == b:             # its nearest medoid is replaced
  *             if d < ds[o]:             # <<<<<<<<<<<<<<
  *                 dn[o] = d
  *             else:
@@ -31893,8 +31825,8 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
       if (__pyx_t_4) {
 
 
-        /* "hdist/_kernels/pam.pyx":127
- *         elif near[o] == b:           # its nearest medoid is replaced
+        /* "hdist/_kernels/pam.pyx":121
+ *         if near[o] == b:             # its nearest medoid is replaced
  *             if d < ds[o]:
  *                 dn[o] = d             # <<<<<<<<<<<<<<
  *             else:
@@ -31902,17 +31834,17 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
 */
         (__pyx_v_dn[__pyx_v_o]) = __pyx_v_d;
 
-        /* "hdist/_kernels/pam.pyx":126
- *             dn[o] = 0.0
- *         elif near[o] == b:           # its nearest medoid is replaced
+        /* "hdist/_kernels/pam.pyx":120
+ *         d = row[o]
+ *         if near[o] == b:             # its nearest medoid is replaced
  *             if d < ds[o]:             # <<<<<<<<<<<<<<
  *                 dn[o] = d
  *             else:
 */
-        goto __pyx_L9;
+        goto __pyx_L8;
       }
 
-      /* "hdist/_kernels/pam.pyx":129
+      /* "hdist/_kernels/pam.pyx":123
  *                 dn[o] = d
  *             else:
  *                 near[o] = seco[o]             # <<<<<<<<<<<<<<
@@ -31922,7 +31854,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
       /*else*/ {
         (__pyx_v_near[__pyx_v_o]) = (__pyx_v_seco[__pyx_v_o]);
 
-        /* "hdist/_kernels/pam.pyx":130
+        /* "hdist/_kernels/pam.pyx":124
  *             else:
  *                 near[o] = seco[o]
  *                 dn[o] = ds[o]             # <<<<<<<<<<<<<<
@@ -31931,7 +31863,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
 */
         (__pyx_v_dn[__pyx_v_o]) = (__pyx_v_ds[__pyx_v_o]);
 
-        /* "hdist/_kernels/pam.pyx":131
+        /* "hdist/_kernels/pam.pyx":125
  *                 near[o] = seco[o]
  *                 dn[o] = ds[o]
  *                 _pam_second(k, n, Dm, o, near[o], b, d, seco, ds)             # <<<<<<<<<<<<<<
@@ -31940,19 +31872,19 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
 */
         __pyx_f_5hdist_8_kernels_3pam__pam_second(__pyx_v_k, __pyx_v_n, __pyx_v_Dm, __pyx_v_o, (__pyx_v_near[__pyx_v_o]), __pyx_v_b, __pyx_v_d, __pyx_v_seco, __pyx_v_ds);
       }
-      __pyx_L9:;
+      __pyx_L8:;
 
-      /* "hdist/_kernels/pam.pyx":125
- *             near[o] = b
- *             dn[o] = 0.0
- *         elif near[o] == b:           # its nearest medoid is replaced             # <<<<<<<<<<<<<<
+      /* "hdist/_kernels/pam.pyx":119
+ *     for o in range(n):
+ *         d = row[o]
+ *         if near[o] == b:             # its nearest medoid is replaced             # <<<<<<<<<<<<<<
  *             if d < ds[o]:
  *                 dn[o] = d
 */
       goto __pyx_L7;
     }
 
-    /* "hdist/_kernels/pam.pyx":132
+    /* "hdist/_kernels/pam.pyx":126
  *                 dn[o] = ds[o]
  *                 _pam_second(k, n, Dm, o, near[o], b, d, seco, ds)
  *         elif d < dn[o]:             # <<<<<<<<<<<<<<
@@ -31964,7 +31896,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
     if (__pyx_t_4) {
 
 
-      /* "hdist/_kernels/pam.pyx":133
+      /* "hdist/_kernels/pam.pyx":127
  *                 _pam_second(k, n, Dm, o, near[o], b, d, seco, ds)
  *         elif d < dn[o]:
  *             seco[o] = near[o]             # <<<<<<<<<<<<<<
@@ -31973,7 +31905,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
 */
       (__pyx_v_seco[__pyx_v_o]) = (__pyx_v_near[__pyx_v_o]);
 
-      /* "hdist/_kernels/pam.pyx":134
+      /* "hdist/_kernels/pam.pyx":128
  *         elif d < dn[o]:
  *             seco[o] = near[o]
  *             ds[o] = dn[o]             # <<<<<<<<<<<<<<
@@ -31982,7 +31914,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
 */
       (__pyx_v_ds[__pyx_v_o]) = (__pyx_v_dn[__pyx_v_o]);
 
-      /* "hdist/_kernels/pam.pyx":135
+      /* "hdist/_kernels/pam.pyx":129
  *             seco[o] = near[o]
  *             ds[o] = dn[o]
  *             near[o] = b             # <<<<<<<<<<<<<<
@@ -31991,7 +31923,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
 */
       (__pyx_v_near[__pyx_v_o]) = __pyx_v_b;
 
-      /* "hdist/_kernels/pam.pyx":136
+      /* "hdist/_kernels/pam.pyx":130
  *             ds[o] = dn[o]
  *             near[o] = b
  *             dn[o] = d             # <<<<<<<<<<<<<<
@@ -32000,7 +31932,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
 */
       (__pyx_v_dn[__pyx_v_o]) = __pyx_v_d;
 
-      /* "hdist/_kernels/pam.pyx":132
+      /* "hdist/_kernels/pam.pyx":126
  *                 dn[o] = ds[o]
  *                 _pam_second(k, n, Dm, o, near[o], b, d, seco, ds)
  *         elif d < dn[o]:             # <<<<<<<<<<<<<<
@@ -32010,7 +31942,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
       goto __pyx_L7;
     }
 
-    /* "hdist/_kernels/pam.pyx":137
+    /* "hdist/_kernels/pam.pyx":131
  *             near[o] = b
  *             dn[o] = d
  *         elif d < ds[o]:             # <<<<<<<<<<<<<<
@@ -32022,7 +31954,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
     if (__pyx_t_4) {
 
 
-      /* "hdist/_kernels/pam.pyx":138
+      /* "hdist/_kernels/pam.pyx":132
  *             dn[o] = d
  *         elif d < ds[o]:
  *             seco[o] = b             # <<<<<<<<<<<<<<
@@ -32031,7 +31963,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
 */
       (__pyx_v_seco[__pyx_v_o]) = __pyx_v_b;
 
-      /* "hdist/_kernels/pam.pyx":139
+      /* "hdist/_kernels/pam.pyx":133
  *         elif d < ds[o]:
  *             seco[o] = b
  *             ds[o] = d             # <<<<<<<<<<<<<<
@@ -32040,7 +31972,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
 */
       (__pyx_v_ds[__pyx_v_o]) = __pyx_v_d;
 
-      /* "hdist/_kernels/pam.pyx":137
+      /* "hdist/_kernels/pam.pyx":131
  *             near[o] = b
  *             dn[o] = d
  *         elif d < ds[o]:             # <<<<<<<<<<<<<<
@@ -32050,7 +31982,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
       goto __pyx_L7;
     }
 
-    /* "hdist/_kernels/pam.pyx":140
+    /* "hdist/_kernels/pam.pyx":134
  *             seco[o] = b
  *             ds[o] = d
  *         elif seco[o] == b:           # its second nearest is replaced by a farther row             # <<<<<<<<<<<<<<
@@ -32062,7 +31994,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
     if (__pyx_t_4) {
 
 
-      /* "hdist/_kernels/pam.pyx":141
+      /* "hdist/_kernels/pam.pyx":135
  *             ds[o] = d
  *         elif seco[o] == b:           # its second nearest is replaced by a farther row
  *             _pam_second(k, n, Dm, o, near[o], b, d, seco, ds)             # <<<<<<<<<<<<<<
@@ -32071,7 +32003,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
 */
       __pyx_f_5hdist_8_kernels_3pam__pam_second(__pyx_v_k, __pyx_v_n, __pyx_v_Dm, __pyx_v_o, (__pyx_v_near[__pyx_v_o]), __pyx_v_b, __pyx_v_d, __pyx_v_seco, __pyx_v_ds);
 
-      /* "hdist/_kernels/pam.pyx":140
+      /* "hdist/_kernels/pam.pyx":134
  *             seco[o] = b
  *             ds[o] = d
  *         elif seco[o] == b:           # its second nearest is replaced by a farther row             # <<<<<<<<<<<<<<
@@ -32081,7 +32013,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
     }
     __pyx_L7:;
 
-    /* "hdist/_kernels/pam.pyx":142
+    /* "hdist/_kernels/pam.pyx":136
  *         elif seco[o] == b:           # its second nearest is replaced by a farther row
  *             _pam_second(k, n, Dm, o, near[o], b, d, seco, ds)
  *         if w == NULL:             # <<<<<<<<<<<<<<
@@ -32093,7 +32025,7 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
     if (__pyx_t_4) {
 
 
-      /* "hdist/_kernels/pam.pyx":143
+      /* "hdist/_kernels/pam.pyx":137
  *             _pam_second(k, n, Dm, o, near[o], b, d, seco, ds)
  *         if w == NULL:
  *             loss += dn[o]             # <<<<<<<<<<<<<<
@@ -32102,17 +32034,17 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
 */
       __pyx_v_loss = (__pyx_v_loss + (__pyx_v_dn[__pyx_v_o]));
 
-      /* "hdist/_kernels/pam.pyx":142
+      /* "hdist/_kernels/pam.pyx":136
  *         elif seco[o] == b:           # its second nearest is replaced by a farther row
  *             _pam_second(k, n, Dm, o, near[o], b, d, seco, ds)
  *         if w == NULL:             # <<<<<<<<<<<<<<
  *             loss += dn[o]
  *         else:
 */
-      goto __pyx_L10;
+      goto __pyx_L9;
     }
 
-    /* "hdist/_kernels/pam.pyx":145
+    /* "hdist/_kernels/pam.pyx":139
  *             loss += dn[o]
  *         else:
  *             loss += w[o] * dn[o]             # <<<<<<<<<<<<<<
@@ -32122,11 +32054,11 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
     /*else*/ {
       __pyx_v_loss = (__pyx_v_loss + ((__pyx_v_w[__pyx_v_o]) * (__pyx_v_dn[__pyx_v_o])));
     }
-    __pyx_L10:;
+    __pyx_L9:;
   }
 
 
-  /* "hdist/_kernels/pam.pyx":146
+  /* "hdist/_kernels/pam.pyx":140
  *         else:
  *             loss += w[o] * dn[o]
  *     return loss             # <<<<<<<<<<<<<<
@@ -32155,7 +32087,100 @@ static double __pyx_f_5hdist_8_kernels_3pam__pam_swap(double const *__pyx_v_row,
   return __pyx_r;
 }
 
-/* "hdist/_kernels/pam.pyx":149
+/* "hdist/_kernels/pam.pyx":143
+ * 
+ * 
+ * cdef inline bint _is_medoid(intp k, const intp* med, intp j) noexcept nogil:             # <<<<<<<<<<<<<<
+ *     cdef intp i
+ *     for i in range(k):
+*/
+
+static CYTHON_INLINE int __pyx_f_5hdist_8_kernels_3pam__is_medoid(__pyx_t_5hdist_8_kernels_4plan_intp __pyx_v_k, __pyx_t_5hdist_8_kernels_4plan_intp const *__pyx_v_med, __pyx_t_5hdist_8_kernels_4plan_intp __pyx_v_j) {
+  __pyx_t_5hdist_8_kernels_4plan_intp __pyx_v_i;
+  int __pyx_r;
+  __pyx_t_5hdist_8_kernels_4plan_intp __pyx_t_1;
+  __pyx_t_5hdist_8_kernels_4plan_intp __pyx_t_2;
+  __pyx_t_5hdist_8_kernels_4plan_intp __pyx_t_3;
+  int __pyx_t_4;
+
+  /* "hdist/_kernels/pam.pyx":145
+ * cdef inline bint _is_medoid(intp k, const intp* med, intp j) noexcept nogil:
+ *     cdef intp i
+ *     for i in range(k):             # <<<<<<<<<<<<<<
+ *         if med[i] == j:
+ *             return True
+*/
+
+  __pyx_t_1 = __pyx_v_k;
+  __pyx_t_2 = __pyx_t_1;
+
+  for (__pyx_t_3 = 0; __pyx_t_3 < __pyx_t_2; __pyx_t_3+=1) {
+    __pyx_v_i = __pyx_t_3;
+
+    /* "hdist/_kernels/pam.pyx":146
+ *     cdef intp i
+ *     for i in range(k):
+ *         if med[i] == j:             # <<<<<<<<<<<<<<
+ *             return True
+ *     return False
+*/
+    __pyx_t_4 = ((__pyx_v_med[__pyx_v_i]) == __pyx_v_j);
+
+    if (__pyx_t_4) {
+
+
+      /* "hdist/_kernels/pam.pyx":147
+ *     for i in range(k):
+ *         if med[i] == j:
+ *             return True             # <<<<<<<<<<<<<<
+ *     return False
+ * 
+*/
+      {
+
+        __pyx_r = 1;
+      }
+      goto __pyx_L0;
+
+      /* "hdist/_kernels/pam.pyx":146
+ *     cdef intp i
+ *     for i in range(k):
+ *         if med[i] == j:             # <<<<<<<<<<<<<<
+ *             return True
+ *     return False
+*/
+    }
+  }
+
+
+  /* "hdist/_kernels/pam.pyx":148
+ *         if med[i] == j:
+ *             return True
+ *     return False             # <<<<<<<<<<<<<<
+ * 
+ * 
+*/
+  {
+
+    __pyx_r = 0;
+  }
+  goto __pyx_L0;
+
+  /* "hdist/_kernels/pam.pyx":143
+ * 
+ * 
+ * cdef inline bint _is_medoid(intp k, const intp* med, intp j) noexcept nogil:             # <<<<<<<<<<<<<<
+ *     cdef intp i
+ *     for i in range(k):
+*/
+
+  /* function exit code */
+  __pyx_L0:;
+
+  return __pyx_r;
+}
+
+/* "hdist/_kernels/pam.pyx":151
  * 
  * 
  * @cython.boundscheck(HDIST_DEBUG)             # <<<<<<<<<<<<<<
@@ -32171,7 +32196,7 @@ PyObject *const *__pyx_args, Py_ssize_t __pyx_nargs, PyObject *__pyx_kwds
 PyObject *__pyx_args, PyObject *__pyx_kwds
 #endif
 ); /*proto*/
-PyDoc_STRVAR(__pyx_doc_5hdist_8_kernels_3pam_pam_assign, "pam_assign(const double[:, ::1] Dm, const intp[::1] med, intp[::1] near, intp[::1] seco, double[::1] dn, double[::1] ds, const double[::1] w)\n\nNearest and second nearest medoid slot of every row (ties: the smaller slot; a medoid\nis its own nearest, at distance 0, whatever ``Dm`` holds for it: a row with missing\nvalues is at a positive distance from itself).  ``Dm[i, o]``: distance of medoid i to\nrow o; ``w`` empty for unit weights.  Returns the loss ``sum w dn``.");
+PyDoc_STRVAR(__pyx_doc_5hdist_8_kernels_3pam_pam_assign, "pam_assign(const double[:, ::1] Dm, const intp[::1] med, intp[::1] near, intp[::1] seco, double[::1] dn, double[::1] ds, const double[::1] w)\n\nNearest and second nearest medoid slot of every row, by the distances ``Dm``\n(ties: the smaller slot).  ``Dm[i, o]``: distance of medoid i to row o, taken as it\nis for the medoid\047s own row too (a row with missing values is at a positive distance\nfrom itself, and may then be nearer another medoid); ``w`` empty for unit weights.\nReturns the loss ``sum w dn``.");
 static PyMethodDef __pyx_mdef_5hdist_8_kernels_3pam_1pam_assign = {"pam_assign", (PyCFunction)(void(*)(void))(__Pyx_PyCFunction_FastCallWithKeywords)__pyx_pw_5hdist_8_kernels_3pam_1pam_assign, __Pyx_METH_FASTCALL|METH_KEYWORDS, __pyx_doc_5hdist_8_kernels_3pam_pam_assign};
 static PyObject *__pyx_pw_5hdist_8_kernels_3pam_1pam_assign(PyObject *__pyx_self, 
 #if CYTHON_VECTORCALL
@@ -32209,74 +32234,74 @@ PyObject *__pyx_args, PyObject *__pyx_kwds
   {
     PyObject ** const __pyx_pyargnames[] = {&__pyx_mstate_global->__pyx_n_u_Dm,&__pyx_mstate_global->__pyx_n_u_med,&__pyx_mstate_global->__pyx_n_u_near,&__pyx_mstate_global->__pyx_n_u_seco,&__pyx_mstate_global->__pyx_n_u_dn,&__pyx_mstate_global->__pyx_n_u_ds,&__pyx_mstate_global->__pyx_n_u_w,0};
     const Py_ssize_t __pyx_kwds_len = (__pyx_kwds) ? __Pyx_NumKwargs_FASTCALL(__pyx_kwds) : 0;
-    if (unlikely(__pyx_kwds_len < 0)) __PYX_ERR(0, 149, __pyx_L3_error)
+    if (unlikely(__pyx_kwds_len < 0)) __PYX_ERR(0, 151, __pyx_L3_error)
     if (__pyx_kwds_len > 0) {
       switch (__pyx_nargs) {
         case  7:
         values[6] = __Pyx_ArgRef_FASTCALL(__pyx_args, 6);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[6])) __PYX_ERR(0, 149, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[6])) __PYX_ERR(0, 151, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  6:
         values[5] = __Pyx_ArgRef_FASTCALL(__pyx_args, 5);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[5])) __PYX_ERR(0, 149, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[5])) __PYX_ERR(0, 151, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  5:
         values[4] = __Pyx_ArgRef_FASTCALL(__pyx_args, 4);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[4])) __PYX_ERR(0, 149, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[4])) __PYX_ERR(0, 151, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  4:
         values[3] = __Pyx_ArgRef_FASTCALL(__pyx_args, 3);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[3])) __PYX_ERR(0, 149, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[3])) __PYX_ERR(0, 151, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  3:
         values[2] = __Pyx_ArgRef_FASTCALL(__pyx_args, 2);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[2])) __PYX_ERR(0, 149, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[2])) __PYX_ERR(0, 151, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  2:
         values[1] = __Pyx_ArgRef_FASTCALL(__pyx_args, 1);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[1])) __PYX_ERR(0, 149, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[1])) __PYX_ERR(0, 151, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  1:
         values[0] = __Pyx_ArgRef_FASTCALL(__pyx_args, 0);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[0])) __PYX_ERR(0, 149, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[0])) __PYX_ERR(0, 151, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  0: break;
         default: goto __pyx_L5_argtuple_error;
       }
       const Py_ssize_t kwd_pos_args = __pyx_nargs;
-      if (__Pyx_ParseKeywords(__pyx_kwds, __pyx_kwvalues, __pyx_pyargnames, 0, values, kwd_pos_args, __pyx_kwds_len, "pam_assign", 0) < (0)) __PYX_ERR(0, 149, __pyx_L3_error)
+      if (__Pyx_ParseKeywords(__pyx_kwds, __pyx_kwvalues, __pyx_pyargnames, 0, values, kwd_pos_args, __pyx_kwds_len, "pam_assign", 0) < (0)) __PYX_ERR(0, 151, __pyx_L3_error)
       for (Py_ssize_t i = __pyx_nargs; i < 7; i++) {
-        if (unlikely(!values[i])) { __Pyx_RaiseArgtupleInvalid("pam_assign", 1, 7, 7, i); __PYX_ERR(0, 149, __pyx_L3_error) }
+        if (unlikely(!values[i])) { __Pyx_RaiseArgtupleInvalid("pam_assign", 1, 7, 7, i); __PYX_ERR(0, 151, __pyx_L3_error) }
       }
     } else if (unlikely(__pyx_nargs != 7)) {
       goto __pyx_L5_argtuple_error;
     } else {
       values[0] = __Pyx_ArgRef_FASTCALL(__pyx_args, 0);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[0])) __PYX_ERR(0, 149, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[0])) __PYX_ERR(0, 151, __pyx_L3_error)
       values[1] = __Pyx_ArgRef_FASTCALL(__pyx_args, 1);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[1])) __PYX_ERR(0, 149, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[1])) __PYX_ERR(0, 151, __pyx_L3_error)
       values[2] = __Pyx_ArgRef_FASTCALL(__pyx_args, 2);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[2])) __PYX_ERR(0, 149, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[2])) __PYX_ERR(0, 151, __pyx_L3_error)
       values[3] = __Pyx_ArgRef_FASTCALL(__pyx_args, 3);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[3])) __PYX_ERR(0, 149, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[3])) __PYX_ERR(0, 151, __pyx_L3_error)
       values[4] = __Pyx_ArgRef_FASTCALL(__pyx_args, 4);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[4])) __PYX_ERR(0, 149, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[4])) __PYX_ERR(0, 151, __pyx_L3_error)
       values[5] = __Pyx_ArgRef_FASTCALL(__pyx_args, 5);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[5])) __PYX_ERR(0, 149, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[5])) __PYX_ERR(0, 151, __pyx_L3_error)
       values[6] = __Pyx_ArgRef_FASTCALL(__pyx_args, 6);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[6])) __PYX_ERR(0, 149, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[6])) __PYX_ERR(0, 151, __pyx_L3_error)
     }
-    __pyx_v_Dm = __Pyx_PyObject_to_MemoryviewSlice_d_dc_double__const__(values[0], 0); if (unlikely(!__pyx_v_Dm.memview)) __PYX_ERR(0, 151, __pyx_L3_error)
-    __pyx_v_med = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__(values[1], 0); if (unlikely(!__pyx_v_med.memview)) __PYX_ERR(0, 151, __pyx_L3_error)
-    __pyx_v_near = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp(values[2], PyBUF_WRITABLE); if (unlikely(!__pyx_v_near.memview)) __PYX_ERR(0, 151, __pyx_L3_error)
-    __pyx_v_seco = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp(values[3], PyBUF_WRITABLE); if (unlikely(!__pyx_v_seco.memview)) __PYX_ERR(0, 151, __pyx_L3_error)
-    __pyx_v_dn = __Pyx_PyObject_to_MemoryviewSlice_dc_double(values[4], PyBUF_WRITABLE); if (unlikely(!__pyx_v_dn.memview)) __PYX_ERR(0, 152, __pyx_L3_error)
-    __pyx_v_ds = __Pyx_PyObject_to_MemoryviewSlice_dc_double(values[5], PyBUF_WRITABLE); if (unlikely(!__pyx_v_ds.memview)) __PYX_ERR(0, 152, __pyx_L3_error)
-    __pyx_v_w = __Pyx_PyObject_to_MemoryviewSlice_dc_double__const__(values[6], 0); if (unlikely(!__pyx_v_w.memview)) __PYX_ERR(0, 152, __pyx_L3_error)
+    __pyx_v_Dm = __Pyx_PyObject_to_MemoryviewSlice_d_dc_double__const__(values[0], 0); if (unlikely(!__pyx_v_Dm.memview)) __PYX_ERR(0, 153, __pyx_L3_error)
+    __pyx_v_med = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__(values[1], 0); if (unlikely(!__pyx_v_med.memview)) __PYX_ERR(0, 153, __pyx_L3_error)
+    __pyx_v_near = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp(values[2], PyBUF_WRITABLE); if (unlikely(!__pyx_v_near.memview)) __PYX_ERR(0, 153, __pyx_L3_error)
+    __pyx_v_seco = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp(values[3], PyBUF_WRITABLE); if (unlikely(!__pyx_v_seco.memview)) __PYX_ERR(0, 153, __pyx_L3_error)
+    __pyx_v_dn = __Pyx_PyObject_to_MemoryviewSlice_dc_double(values[4], PyBUF_WRITABLE); if (unlikely(!__pyx_v_dn.memview)) __PYX_ERR(0, 154, __pyx_L3_error)
+    __pyx_v_ds = __Pyx_PyObject_to_MemoryviewSlice_dc_double(values[5], PyBUF_WRITABLE); if (unlikely(!__pyx_v_ds.memview)) __PYX_ERR(0, 154, __pyx_L3_error)
+    __pyx_v_w = __Pyx_PyObject_to_MemoryviewSlice_dc_double__const__(values[6], 0); if (unlikely(!__pyx_v_w.memview)) __PYX_ERR(0, 154, __pyx_L3_error)
   }
   goto __pyx_L6_skip;
   __pyx_L5_argtuple_error:;
-  __Pyx_RaiseArgtupleInvalid("pam_assign", 1, 7, 7, __pyx_nargs); __PYX_ERR(0, 149, __pyx_L3_error)
+  __Pyx_RaiseArgtupleInvalid("pam_assign", 1, 7, 7, __pyx_nargs); __PYX_ERR(0, 151, __pyx_L3_error)
   __pyx_L6_skip:;
   goto __pyx_L4_argument_unpacking_done;
   __pyx_L3_error:;
@@ -32332,19 +32357,18 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
   __pyx_t_5hdist_8_kernels_4plan_intp __pyx_t_9;
   __pyx_t_5hdist_8_kernels_4plan_intp __pyx_t_10;
   __pyx_t_5hdist_8_kernels_4plan_intp __pyx_t_11;
-  double __pyx_t_12;
+  __pyx_t_5hdist_8_kernels_4plan_intp __pyx_t_12;
   __pyx_t_5hdist_8_kernels_4plan_intp __pyx_t_13;
   __pyx_t_5hdist_8_kernels_4plan_intp __pyx_t_14;
   __pyx_t_5hdist_8_kernels_4plan_intp __pyx_t_15;
-  __pyx_t_5hdist_8_kernels_4plan_intp __pyx_t_16;
   int __pyx_lineno = 0;
   const char *__pyx_filename = NULL;
   int __pyx_clineno = 0;
   __Pyx_RefNannySetupContext("pam_assign", 0);
 
-  /* "hdist/_kernels/pam.pyx":157
- *     values is at a positive distance from itself).  ``Dm[i, o]``: distance of medoid i to
- *     row o; ``w`` empty for unit weights.  Returns the loss ``sum w dn``."""
+  /* "hdist/_kernels/pam.pyx":160
+ *     from itself, and may then be nearer another medoid); ``w`` empty for unit weights.
+ *     Returns the loss ``sum w dn``."""
  *     cdef intp k = Dm.shape[0], n = Dm.shape[1], o, i             # <<<<<<<<<<<<<<
  *     cdef double d, loss = 0.0
  *     cdef const double* wp = &w[0] if w.shape[0] else NULL
@@ -32352,8 +32376,8 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
   __pyx_v_k = (__pyx_v_Dm.shape[0]);
   __pyx_v_n = (__pyx_v_Dm.shape[1]);
 
-  /* "hdist/_kernels/pam.pyx":158
- *     row o; ``w`` empty for unit weights.  Returns the loss ``sum w dn``."""
+  /* "hdist/_kernels/pam.pyx":161
+ *     Returns the loss ``sum w dn``."""
  *     cdef intp k = Dm.shape[0], n = Dm.shape[1], o, i
  *     cdef double d, loss = 0.0             # <<<<<<<<<<<<<<
  *     cdef const double* wp = &w[0] if w.shape[0] else NULL
@@ -32361,7 +32385,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
 */
   __pyx_v_loss = 0.0;
 
-  /* "hdist/_kernels/pam.pyx":159
+  /* "hdist/_kernels/pam.pyx":162
  *     cdef intp k = Dm.shape[0], n = Dm.shape[1], o, i
  *     cdef double d, loss = 0.0
  *     cdef const double* wp = &w[0] if w.shape[0] else NULL             # <<<<<<<<<<<<<<
@@ -32381,7 +32405,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
 
   __pyx_v_wp = __pyx_t_1;
 
-  /* "hdist/_kernels/pam.pyx":160
+  /* "hdist/_kernels/pam.pyx":163
  *     cdef double d, loss = 0.0
  *     cdef const double* wp = &w[0] if w.shape[0] else NULL
  *     if med.shape[0] != k or near.shape[0] != n or seco.shape[0] != n or dn.shape[0] != n \             # <<<<<<<<<<<<<<
@@ -32419,7 +32443,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
     goto __pyx_L4_bool_binop_done;
   }
 
-  /* "hdist/_kernels/pam.pyx":161
+  /* "hdist/_kernels/pam.pyx":164
  *     cdef const double* wp = &w[0] if w.shape[0] else NULL
  *     if med.shape[0] != k or near.shape[0] != n or seco.shape[0] != n or dn.shape[0] != n \
  *             or ds.shape[0] != n or (wp != NULL and w.shape[0] != n) or k < 1:             # <<<<<<<<<<<<<<
@@ -32472,7 +32496,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
 
   __pyx_L4_bool_binop_done:;
 
-  /* "hdist/_kernels/pam.pyx":160
+  /* "hdist/_kernels/pam.pyx":163
  *     cdef double d, loss = 0.0
  *     cdef const double* wp = &w[0] if w.shape[0] else NULL
  *     if med.shape[0] != k or near.shape[0] != n or seco.shape[0] != n or dn.shape[0] != n \             # <<<<<<<<<<<<<<
@@ -32482,7 +32506,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
   if (unlikely(__pyx_t_2)) {
 
 
-    /* "hdist/_kernels/pam.pyx":162
+    /* "hdist/_kernels/pam.pyx":165
  *     if med.shape[0] != k or near.shape[0] != n or seco.shape[0] != n or dn.shape[0] != n \
  *             or ds.shape[0] != n or (wp != NULL and w.shape[0] != n) or k < 1:
  *         raise ValueError("pam_assign: inconsistent shapes")             # <<<<<<<<<<<<<<
@@ -32495,14 +32519,14 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
       PyObject *__pyx_callargs[2] = {__pyx_t_6, __pyx_mstate_global->__pyx_kp_u_pam_assign_inconsistent_shapes};
       __pyx_t_5 = __Pyx_PyObject_FastCall((PyObject*)(((PyTypeObject*)PyExc_ValueError)), __pyx_callargs+__pyx_t_7, (2-__pyx_t_7) | (__pyx_t_7*__Pyx_PY_VECTORCALL_ARGUMENTS_OFFSET));
       __Pyx_XDECREF(__pyx_t_6); __pyx_t_6 = 0;
-      if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 162, __pyx_L1_error)
+      if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 165, __pyx_L1_error)
       __Pyx_GOTREF(__pyx_t_5);
     }
     __Pyx_Raise(__pyx_t_5, 0, 0, 0);
     __Pyx_DECREF(__pyx_t_5); __pyx_t_5 = 0;
-    __PYX_ERR(0, 162, __pyx_L1_error)
+    __PYX_ERR(0, 165, __pyx_L1_error)
 
-    /* "hdist/_kernels/pam.pyx":160
+    /* "hdist/_kernels/pam.pyx":163
  *     cdef double d, loss = 0.0
  *     cdef const double* wp = &w[0] if w.shape[0] else NULL
  *     if med.shape[0] != k or near.shape[0] != n or seco.shape[0] != n or dn.shape[0] != n \             # <<<<<<<<<<<<<<
@@ -32511,7 +32535,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
 */
   }
 
-  /* "hdist/_kernels/pam.pyx":163
+  /* "hdist/_kernels/pam.pyx":166
  *             or ds.shape[0] != n or (wp != NULL and w.shape[0] != n) or k < 1:
  *         raise ValueError("pam_assign: inconsistent shapes")
  *     with nogil:             # <<<<<<<<<<<<<<
@@ -32524,12 +32548,12 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
       __Pyx_FastGIL_Remember();
       /*try:*/ {
 
-        /* "hdist/_kernels/pam.pyx":164
+        /* "hdist/_kernels/pam.pyx":167
  *         raise ValueError("pam_assign: inconsistent shapes")
  *     with nogil:
  *         for o in range(n):             # <<<<<<<<<<<<<<
  *             near[o] = 0
- *             dn[o] = 0.0 if o == med[0] else Dm[0, o]
+ *             dn[o] = Dm[0, o]
 */
 
         __pyx_t_8 = __pyx_v_n;
@@ -32538,43 +32562,31 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
         for (__pyx_t_10 = 0; __pyx_t_10 < __pyx_t_9; __pyx_t_10+=1) {
           __pyx_v_o = __pyx_t_10;
 
-          /* "hdist/_kernels/pam.pyx":165
+          /* "hdist/_kernels/pam.pyx":168
  *     with nogil:
  *         for o in range(n):
  *             near[o] = 0             # <<<<<<<<<<<<<<
- *             dn[o] = 0.0 if o == med[0] else Dm[0, o]
+ *             dn[o] = Dm[0, o]
  *             seco[o] = -1
 */
           __pyx_t_11 = __pyx_v_o;
           *((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_near.data) + __pyx_t_11)) )) = 0;
 
-          /* "hdist/_kernels/pam.pyx":166
+          /* "hdist/_kernels/pam.pyx":169
  *         for o in range(n):
  *             near[o] = 0
- *             dn[o] = 0.0 if o == med[0] else Dm[0, o]             # <<<<<<<<<<<<<<
+ *             dn[o] = Dm[0, o]             # <<<<<<<<<<<<<<
  *             seco[o] = -1
  *             ds[o] = INFINITY
 */
           __pyx_t_3 = 0;
-          __pyx_t_2 = (__pyx_v_o == (*((__pyx_t_5hdist_8_kernels_4plan_intp const  *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp const  *) __pyx_v_med.data) + __pyx_t_3)) ))));
-
-          if (__pyx_t_2) {
-
-            __pyx_t_12 = 0.0;
-          } else {
-            __pyx_t_3 = 0;
-            __pyx_t_11 = __pyx_v_o;
-
-            __pyx_t_12 = (*((double const  *) ( /* dim=1 */ ((char *) (((double const  *) ( /* dim=0 */ (__pyx_v_Dm.data + __pyx_t_3 * __pyx_v_Dm.strides[0]) )) + __pyx_t_11)) )));
-          }
-
           __pyx_t_11 = __pyx_v_o;
-          *((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_11)) )) = __pyx_t_12;
+          __pyx_t_12 = __pyx_v_o;
+          *((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_12)) )) = (*((double const  *) ( /* dim=1 */ ((char *) (((double const  *) ( /* dim=0 */ (__pyx_v_Dm.data + __pyx_t_3 * __pyx_v_Dm.strides[0]) )) + __pyx_t_11)) )));
 
-
-          /* "hdist/_kernels/pam.pyx":167
+          /* "hdist/_kernels/pam.pyx":170
  *             near[o] = 0
- *             dn[o] = 0.0 if o == med[0] else Dm[0, o]
+ *             dn[o] = Dm[0, o]
  *             seco[o] = -1             # <<<<<<<<<<<<<<
  *             ds[o] = INFINITY
  *             for i in range(1, k):
@@ -32582,8 +32594,8 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
           __pyx_t_11 = __pyx_v_o;
           *((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_seco.data) + __pyx_t_11)) )) = -1L;
 
-          /* "hdist/_kernels/pam.pyx":168
- *             dn[o] = 0.0 if o == med[0] else Dm[0, o]
+          /* "hdist/_kernels/pam.pyx":171
+ *             dn[o] = Dm[0, o]
  *             seco[o] = -1
  *             ds[o] = INFINITY             # <<<<<<<<<<<<<<
  *             for i in range(1, k):
@@ -32592,40 +32604,105 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
           __pyx_t_11 = __pyx_v_o;
           *((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_ds.data) + __pyx_t_11)) )) = INFINITY;
 
-          /* "hdist/_kernels/pam.pyx":169
+          /* "hdist/_kernels/pam.pyx":172
  *             seco[o] = -1
  *             ds[o] = INFINITY
  *             for i in range(1, k):             # <<<<<<<<<<<<<<
  *                 d = Dm[i, o]
- *                 if d < dn[o] or o == med[i]:
+ *                 if d < dn[o]:
 */
 
           __pyx_t_11 = __pyx_v_k;
-          __pyx_t_13 = __pyx_t_11;
+          __pyx_t_12 = __pyx_t_11;
 
-          for (__pyx_t_14 = 1; __pyx_t_14 < __pyx_t_13; __pyx_t_14+=1) {
-            __pyx_v_i = __pyx_t_14;
+          for (__pyx_t_13 = 1; __pyx_t_13 < __pyx_t_12; __pyx_t_13+=1) {
+            __pyx_v_i = __pyx_t_13;
 
-            /* "hdist/_kernels/pam.pyx":170
+            /* "hdist/_kernels/pam.pyx":173
  *             ds[o] = INFINITY
  *             for i in range(1, k):
  *                 d = Dm[i, o]             # <<<<<<<<<<<<<<
- *                 if d < dn[o] or o == med[i]:
+ *                 if d < dn[o]:
  *                     seco[o] = near[o]
 */
-            __pyx_t_15 = __pyx_v_i;
-            __pyx_t_16 = __pyx_v_o;
-            __pyx_v_d = (*((double const  *) ( /* dim=1 */ ((char *) (((double const  *) ( /* dim=0 */ (__pyx_v_Dm.data + __pyx_t_15 * __pyx_v_Dm.strides[0]) )) + __pyx_t_16)) )));
+            __pyx_t_14 = __pyx_v_i;
+            __pyx_t_15 = __pyx_v_o;
+            __pyx_v_d = (*((double const  *) ( /* dim=1 */ ((char *) (((double const  *) ( /* dim=0 */ (__pyx_v_Dm.data + __pyx_t_14 * __pyx_v_Dm.strides[0]) )) + __pyx_t_15)) )));
 
-            /* "hdist/_kernels/pam.pyx":171
+            /* "hdist/_kernels/pam.pyx":174
  *             for i in range(1, k):
  *                 d = Dm[i, o]
- *                 if d < dn[o] or o == med[i]:             # <<<<<<<<<<<<<<
+ *                 if d < dn[o]:             # <<<<<<<<<<<<<<
  *                     seco[o] = near[o]
  *                     ds[o] = dn[o]
 */
-            __pyx_t_16 = __pyx_v_o;
-            __pyx_t_4 = (__pyx_v_d < (*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_16)) ))));
+            __pyx_t_15 = __pyx_v_o;
+            __pyx_t_2 = (__pyx_v_d < (*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_15)) ))));
+
+            if (__pyx_t_2) {
+
+
+              /* "hdist/_kernels/pam.pyx":175
+ *                 d = Dm[i, o]
+ *                 if d < dn[o]:
+ *                     seco[o] = near[o]             # <<<<<<<<<<<<<<
+ *                     ds[o] = dn[o]
+ *                     near[o] = i
+*/
+              __pyx_t_15 = __pyx_v_o;
+              __pyx_t_14 = __pyx_v_o;
+              *((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_seco.data) + __pyx_t_14)) )) = (*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_near.data) + __pyx_t_15)) )));
+
+              /* "hdist/_kernels/pam.pyx":176
+ *                 if d < dn[o]:
+ *                     seco[o] = near[o]
+ *                     ds[o] = dn[o]             # <<<<<<<<<<<<<<
+ *                     near[o] = i
+ *                     dn[o] = d
+*/
+              __pyx_t_15 = __pyx_v_o;
+              __pyx_t_14 = __pyx_v_o;
+              *((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_ds.data) + __pyx_t_14)) )) = (*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_15)) )));
+
+              /* "hdist/_kernels/pam.pyx":177
+ *                     seco[o] = near[o]
+ *                     ds[o] = dn[o]
+ *                     near[o] = i             # <<<<<<<<<<<<<<
+ *                     dn[o] = d
+ *                 elif seco[o] < 0 or d < ds[o]:
+*/
+              __pyx_t_15 = __pyx_v_o;
+              *((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_near.data) + __pyx_t_15)) )) = __pyx_v_i;
+
+              /* "hdist/_kernels/pam.pyx":178
+ *                     ds[o] = dn[o]
+ *                     near[o] = i
+ *                     dn[o] = d             # <<<<<<<<<<<<<<
+ *                 elif seco[o] < 0 or d < ds[o]:
+ *                     seco[o] = i
+*/
+              __pyx_t_15 = __pyx_v_o;
+              *((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_15)) )) = __pyx_v_d;
+
+              /* "hdist/_kernels/pam.pyx":174
+ *             for i in range(1, k):
+ *                 d = Dm[i, o]
+ *                 if d < dn[o]:             # <<<<<<<<<<<<<<
+ *                     seco[o] = near[o]
+ *                     ds[o] = dn[o]
+*/
+              goto __pyx_L19;
+            }
+
+            /* "hdist/_kernels/pam.pyx":179
+ *                     near[o] = i
+ *                     dn[o] = d
+ *                 elif seco[o] < 0 or d < ds[o]:             # <<<<<<<<<<<<<<
+ *                     seco[o] = i
+ *                     ds[o] = d
+*/
+            __pyx_t_15 = __pyx_v_o;
+            __pyx_t_4 = ((*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_seco.data) + __pyx_t_15)) ))) < 0);
 
             if (!__pyx_t_4) {
 
@@ -32635,8 +32712,8 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
 
               goto __pyx_L20_bool_binop_done;
             }
-            __pyx_t_16 = __pyx_v_i;
-            __pyx_t_4 = (__pyx_v_o == (*((__pyx_t_5hdist_8_kernels_4plan_intp const  *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp const  *) __pyx_v_med.data) + __pyx_t_16)) ))));
+            __pyx_t_15 = __pyx_v_o;
+            __pyx_t_4 = (__pyx_v_d < (*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_ds.data) + __pyx_t_15)) ))));
 
 
             __pyx_t_2 = __pyx_t_4;
@@ -32645,107 +32722,27 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
             if (__pyx_t_2) {
 
 
-              /* "hdist/_kernels/pam.pyx":172
- *                 d = Dm[i, o]
- *                 if d < dn[o] or o == med[i]:
- *                     seco[o] = near[o]             # <<<<<<<<<<<<<<
- *                     ds[o] = dn[o]
- *                     near[o] = i
-*/
-              __pyx_t_16 = __pyx_v_o;
-              __pyx_t_15 = __pyx_v_o;
-              *((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_seco.data) + __pyx_t_15)) )) = (*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_near.data) + __pyx_t_16)) )));
-
-              /* "hdist/_kernels/pam.pyx":173
- *                 if d < dn[o] or o == med[i]:
- *                     seco[o] = near[o]
- *                     ds[o] = dn[o]             # <<<<<<<<<<<<<<
- *                     near[o] = i
- *                     dn[o] = d
-*/
-              __pyx_t_16 = __pyx_v_o;
-              __pyx_t_15 = __pyx_v_o;
-              *((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_ds.data) + __pyx_t_15)) )) = (*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_16)) )));
-
-              /* "hdist/_kernels/pam.pyx":174
- *                     seco[o] = near[o]
- *                     ds[o] = dn[o]
- *                     near[o] = i             # <<<<<<<<<<<<<<
- *                     dn[o] = d
- *                 elif seco[o] < 0 or d < ds[o]:
-*/
-              __pyx_t_16 = __pyx_v_o;
-              *((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_near.data) + __pyx_t_16)) )) = __pyx_v_i;
-
-              /* "hdist/_kernels/pam.pyx":175
- *                     ds[o] = dn[o]
- *                     near[o] = i
- *                     dn[o] = d             # <<<<<<<<<<<<<<
- *                 elif seco[o] < 0 or d < ds[o]:
- *                     seco[o] = i
-*/
-              __pyx_t_16 = __pyx_v_o;
-              *((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_16)) )) = __pyx_v_d;
-
-              /* "hdist/_kernels/pam.pyx":171
- *             for i in range(1, k):
- *                 d = Dm[i, o]
- *                 if d < dn[o] or o == med[i]:             # <<<<<<<<<<<<<<
- *                     seco[o] = near[o]
- *                     ds[o] = dn[o]
-*/
-              goto __pyx_L19;
-            }
-
-            /* "hdist/_kernels/pam.pyx":176
- *                     near[o] = i
- *                     dn[o] = d
- *                 elif seco[o] < 0 or d < ds[o]:             # <<<<<<<<<<<<<<
- *                     seco[o] = i
- *                     ds[o] = d
-*/
-            __pyx_t_16 = __pyx_v_o;
-            __pyx_t_4 = ((*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_seco.data) + __pyx_t_16)) ))) < 0);
-
-            if (!__pyx_t_4) {
-
-            } else {
-
-              __pyx_t_2 = __pyx_t_4;
-
-              goto __pyx_L22_bool_binop_done;
-            }
-            __pyx_t_16 = __pyx_v_o;
-            __pyx_t_4 = (__pyx_v_d < (*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_ds.data) + __pyx_t_16)) ))));
-
-
-            __pyx_t_2 = __pyx_t_4;
-
-            __pyx_L22_bool_binop_done:;
-            if (__pyx_t_2) {
-
-
-              /* "hdist/_kernels/pam.pyx":177
+              /* "hdist/_kernels/pam.pyx":180
  *                     dn[o] = d
  *                 elif seco[o] < 0 or d < ds[o]:
  *                     seco[o] = i             # <<<<<<<<<<<<<<
  *                     ds[o] = d
- *             if o == med[near[o]]:
+ *             if wp == NULL:
 */
-              __pyx_t_16 = __pyx_v_o;
-              *((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_seco.data) + __pyx_t_16)) )) = __pyx_v_i;
+              __pyx_t_15 = __pyx_v_o;
+              *((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_seco.data) + __pyx_t_15)) )) = __pyx_v_i;
 
-              /* "hdist/_kernels/pam.pyx":178
+              /* "hdist/_kernels/pam.pyx":181
  *                 elif seco[o] < 0 or d < ds[o]:
  *                     seco[o] = i
  *                     ds[o] = d             # <<<<<<<<<<<<<<
- *             if o == med[near[o]]:
- *                 dn[o] = 0.0
+ *             if wp == NULL:
+ *                 loss += dn[o]
 */
-              __pyx_t_16 = __pyx_v_o;
-              *((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_ds.data) + __pyx_t_16)) )) = __pyx_v_d;
+              __pyx_t_15 = __pyx_v_o;
+              *((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_ds.data) + __pyx_t_15)) )) = __pyx_v_d;
 
-              /* "hdist/_kernels/pam.pyx":176
+              /* "hdist/_kernels/pam.pyx":179
  *                     near[o] = i
  *                     dn[o] = d
  *                 elif seco[o] < 0 or d < ds[o]:             # <<<<<<<<<<<<<<
@@ -32757,42 +32754,9 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
           }
 
 
-          /* "hdist/_kernels/pam.pyx":179
+          /* "hdist/_kernels/pam.pyx":182
  *                     seco[o] = i
  *                     ds[o] = d
- *             if o == med[near[o]]:             # <<<<<<<<<<<<<<
- *                 dn[o] = 0.0
- *             if wp == NULL:
-*/
-          __pyx_t_11 = __pyx_v_o;
-          __pyx_t_13 = (*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_near.data) + __pyx_t_11)) )));
-          __pyx_t_2 = (__pyx_v_o == (*((__pyx_t_5hdist_8_kernels_4plan_intp const  *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp const  *) __pyx_v_med.data) + __pyx_t_13)) ))));
-
-          if (__pyx_t_2) {
-
-
-            /* "hdist/_kernels/pam.pyx":180
- *                     ds[o] = d
- *             if o == med[near[o]]:
- *                 dn[o] = 0.0             # <<<<<<<<<<<<<<
- *             if wp == NULL:
- *                 loss += dn[o]
-*/
-            __pyx_t_11 = __pyx_v_o;
-            *((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_11)) )) = 0.0;
-
-            /* "hdist/_kernels/pam.pyx":179
- *                     seco[o] = i
- *                     ds[o] = d
- *             if o == med[near[o]]:             # <<<<<<<<<<<<<<
- *                 dn[o] = 0.0
- *             if wp == NULL:
-*/
-          }
-
-          /* "hdist/_kernels/pam.pyx":181
- *             if o == med[near[o]]:
- *                 dn[o] = 0.0
  *             if wp == NULL:             # <<<<<<<<<<<<<<
  *                 loss += dn[o]
  *             else:
@@ -32802,8 +32766,8 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
           if (__pyx_t_2) {
 
 
-            /* "hdist/_kernels/pam.pyx":182
- *                 dn[o] = 0.0
+            /* "hdist/_kernels/pam.pyx":183
+ *                     ds[o] = d
  *             if wp == NULL:
  *                 loss += dn[o]             # <<<<<<<<<<<<<<
  *             else:
@@ -32812,17 +32776,17 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
             __pyx_t_11 = __pyx_v_o;
             __pyx_v_loss = (__pyx_v_loss + (*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_11)) ))));
 
-            /* "hdist/_kernels/pam.pyx":181
- *             if o == med[near[o]]:
- *                 dn[o] = 0.0
+            /* "hdist/_kernels/pam.pyx":182
+ *                     seco[o] = i
+ *                     ds[o] = d
  *             if wp == NULL:             # <<<<<<<<<<<<<<
  *                 loss += dn[o]
  *             else:
 */
-            goto __pyx_L25;
+            goto __pyx_L22;
           }
 
-          /* "hdist/_kernels/pam.pyx":184
+          /* "hdist/_kernels/pam.pyx":185
  *                 loss += dn[o]
  *             else:
  *                 loss += wp[o] * dn[o]             # <<<<<<<<<<<<<<
@@ -32833,12 +32797,12 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
             __pyx_t_11 = __pyx_v_o;
             __pyx_v_loss = (__pyx_v_loss + ((__pyx_v_wp[__pyx_v_o]) * (*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_11)) )))));
           }
-          __pyx_L25:;
+          __pyx_L22:;
         }
 
       }
 
-      /* "hdist/_kernels/pam.pyx":163
+      /* "hdist/_kernels/pam.pyx":166
  *             or ds.shape[0] != n or (wp != NULL and w.shape[0] != n) or k < 1:
  *         raise ValueError("pam_assign: inconsistent shapes")
  *     with nogil:             # <<<<<<<<<<<<<<
@@ -32855,14 +32819,14 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
       }
   }
 
-  /* "hdist/_kernels/pam.pyx":185
+  /* "hdist/_kernels/pam.pyx":186
  *             else:
  *                 loss += wp[o] * dn[o]
  *     return loss             # <<<<<<<<<<<<<<
  * 
  * 
 */
-  __pyx_t_5 = PyFloat_FromDouble(__pyx_v_loss); if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 185, __pyx_L1_error)
+  __pyx_t_5 = PyFloat_FromDouble(__pyx_v_loss); if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 186, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_5);
   {
     PyObject *__pyx_temp;
@@ -32875,7 +32839,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
   __pyx_t_5 = 0;
   goto __pyx_L0;
 
-  /* "hdist/_kernels/pam.pyx":149
+  /* "hdist/_kernels/pam.pyx":151
  * 
  * 
  * @cython.boundscheck(HDIST_DEBUG)             # <<<<<<<<<<<<<<
@@ -32902,7 +32866,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_pam_assign(CYTHON_UNUSED PyObjec
   return __pyx_r;
 }
 
-/* "hdist/_kernels/pam.pyx":188
+/* "hdist/_kernels/pam.pyx":189
  * 
  * 
  * @cython.boundscheck(HDIST_DEBUG)             # <<<<<<<<<<<<<<
@@ -32918,7 +32882,7 @@ PyObject *const *__pyx_args, Py_ssize_t __pyx_nargs, PyObject *__pyx_kwds
 PyObject *__pyx_args, PyObject *__pyx_kwds
 #endif
 ); /*proto*/
-PyDoc_STRVAR(__pyx_doc_5hdist_8_kernels_3pam_2pam_swaps, "pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand, double[:, ::1] Dm, intp[::1] med, intp[::1] near, intp[::1] seco, double[::1] dn, double[::1] ds, const double[::1] w, intp[::1] state, double[::1] loss, intp n_visit, int n_threads)\n\nFasterPAM\047s eager swaps over the candidate rows ``cand`` in order.\n\n``D[rows[t]]`` holds the distances of candidate ``cand[t]`` to every row, 0 at its own\nposition (a medoid is at distance 0 from itself, as in :func:`pam_assign`); ``Dm`` the\nmedoids\047 rows, ``med`` their row indices, ``near/seco/dn/ds`` the assignment of\n:func:`pam_assign`, ``w`` the row weights (empty: all 1), ``loss`` ``[1]`` the current\nloss.  ``state = [visited since the last swap, swaps]``.  Stops early once ``n_visit``\ncandidates in a row brought no swap (a local optimum) or when a swap fails to lower the\nrecomputed loss (rounding); returns how many candidates of ``cand`` were used.\n\nWith ``n_threads > 1`` the changes of the next few candidates are computed in parallel\nagainst the current medoids and taken in order; after a swap the rest of the batch is\ncomputed again, so the swaps made are those of one thread, whatever ``n_threads``.");
+PyDoc_STRVAR(__pyx_doc_5hdist_8_kernels_3pam_2pam_swaps, "pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand, double[:, ::1] Dm, intp[::1] med, intp[::1] near, intp[::1] seco, double[::1] dn, double[::1] ds, const double[::1] w, intp[::1] state, double[::1] loss, intp n_visit, int n_threads)\n\nFasterPAM\047s eager swaps over the candidate rows ``cand`` in order.\n\n``D[rows[t]]`` holds the distances of candidate ``cand[t]`` to every row, its own\nincluded (positive for a row with missing values, as in :func:`pam_assign`); ``Dm`` the\nmedoids\047 rows, ``med`` their row indices, ``near/seco/dn/ds`` the assignment of\n:func:`pam_assign`, ``w`` the row weights (empty: all 1), ``loss`` ``[1]`` the current\nloss.  ``state = [visited since the last swap, swaps]``.  Stops early once ``n_visit``\ncandidates in a row brought no swap (a local optimum) or when a swap fails to lower the\nrecomputed loss (rounding); returns how many candidates of ``cand`` were used.\n\nWith ``n_threads > 1`` the changes of the next few candidates are computed in parallel\nagainst the current medoids and taken in order; after a swap the rest of the batch is\ncomputed again, so the swaps made are those of one thread, whatever ``n_threads``.");
 static PyMethodDef __pyx_mdef_5hdist_8_kernels_3pam_3pam_swaps = {"pam_swaps", (PyCFunction)(void(*)(void))(__Pyx_PyCFunction_FastCallWithKeywords)__pyx_pw_5hdist_8_kernels_3pam_3pam_swaps, __Pyx_METH_FASTCALL|METH_KEYWORDS, __pyx_doc_5hdist_8_kernels_3pam_2pam_swaps};
 static PyObject *__pyx_pw_5hdist_8_kernels_3pam_3pam_swaps(PyObject *__pyx_self, 
 #if CYTHON_VECTORCALL
@@ -32963,123 +32927,123 @@ PyObject *__pyx_args, PyObject *__pyx_kwds
   {
     PyObject ** const __pyx_pyargnames[] = {&__pyx_mstate_global->__pyx_n_u_D,&__pyx_mstate_global->__pyx_n_u_rows,&__pyx_mstate_global->__pyx_n_u_cand,&__pyx_mstate_global->__pyx_n_u_Dm,&__pyx_mstate_global->__pyx_n_u_med,&__pyx_mstate_global->__pyx_n_u_near,&__pyx_mstate_global->__pyx_n_u_seco,&__pyx_mstate_global->__pyx_n_u_dn,&__pyx_mstate_global->__pyx_n_u_ds,&__pyx_mstate_global->__pyx_n_u_w,&__pyx_mstate_global->__pyx_n_u_state,&__pyx_mstate_global->__pyx_n_u_loss,&__pyx_mstate_global->__pyx_n_u_n_visit,&__pyx_mstate_global->__pyx_n_u_n_threads,0};
     const Py_ssize_t __pyx_kwds_len = (__pyx_kwds) ? __Pyx_NumKwargs_FASTCALL(__pyx_kwds) : 0;
-    if (unlikely(__pyx_kwds_len < 0)) __PYX_ERR(0, 188, __pyx_L3_error)
+    if (unlikely(__pyx_kwds_len < 0)) __PYX_ERR(0, 189, __pyx_L3_error)
     if (__pyx_kwds_len > 0) {
       switch (__pyx_nargs) {
         case 14:
         values[13] = __Pyx_ArgRef_FASTCALL(__pyx_args, 13);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[13])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[13])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case 13:
         values[12] = __Pyx_ArgRef_FASTCALL(__pyx_args, 12);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[12])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[12])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case 12:
         values[11] = __Pyx_ArgRef_FASTCALL(__pyx_args, 11);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[11])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[11])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case 11:
         values[10] = __Pyx_ArgRef_FASTCALL(__pyx_args, 10);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[10])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[10])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case 10:
         values[9] = __Pyx_ArgRef_FASTCALL(__pyx_args, 9);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[9])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[9])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  9:
         values[8] = __Pyx_ArgRef_FASTCALL(__pyx_args, 8);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[8])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[8])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  8:
         values[7] = __Pyx_ArgRef_FASTCALL(__pyx_args, 7);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[7])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[7])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  7:
         values[6] = __Pyx_ArgRef_FASTCALL(__pyx_args, 6);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[6])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[6])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  6:
         values[5] = __Pyx_ArgRef_FASTCALL(__pyx_args, 5);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[5])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[5])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  5:
         values[4] = __Pyx_ArgRef_FASTCALL(__pyx_args, 4);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[4])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[4])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  4:
         values[3] = __Pyx_ArgRef_FASTCALL(__pyx_args, 3);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[3])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[3])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  3:
         values[2] = __Pyx_ArgRef_FASTCALL(__pyx_args, 2);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[2])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[2])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  2:
         values[1] = __Pyx_ArgRef_FASTCALL(__pyx_args, 1);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[1])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[1])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  1:
         values[0] = __Pyx_ArgRef_FASTCALL(__pyx_args, 0);
-        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[0])) __PYX_ERR(0, 188, __pyx_L3_error)
+        if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[0])) __PYX_ERR(0, 189, __pyx_L3_error)
         CYTHON_FALLTHROUGH;
         case  0: break;
         default: goto __pyx_L5_argtuple_error;
       }
       const Py_ssize_t kwd_pos_args = __pyx_nargs;
-      if (__Pyx_ParseKeywords(__pyx_kwds, __pyx_kwvalues, __pyx_pyargnames, 0, values, kwd_pos_args, __pyx_kwds_len, "pam_swaps", 0) < (0)) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (__Pyx_ParseKeywords(__pyx_kwds, __pyx_kwvalues, __pyx_pyargnames, 0, values, kwd_pos_args, __pyx_kwds_len, "pam_swaps", 0) < (0)) __PYX_ERR(0, 189, __pyx_L3_error)
       for (Py_ssize_t i = __pyx_nargs; i < 14; i++) {
-        if (unlikely(!values[i])) { __Pyx_RaiseArgtupleInvalid("pam_swaps", 1, 14, 14, i); __PYX_ERR(0, 188, __pyx_L3_error) }
+        if (unlikely(!values[i])) { __Pyx_RaiseArgtupleInvalid("pam_swaps", 1, 14, 14, i); __PYX_ERR(0, 189, __pyx_L3_error) }
       }
     } else if (unlikely(__pyx_nargs != 14)) {
       goto __pyx_L5_argtuple_error;
     } else {
       values[0] = __Pyx_ArgRef_FASTCALL(__pyx_args, 0);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[0])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[0])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[1] = __Pyx_ArgRef_FASTCALL(__pyx_args, 1);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[1])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[1])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[2] = __Pyx_ArgRef_FASTCALL(__pyx_args, 2);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[2])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[2])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[3] = __Pyx_ArgRef_FASTCALL(__pyx_args, 3);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[3])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[3])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[4] = __Pyx_ArgRef_FASTCALL(__pyx_args, 4);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[4])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[4])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[5] = __Pyx_ArgRef_FASTCALL(__pyx_args, 5);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[5])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[5])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[6] = __Pyx_ArgRef_FASTCALL(__pyx_args, 6);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[6])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[6])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[7] = __Pyx_ArgRef_FASTCALL(__pyx_args, 7);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[7])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[7])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[8] = __Pyx_ArgRef_FASTCALL(__pyx_args, 8);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[8])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[8])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[9] = __Pyx_ArgRef_FASTCALL(__pyx_args, 9);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[9])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[9])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[10] = __Pyx_ArgRef_FASTCALL(__pyx_args, 10);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[10])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[10])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[11] = __Pyx_ArgRef_FASTCALL(__pyx_args, 11);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[11])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[11])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[12] = __Pyx_ArgRef_FASTCALL(__pyx_args, 12);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[12])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[12])) __PYX_ERR(0, 189, __pyx_L3_error)
       values[13] = __Pyx_ArgRef_FASTCALL(__pyx_args, 13);
-      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[13])) __PYX_ERR(0, 188, __pyx_L3_error)
+      if (!CYTHON_ASSUME_SAFE_MACROS && unlikely(!values[13])) __PYX_ERR(0, 189, __pyx_L3_error)
     }
-    __pyx_v_D = __Pyx_PyObject_to_MemoryviewSlice_d_dc_double__const__(values[0], 0); if (unlikely(!__pyx_v_D.memview)) __PYX_ERR(0, 190, __pyx_L3_error)
-    __pyx_v_rows = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__(values[1], 0); if (unlikely(!__pyx_v_rows.memview)) __PYX_ERR(0, 190, __pyx_L3_error)
-    __pyx_v_cand = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__(values[2], 0); if (unlikely(!__pyx_v_cand.memview)) __PYX_ERR(0, 190, __pyx_L3_error)
-    __pyx_v_Dm = __Pyx_PyObject_to_MemoryviewSlice_d_dc_double(values[3], PyBUF_WRITABLE); if (unlikely(!__pyx_v_Dm.memview)) __PYX_ERR(0, 191, __pyx_L3_error)
-    __pyx_v_med = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp(values[4], PyBUF_WRITABLE); if (unlikely(!__pyx_v_med.memview)) __PYX_ERR(0, 191, __pyx_L3_error)
-    __pyx_v_near = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp(values[5], PyBUF_WRITABLE); if (unlikely(!__pyx_v_near.memview)) __PYX_ERR(0, 191, __pyx_L3_error)
-    __pyx_v_seco = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp(values[6], PyBUF_WRITABLE); if (unlikely(!__pyx_v_seco.memview)) __PYX_ERR(0, 191, __pyx_L3_error)
-    __pyx_v_dn = __Pyx_PyObject_to_MemoryviewSlice_dc_double(values[7], PyBUF_WRITABLE); if (unlikely(!__pyx_v_dn.memview)) __PYX_ERR(0, 192, __pyx_L3_error)
-    __pyx_v_ds = __Pyx_PyObject_to_MemoryviewSlice_dc_double(values[8], PyBUF_WRITABLE); if (unlikely(!__pyx_v_ds.memview)) __PYX_ERR(0, 192, __pyx_L3_error)
-    __pyx_v_w = __Pyx_PyObject_to_MemoryviewSlice_dc_double__const__(values[9], 0); if (unlikely(!__pyx_v_w.memview)) __PYX_ERR(0, 192, __pyx_L3_error)
-    __pyx_v_state = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp(values[10], PyBUF_WRITABLE); if (unlikely(!__pyx_v_state.memview)) __PYX_ERR(0, 192, __pyx_L3_error)
-    __pyx_v_loss = __Pyx_PyObject_to_MemoryviewSlice_dc_double(values[11], PyBUF_WRITABLE); if (unlikely(!__pyx_v_loss.memview)) __PYX_ERR(0, 193, __pyx_L3_error)
-    __pyx_v_n_visit = __Pyx_PyIndex_AsSsize_t(values[12]); if (unlikely((__pyx_v_n_visit == (Py_ssize_t)-1) && PyErr_Occurred())) __PYX_ERR(0, 193, __pyx_L3_error)
-    __pyx_v_n_threads = __Pyx_PyLong_As_int(values[13]); if (unlikely((__pyx_v_n_threads == (int)-1) && PyErr_Occurred())) __PYX_ERR(0, 193, __pyx_L3_error)
+    __pyx_v_D = __Pyx_PyObject_to_MemoryviewSlice_d_dc_double__const__(values[0], 0); if (unlikely(!__pyx_v_D.memview)) __PYX_ERR(0, 191, __pyx_L3_error)
+    __pyx_v_rows = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__(values[1], 0); if (unlikely(!__pyx_v_rows.memview)) __PYX_ERR(0, 191, __pyx_L3_error)
+    __pyx_v_cand = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__(values[2], 0); if (unlikely(!__pyx_v_cand.memview)) __PYX_ERR(0, 191, __pyx_L3_error)
+    __pyx_v_Dm = __Pyx_PyObject_to_MemoryviewSlice_d_dc_double(values[3], PyBUF_WRITABLE); if (unlikely(!__pyx_v_Dm.memview)) __PYX_ERR(0, 192, __pyx_L3_error)
+    __pyx_v_med = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp(values[4], PyBUF_WRITABLE); if (unlikely(!__pyx_v_med.memview)) __PYX_ERR(0, 192, __pyx_L3_error)
+    __pyx_v_near = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp(values[5], PyBUF_WRITABLE); if (unlikely(!__pyx_v_near.memview)) __PYX_ERR(0, 192, __pyx_L3_error)
+    __pyx_v_seco = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp(values[6], PyBUF_WRITABLE); if (unlikely(!__pyx_v_seco.memview)) __PYX_ERR(0, 192, __pyx_L3_error)
+    __pyx_v_dn = __Pyx_PyObject_to_MemoryviewSlice_dc_double(values[7], PyBUF_WRITABLE); if (unlikely(!__pyx_v_dn.memview)) __PYX_ERR(0, 193, __pyx_L3_error)
+    __pyx_v_ds = __Pyx_PyObject_to_MemoryviewSlice_dc_double(values[8], PyBUF_WRITABLE); if (unlikely(!__pyx_v_ds.memview)) __PYX_ERR(0, 193, __pyx_L3_error)
+    __pyx_v_w = __Pyx_PyObject_to_MemoryviewSlice_dc_double__const__(values[9], 0); if (unlikely(!__pyx_v_w.memview)) __PYX_ERR(0, 193, __pyx_L3_error)
+    __pyx_v_state = __Pyx_PyObject_to_MemoryviewSlice_dc_nn___pyx_t_5hdist_8_kernels_4plan_intp(values[10], PyBUF_WRITABLE); if (unlikely(!__pyx_v_state.memview)) __PYX_ERR(0, 193, __pyx_L3_error)
+    __pyx_v_loss = __Pyx_PyObject_to_MemoryviewSlice_dc_double(values[11], PyBUF_WRITABLE); if (unlikely(!__pyx_v_loss.memview)) __PYX_ERR(0, 194, __pyx_L3_error)
+    __pyx_v_n_visit = __Pyx_PyIndex_AsSsize_t(values[12]); if (unlikely((__pyx_v_n_visit == (Py_ssize_t)-1) && PyErr_Occurred())) __PYX_ERR(0, 194, __pyx_L3_error)
+    __pyx_v_n_threads = __Pyx_PyLong_As_int(values[13]); if (unlikely((__pyx_v_n_threads == (int)-1) && PyErr_Occurred())) __PYX_ERR(0, 194, __pyx_L3_error)
   }
   goto __pyx_L6_skip;
   __pyx_L5_argtuple_error:;
-  __Pyx_RaiseArgtupleInvalid("pam_swaps", 1, 14, 14, __pyx_nargs); __PYX_ERR(0, 188, __pyx_L3_error)
+  __Pyx_RaiseArgtupleInvalid("pam_swaps", 1, 14, 14, __pyx_nargs); __PYX_ERR(0, 189, __pyx_L3_error)
   __pyx_L6_skip:;
   goto __pyx_L4_argument_unpacking_done;
   __pyx_L3_error:;
@@ -33177,7 +33141,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   int __pyx_clineno = 0;
   __Pyx_RefNannySetupContext("pam_swaps", 0);
 
-  /* "hdist/_kernels/pam.pyx":207
+  /* "hdist/_kernels/pam.pyx":208
  *     against the current medoids and taken in order; after a swap the rest of the batch is
  *     computed again, so the swaps made are those of one thread, whatever ``n_threads``."""
  *     cdef intp k = Dm.shape[0], n = Dm.shape[1], T = cand.shape[0]             # <<<<<<<<<<<<<<
@@ -33188,7 +33152,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   __pyx_v_n = (__pyx_v_Dm.shape[1]);
   __pyx_v_T = (__pyx_v_cand.shape[0]);
 
-  /* "hdist/_kernels/pam.pyx":208
+  /* "hdist/_kernels/pam.pyx":209
  *     computed again, so the swaps made are those of one thread, whatever ``n_threads``."""
  *     cdef intp k = Dm.shape[0], n = Dm.shape[1], T = cand.shape[0]
  *     cdef intp since = state[0], nswap = state[1]             # <<<<<<<<<<<<<<
@@ -33200,7 +33164,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   __pyx_t_1 = 1;
   __pyx_v_nswap = (*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_state.data) + __pyx_t_1)) )));
 
-  /* "hdist/_kernels/pam.pyx":209
+  /* "hdist/_kernels/pam.pyx":210
  *     cdef intp k = Dm.shape[0], n = Dm.shape[1], T = cand.shape[0]
  *     cdef intp since = state[0], nswap = state[1]
  *     cdef intp pos = 0, t, nb, j, used, bmax, bcur             # <<<<<<<<<<<<<<
@@ -33209,7 +33173,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   __pyx_v_pos = 0;
 
-  /* "hdist/_kernels/pam.pyx":210
+  /* "hdist/_kernels/pam.pyx":211
  *     cdef intp since = state[0], nswap = state[1]
  *     cdef intp pos = 0, t, nb, j, used, bmax, bcur
  *     cdef double cur = loss[0], new             # <<<<<<<<<<<<<<
@@ -33219,7 +33183,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   __pyx_t_1 = 0;
   __pyx_v_cur = (*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_loss.data) + __pyx_t_1)) )));
 
-  /* "hdist/_kernels/pam.pyx":211
+  /* "hdist/_kernels/pam.pyx":212
  *     cdef intp pos = 0, t, nb, j, used, bmax, bcur
  *     cdef double cur = loss[0], new
  *     cdef const double* wp = &w[0] if w.shape[0] else NULL             # <<<<<<<<<<<<<<
@@ -33239,7 +33203,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 
   __pyx_v_wp = __pyx_t_2;
 
-  /* "hdist/_kernels/pam.pyx":212
+  /* "hdist/_kernels/pam.pyx":213
  *     cdef double cur = loss[0], new
  *     cdef const double* wp = &w[0] if w.shape[0] else NULL
  *     cdef bint stop = False             # <<<<<<<<<<<<<<
@@ -33248,7 +33212,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   __pyx_v_stop = 0;
 
-  /* "hdist/_kernels/pam.pyx":213
+  /* "hdist/_kernels/pam.pyx":214
  *     cdef const double* wp = &w[0] if w.shape[0] else NULL
  *     cdef bint stop = False
  *     if med.shape[0] != k or near.shape[0] != n or seco.shape[0] != n or dn.shape[0] != n \             # <<<<<<<<<<<<<<
@@ -33286,7 +33250,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
     goto __pyx_L4_bool_binop_done;
   }
 
-  /* "hdist/_kernels/pam.pyx":214
+  /* "hdist/_kernels/pam.pyx":215
  *     cdef bint stop = False
  *     if med.shape[0] != k or near.shape[0] != n or seco.shape[0] != n or dn.shape[0] != n \
  *             or ds.shape[0] != n or (wp != NULL and w.shape[0] != n) or rows.shape[0] != T \             # <<<<<<<<<<<<<<
@@ -33333,7 +33297,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   }
   __pyx_L10_next_or:;
 
-  /* "hdist/_kernels/pam.pyx":215
+  /* "hdist/_kernels/pam.pyx":216
  *     if med.shape[0] != k or near.shape[0] != n or seco.shape[0] != n or dn.shape[0] != n \
  *             or ds.shape[0] != n or (wp != NULL and w.shape[0] != n) or rows.shape[0] != T \
  *             or D.shape[1] != n or loss.shape[0] != 1 or state.shape[0] != 2:             # <<<<<<<<<<<<<<
@@ -33377,7 +33341,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 
   __pyx_L4_bool_binop_done:;
 
-  /* "hdist/_kernels/pam.pyx":213
+  /* "hdist/_kernels/pam.pyx":214
  *     cdef const double* wp = &w[0] if w.shape[0] else NULL
  *     cdef bint stop = False
  *     if med.shape[0] != k or near.shape[0] != n or seco.shape[0] != n or dn.shape[0] != n \             # <<<<<<<<<<<<<<
@@ -33387,7 +33351,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   if (unlikely(__pyx_t_3)) {
 
 
-    /* "hdist/_kernels/pam.pyx":216
+    /* "hdist/_kernels/pam.pyx":217
  *             or ds.shape[0] != n or (wp != NULL and w.shape[0] != n) or rows.shape[0] != T \
  *             or D.shape[1] != n or loss.shape[0] != 1 or state.shape[0] != 2:
  *         raise ValueError("pam_swaps: inconsistent shapes")             # <<<<<<<<<<<<<<
@@ -33400,14 +33364,14 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
       PyObject *__pyx_callargs[2] = {__pyx_t_6, __pyx_mstate_global->__pyx_kp_u_pam_swaps_inconsistent_shapes};
       __pyx_t_5 = __Pyx_PyObject_FastCall((PyObject*)(((PyTypeObject*)PyExc_ValueError)), __pyx_callargs+__pyx_t_7, (2-__pyx_t_7) | (__pyx_t_7*__Pyx_PY_VECTORCALL_ARGUMENTS_OFFSET));
       __Pyx_XDECREF(__pyx_t_6); __pyx_t_6 = 0;
-      if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 216, __pyx_L1_error)
+      if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 217, __pyx_L1_error)
       __Pyx_GOTREF(__pyx_t_5);
     }
     __Pyx_Raise(__pyx_t_5, 0, 0, 0);
     __Pyx_DECREF(__pyx_t_5); __pyx_t_5 = 0;
-    __PYX_ERR(0, 216, __pyx_L1_error)
+    __PYX_ERR(0, 217, __pyx_L1_error)
 
-    /* "hdist/_kernels/pam.pyx":213
+    /* "hdist/_kernels/pam.pyx":214
  *     cdef const double* wp = &w[0] if w.shape[0] else NULL
  *     cdef bint stop = False
  *     if med.shape[0] != k or near.shape[0] != n or seco.shape[0] != n or dn.shape[0] != n \             # <<<<<<<<<<<<<<
@@ -33416,7 +33380,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   }
 
-  /* "hdist/_kernels/pam.pyx":217
+  /* "hdist/_kernels/pam.pyx":218
  *             or D.shape[1] != n or loss.shape[0] != 1 or state.shape[0] != 2:
  *         raise ValueError("pam_swaps: inconsistent shapes")
  *     if T and (np.min(rows) < 0 or np.max(rows) >= D.shape[0] or np.min(cand) < 0             # <<<<<<<<<<<<<<
@@ -33434,12 +33398,12 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
     goto __pyx_L16_bool_binop_done;
   }
   __pyx_t_6 = NULL;
-  __Pyx_GetModuleGlobalName(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_np); if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 217, __pyx_L1_error)
+  __Pyx_GetModuleGlobalName(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_np); if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_8);
-  __pyx_t_9 = __Pyx_PyObject_GetAttrStr(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_min); if (unlikely(!__pyx_t_9)) __PYX_ERR(0, 217, __pyx_L1_error)
+  __pyx_t_9 = __Pyx_PyObject_GetAttrStr(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_min); if (unlikely(!__pyx_t_9)) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_9);
   __Pyx_DECREF(__pyx_t_8); __pyx_t_8 = 0;
-  __pyx_t_8 = __pyx_memoryview_fromslice(__pyx_v_rows, 1, (PyObject *(*)(char *)) __pyx_memview_get_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__, (int (*)(char *, PyObject *)) NULL, 0);; if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 217, __pyx_L1_error)
+  __pyx_t_8 = __pyx_memoryview_fromslice(__pyx_v_rows, 1, (PyObject *(*)(char *)) __pyx_memview_get_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__, (int (*)(char *, PyObject *)) NULL, 0);; if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_8);
   __pyx_t_7 = 1;
   #if CYTHON_UNPACK_METHODS
@@ -33459,10 +33423,10 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
     __Pyx_XDECREF(__pyx_t_6); __pyx_t_6 = 0;
     __Pyx_DECREF(__pyx_t_8); __pyx_t_8 = 0;
     __Pyx_DECREF(__pyx_t_9); __pyx_t_9 = 0;
-    if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 217, __pyx_L1_error)
+    if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 218, __pyx_L1_error)
     __Pyx_GOTREF(__pyx_t_5);
   }
-  __pyx_t_4 = __Pyx_PyObject_CompareBoolLt_object_int(__pyx_t_5, __pyx_mstate_global->__pyx_int_0, Py_LT); if (unlikely((__pyx_t_4 < 0))) __PYX_ERR(0, 217, __pyx_L1_error)
+  __pyx_t_4 = __Pyx_PyObject_CompareBoolLt_object_int(__pyx_t_5, __pyx_mstate_global->__pyx_int_0, Py_LT); if (unlikely((__pyx_t_4 < 0))) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_DECREF(__pyx_t_5); __pyx_t_5 = 0;
   if (!__pyx_t_4) {
 
@@ -33473,12 +33437,12 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
     goto __pyx_L16_bool_binop_done;
   }
   __pyx_t_9 = NULL;
-  __Pyx_GetModuleGlobalName(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_np); if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 217, __pyx_L1_error)
+  __Pyx_GetModuleGlobalName(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_np); if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_8);
-  __pyx_t_6 = __Pyx_PyObject_GetAttrStr(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_max); if (unlikely(!__pyx_t_6)) __PYX_ERR(0, 217, __pyx_L1_error)
+  __pyx_t_6 = __Pyx_PyObject_GetAttrStr(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_max); if (unlikely(!__pyx_t_6)) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_6);
   __Pyx_DECREF(__pyx_t_8); __pyx_t_8 = 0;
-  __pyx_t_8 = __pyx_memoryview_fromslice(__pyx_v_rows, 1, (PyObject *(*)(char *)) __pyx_memview_get_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__, (int (*)(char *, PyObject *)) NULL, 0);; if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 217, __pyx_L1_error)
+  __pyx_t_8 = __pyx_memoryview_fromslice(__pyx_v_rows, 1, (PyObject *(*)(char *)) __pyx_memview_get_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__, (int (*)(char *, PyObject *)) NULL, 0);; if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_8);
   __pyx_t_7 = 1;
   #if CYTHON_UNPACK_METHODS
@@ -33498,12 +33462,12 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
     __Pyx_XDECREF(__pyx_t_9); __pyx_t_9 = 0;
     __Pyx_DECREF(__pyx_t_8); __pyx_t_8 = 0;
     __Pyx_DECREF(__pyx_t_6); __pyx_t_6 = 0;
-    if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 217, __pyx_L1_error)
+    if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 218, __pyx_L1_error)
     __Pyx_GOTREF(__pyx_t_5);
   }
-  __pyx_t_6 = PyLong_FromSsize_t((__pyx_v_D.shape[0])); if (unlikely(!__pyx_t_6)) __PYX_ERR(0, 217, __pyx_L1_error)
+  __pyx_t_6 = PyLong_FromSsize_t((__pyx_v_D.shape[0])); if (unlikely(!__pyx_t_6)) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_6);
-  __pyx_t_4 = __Pyx_PyObject_CompareBoolGe_object_int(__pyx_t_5, __pyx_t_6, Py_GE); if (unlikely((__pyx_t_4 < 0))) __PYX_ERR(0, 217, __pyx_L1_error)
+  __pyx_t_4 = __Pyx_PyObject_CompareBoolGe_object_int(__pyx_t_5, __pyx_t_6, Py_GE); if (unlikely((__pyx_t_4 < 0))) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_DECREF(__pyx_t_5); __pyx_t_5 = 0;
   __Pyx_DECREF(__pyx_t_6); __pyx_t_6 = 0;
   if (!__pyx_t_4) {
@@ -33515,7 +33479,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
     goto __pyx_L16_bool_binop_done;
   }
 
-  /* "hdist/_kernels/pam.pyx":218
+  /* "hdist/_kernels/pam.pyx":219
  *         raise ValueError("pam_swaps: inconsistent shapes")
  *     if T and (np.min(rows) < 0 or np.max(rows) >= D.shape[0] or np.min(cand) < 0
  *               or np.max(cand) >= n):             # <<<<<<<<<<<<<<
@@ -33524,19 +33488,19 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   __pyx_t_5 = NULL;
 
-  /* "hdist/_kernels/pam.pyx":217
+  /* "hdist/_kernels/pam.pyx":218
  *             or D.shape[1] != n or loss.shape[0] != 1 or state.shape[0] != 2:
  *         raise ValueError("pam_swaps: inconsistent shapes")
  *     if T and (np.min(rows) < 0 or np.max(rows) >= D.shape[0] or np.min(cand) < 0             # <<<<<<<<<<<<<<
  *               or np.max(cand) >= n):
  *         raise ValueError("pam_swaps: row index out of range")
 */
-  __Pyx_GetModuleGlobalName(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_np); if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 217, __pyx_L1_error)
+  __Pyx_GetModuleGlobalName(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_np); if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_8);
-  __pyx_t_9 = __Pyx_PyObject_GetAttrStr(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_min); if (unlikely(!__pyx_t_9)) __PYX_ERR(0, 217, __pyx_L1_error)
+  __pyx_t_9 = __Pyx_PyObject_GetAttrStr(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_min); if (unlikely(!__pyx_t_9)) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_9);
   __Pyx_DECREF(__pyx_t_8); __pyx_t_8 = 0;
-  __pyx_t_8 = __pyx_memoryview_fromslice(__pyx_v_cand, 1, (PyObject *(*)(char *)) __pyx_memview_get_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__, (int (*)(char *, PyObject *)) NULL, 0);; if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 217, __pyx_L1_error)
+  __pyx_t_8 = __pyx_memoryview_fromslice(__pyx_v_cand, 1, (PyObject *(*)(char *)) __pyx_memview_get_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__, (int (*)(char *, PyObject *)) NULL, 0);; if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_8);
   __pyx_t_7 = 1;
   #if CYTHON_UNPACK_METHODS
@@ -33556,10 +33520,10 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
     __Pyx_XDECREF(__pyx_t_5); __pyx_t_5 = 0;
     __Pyx_DECREF(__pyx_t_8); __pyx_t_8 = 0;
     __Pyx_DECREF(__pyx_t_9); __pyx_t_9 = 0;
-    if (unlikely(!__pyx_t_6)) __PYX_ERR(0, 217, __pyx_L1_error)
+    if (unlikely(!__pyx_t_6)) __PYX_ERR(0, 218, __pyx_L1_error)
     __Pyx_GOTREF(__pyx_t_6);
   }
-  __pyx_t_4 = __Pyx_PyObject_CompareBoolLt_object_int(__pyx_t_6, __pyx_mstate_global->__pyx_int_0, Py_LT); if (unlikely((__pyx_t_4 < 0))) __PYX_ERR(0, 217, __pyx_L1_error)
+  __pyx_t_4 = __Pyx_PyObject_CompareBoolLt_object_int(__pyx_t_6, __pyx_mstate_global->__pyx_int_0, Py_LT); if (unlikely((__pyx_t_4 < 0))) __PYX_ERR(0, 218, __pyx_L1_error)
   __Pyx_DECREF(__pyx_t_6); __pyx_t_6 = 0;
   if (!__pyx_t_4) {
 
@@ -33570,7 +33534,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
     goto __pyx_L16_bool_binop_done;
   }
 
-  /* "hdist/_kernels/pam.pyx":218
+  /* "hdist/_kernels/pam.pyx":219
  *         raise ValueError("pam_swaps: inconsistent shapes")
  *     if T and (np.min(rows) < 0 or np.max(rows) >= D.shape[0] or np.min(cand) < 0
  *               or np.max(cand) >= n):             # <<<<<<<<<<<<<<
@@ -33578,12 +33542,12 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
  *     if n_threads < 1:
 */
   __pyx_t_9 = NULL;
-  __Pyx_GetModuleGlobalName(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_np); if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 218, __pyx_L1_error)
+  __Pyx_GetModuleGlobalName(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_np); if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 219, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_8);
-  __pyx_t_5 = __Pyx_PyObject_GetAttrStr(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_max); if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 218, __pyx_L1_error)
+  __pyx_t_5 = __Pyx_PyObject_GetAttrStr(__pyx_t_8, __pyx_mstate_global->__pyx_n_u_max); if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 219, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_5);
   __Pyx_DECREF(__pyx_t_8); __pyx_t_8 = 0;
-  __pyx_t_8 = __pyx_memoryview_fromslice(__pyx_v_cand, 1, (PyObject *(*)(char *)) __pyx_memview_get_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__, (int (*)(char *, PyObject *)) NULL, 0);; if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 218, __pyx_L1_error)
+  __pyx_t_8 = __pyx_memoryview_fromslice(__pyx_v_cand, 1, (PyObject *(*)(char *)) __pyx_memview_get_nn___pyx_t_5hdist_8_kernels_4plan_intp__const__, (int (*)(char *, PyObject *)) NULL, 0);; if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 219, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_8);
   __pyx_t_7 = 1;
   #if CYTHON_UNPACK_METHODS
@@ -33603,12 +33567,12 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
     __Pyx_XDECREF(__pyx_t_9); __pyx_t_9 = 0;
     __Pyx_DECREF(__pyx_t_8); __pyx_t_8 = 0;
     __Pyx_DECREF(__pyx_t_5); __pyx_t_5 = 0;
-    if (unlikely(!__pyx_t_6)) __PYX_ERR(0, 218, __pyx_L1_error)
+    if (unlikely(!__pyx_t_6)) __PYX_ERR(0, 219, __pyx_L1_error)
     __Pyx_GOTREF(__pyx_t_6);
   }
-  __pyx_t_5 = PyLong_FromSsize_t(__pyx_v_n); if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 218, __pyx_L1_error)
+  __pyx_t_5 = PyLong_FromSsize_t(__pyx_v_n); if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 219, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_5);
-  __pyx_t_4 = __Pyx_PyObject_CompareBoolGe_object_int(__pyx_t_6, __pyx_t_5, Py_GE); if (unlikely((__pyx_t_4 < 0))) __PYX_ERR(0, 218, __pyx_L1_error)
+  __pyx_t_4 = __Pyx_PyObject_CompareBoolGe_object_int(__pyx_t_6, __pyx_t_5, Py_GE); if (unlikely((__pyx_t_4 < 0))) __PYX_ERR(0, 219, __pyx_L1_error)
   __Pyx_DECREF(__pyx_t_6); __pyx_t_6 = 0;
   __Pyx_DECREF(__pyx_t_5); __pyx_t_5 = 0;
 
@@ -33616,7 +33580,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 
   __pyx_L16_bool_binop_done:;
 
-  /* "hdist/_kernels/pam.pyx":217
+  /* "hdist/_kernels/pam.pyx":218
  *             or D.shape[1] != n or loss.shape[0] != 1 or state.shape[0] != 2:
  *         raise ValueError("pam_swaps: inconsistent shapes")
  *     if T and (np.min(rows) < 0 or np.max(rows) >= D.shape[0] or np.min(cand) < 0             # <<<<<<<<<<<<<<
@@ -33626,7 +33590,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   if (unlikely(__pyx_t_3)) {
 
 
-    /* "hdist/_kernels/pam.pyx":219
+    /* "hdist/_kernels/pam.pyx":220
  *     if T and (np.min(rows) < 0 or np.max(rows) >= D.shape[0] or np.min(cand) < 0
  *               or np.max(cand) >= n):
  *         raise ValueError("pam_swaps: row index out of range")             # <<<<<<<<<<<<<<
@@ -33639,14 +33603,14 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
       PyObject *__pyx_callargs[2] = {__pyx_t_6, __pyx_mstate_global->__pyx_kp_u_pam_swaps_row_index_out_of_range};
       __pyx_t_5 = __Pyx_PyObject_FastCall((PyObject*)(((PyTypeObject*)PyExc_ValueError)), __pyx_callargs+__pyx_t_7, (2-__pyx_t_7) | (__pyx_t_7*__Pyx_PY_VECTORCALL_ARGUMENTS_OFFSET));
       __Pyx_XDECREF(__pyx_t_6); __pyx_t_6 = 0;
-      if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 219, __pyx_L1_error)
+      if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 220, __pyx_L1_error)
       __Pyx_GOTREF(__pyx_t_5);
     }
     __Pyx_Raise(__pyx_t_5, 0, 0, 0);
     __Pyx_DECREF(__pyx_t_5); __pyx_t_5 = 0;
-    __PYX_ERR(0, 219, __pyx_L1_error)
+    __PYX_ERR(0, 220, __pyx_L1_error)
 
-    /* "hdist/_kernels/pam.pyx":217
+    /* "hdist/_kernels/pam.pyx":218
  *             or D.shape[1] != n or loss.shape[0] != 1 or state.shape[0] != 2:
  *         raise ValueError("pam_swaps: inconsistent shapes")
  *     if T and (np.min(rows) < 0 or np.max(rows) >= D.shape[0] or np.min(cand) < 0             # <<<<<<<<<<<<<<
@@ -33655,7 +33619,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   }
 
-  /* "hdist/_kernels/pam.pyx":220
+  /* "hdist/_kernels/pam.pyx":221
  *               or np.max(cand) >= n):
  *         raise ValueError("pam_swaps: row index out of range")
  *     if n_threads < 1:             # <<<<<<<<<<<<<<
@@ -33667,7 +33631,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   if (unlikely(__pyx_t_3)) {
 
 
-    /* "hdist/_kernels/pam.pyx":221
+    /* "hdist/_kernels/pam.pyx":222
  *         raise ValueError("pam_swaps: row index out of range")
  *     if n_threads < 1:
  *         raise ValueError("n_threads must be >= 1, got %d" % n_threads)             # <<<<<<<<<<<<<<
@@ -33675,9 +33639,9 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
  *     cdef double* removal = <double*>malloc(k * sizeof(double))
 */
     __pyx_t_6 = NULL;
-    __pyx_t_8 = __Pyx_PyLong_From_int(__pyx_v_n_threads); if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 221, __pyx_L1_error)
+    __pyx_t_8 = __Pyx_PyLong_From_int(__pyx_v_n_threads); if (unlikely(!__pyx_t_8)) __PYX_ERR(0, 222, __pyx_L1_error)
     __Pyx_GOTREF(__pyx_t_8);
-    __pyx_t_9 = PyUnicode_Format(__pyx_mstate_global->__pyx_kp_u_n_threads_must_be_1_got_d, __pyx_t_8); if (unlikely(!__pyx_t_9)) __PYX_ERR(0, 221, __pyx_L1_error)
+    __pyx_t_9 = PyUnicode_Format(__pyx_mstate_global->__pyx_kp_u_n_threads_must_be_1_got_d, __pyx_t_8); if (unlikely(!__pyx_t_9)) __PYX_ERR(0, 222, __pyx_L1_error)
     __Pyx_GOTREF(__pyx_t_9);
     __Pyx_DECREF(__pyx_t_8); __pyx_t_8 = 0;
     __pyx_t_7 = 1;
@@ -33686,14 +33650,14 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
       __pyx_t_5 = __Pyx_PyObject_FastCall((PyObject*)(((PyTypeObject*)PyExc_ValueError)), __pyx_callargs+__pyx_t_7, (2-__pyx_t_7) | (__pyx_t_7*__Pyx_PY_VECTORCALL_ARGUMENTS_OFFSET));
       __Pyx_XDECREF(__pyx_t_6); __pyx_t_6 = 0;
       __Pyx_DECREF(__pyx_t_9); __pyx_t_9 = 0;
-      if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 221, __pyx_L1_error)
+      if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 222, __pyx_L1_error)
       __Pyx_GOTREF(__pyx_t_5);
     }
     __Pyx_Raise(__pyx_t_5, 0, 0, 0);
     __Pyx_DECREF(__pyx_t_5); __pyx_t_5 = 0;
-    __PYX_ERR(0, 221, __pyx_L1_error)
+    __PYX_ERR(0, 222, __pyx_L1_error)
 
-    /* "hdist/_kernels/pam.pyx":220
+    /* "hdist/_kernels/pam.pyx":221
  *               or np.max(cand) >= n):
  *         raise ValueError("pam_swaps: row index out of range")
  *     if n_threads < 1:             # <<<<<<<<<<<<<<
@@ -33702,7 +33666,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   }
 
-  /* "hdist/_kernels/pam.pyx":222
+  /* "hdist/_kernels/pam.pyx":223
  *     if n_threads < 1:
  *         raise ValueError("n_threads must be >= 1, got %d" % n_threads)
  *     bmax = 1 if n_threads == 1 else 32 * n_threads             # <<<<<<<<<<<<<<
@@ -33721,7 +33685,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 
   __pyx_v_bmax = __pyx_t_10;
 
-  /* "hdist/_kernels/pam.pyx":223
+  /* "hdist/_kernels/pam.pyx":224
  *         raise ValueError("n_threads must be >= 1, got %d" % n_threads)
  *     bmax = 1 if n_threads == 1 else 32 * n_threads
  *     cdef double* removal = <double*>malloc(k * sizeof(double))             # <<<<<<<<<<<<<<
@@ -33730,7 +33694,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   __pyx_v_removal = ((double *)malloc((__pyx_v_k * (sizeof(double)))));
 
-  /* "hdist/_kernels/pam.pyx":224
+  /* "hdist/_kernels/pam.pyx":225
  *     bmax = 1 if n_threads == 1 else 32 * n_threads
  *     cdef double* removal = <double*>malloc(k * sizeof(double))
  *     cdef double* delta = <double*>malloc(bmax * k * sizeof(double))             # <<<<<<<<<<<<<<
@@ -33739,7 +33703,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   __pyx_v_delta = ((double *)malloc(((__pyx_v_bmax * __pyx_v_k) * (sizeof(double)))));
 
-  /* "hdist/_kernels/pam.pyx":225
+  /* "hdist/_kernels/pam.pyx":226
  *     cdef double* removal = <double*>malloc(k * sizeof(double))
  *     cdef double* delta = <double*>malloc(bmax * k * sizeof(double))
  *     cdef double* chg = <double*>malloc(bmax * sizeof(double))             # <<<<<<<<<<<<<<
@@ -33748,7 +33712,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   __pyx_v_chg = ((double *)malloc((__pyx_v_bmax * (sizeof(double)))));
 
-  /* "hdist/_kernels/pam.pyx":226
+  /* "hdist/_kernels/pam.pyx":227
  *     cdef double* delta = <double*>malloc(bmax * k * sizeof(double))
  *     cdef double* chg = <double*>malloc(bmax * sizeof(double))
  *     cdef intp* slot = <intp*>malloc(bmax * sizeof(intp))             # <<<<<<<<<<<<<<
@@ -33757,7 +33721,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   __pyx_v_slot = ((__pyx_t_5hdist_8_kernels_4plan_intp *)malloc((__pyx_v_bmax * (sizeof(__pyx_t_5hdist_8_kernels_4plan_intp)))));
 
-  /* "hdist/_kernels/pam.pyx":227
+  /* "hdist/_kernels/pam.pyx":228
  *     cdef double* chg = <double*>malloc(bmax * sizeof(double))
  *     cdef intp* slot = <intp*>malloc(bmax * sizeof(intp))
  *     cdef unsigned char* skip = <unsigned char*>malloc(bmax)             # <<<<<<<<<<<<<<
@@ -33766,7 +33730,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   __pyx_v_skip = ((unsigned char *)malloc(__pyx_v_bmax));
 
-  /* "hdist/_kernels/pam.pyx":228
+  /* "hdist/_kernels/pam.pyx":229
  *     cdef intp* slot = <intp*>malloc(bmax * sizeof(intp))
  *     cdef unsigned char* skip = <unsigned char*>malloc(bmax)
  *     if removal == NULL or delta == NULL or chg == NULL or slot == NULL or skip == NULL:             # <<<<<<<<<<<<<<
@@ -33822,7 +33786,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   if (unlikely(__pyx_t_3)) {
 
 
-    /* "hdist/_kernels/pam.pyx":229
+    /* "hdist/_kernels/pam.pyx":230
  *     cdef unsigned char* skip = <unsigned char*>malloc(bmax)
  *     if removal == NULL or delta == NULL or chg == NULL or slot == NULL or skip == NULL:
  *         free(removal); free(delta); free(chg); free(slot); free(skip)             # <<<<<<<<<<<<<<
@@ -33835,16 +33799,16 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
     free(__pyx_v_slot);
     free(__pyx_v_skip);
 
-    /* "hdist/_kernels/pam.pyx":230
+    /* "hdist/_kernels/pam.pyx":231
  *     if removal == NULL or delta == NULL or chg == NULL or slot == NULL or skip == NULL:
  *         free(removal); free(delta); free(chg); free(slot); free(skip)
  *         raise MemoryError()             # <<<<<<<<<<<<<<
  *     bcur = n_threads
  *     try:
 */
-    PyErr_NoMemory(); __PYX_ERR(0, 230, __pyx_L1_error)
+    PyErr_NoMemory(); __PYX_ERR(0, 231, __pyx_L1_error)
 
-    /* "hdist/_kernels/pam.pyx":228
+    /* "hdist/_kernels/pam.pyx":229
  *     cdef intp* slot = <intp*>malloc(bmax * sizeof(intp))
  *     cdef unsigned char* skip = <unsigned char*>malloc(bmax)
  *     if removal == NULL or delta == NULL or chg == NULL or slot == NULL or skip == NULL:             # <<<<<<<<<<<<<<
@@ -33853,7 +33817,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   }
 
-  /* "hdist/_kernels/pam.pyx":231
+  /* "hdist/_kernels/pam.pyx":232
  *         free(removal); free(delta); free(chg); free(slot); free(skip)
  *         raise MemoryError()
  *     bcur = n_threads             # <<<<<<<<<<<<<<
@@ -33862,7 +33826,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   __pyx_v_bcur = __pyx_v_n_threads;
 
-  /* "hdist/_kernels/pam.pyx":232
+  /* "hdist/_kernels/pam.pyx":233
  *         raise MemoryError()
  *     bcur = n_threads
  *     try:             # <<<<<<<<<<<<<<
@@ -33871,7 +33835,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
   /*try:*/ {
 
-    /* "hdist/_kernels/pam.pyx":233
+    /* "hdist/_kernels/pam.pyx":234
  *     bcur = n_threads
  *     try:
  *         with nogil:             # <<<<<<<<<<<<<<
@@ -33884,7 +33848,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
         __Pyx_FastGIL_Remember();
         /*try:*/ {
 
-          /* "hdist/_kernels/pam.pyx":234
+          /* "hdist/_kernels/pam.pyx":235
  *     try:
  *         with nogil:
  *             _pam_removal(n, k, &near[0], &dn[0], &ds[0], wp, removal)             # <<<<<<<<<<<<<<
@@ -33896,12 +33860,12 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
           __pyx_t_12 = 0;
           __pyx_f_5hdist_8_kernels_3pam__pam_removal(__pyx_v_n, __pyx_v_k, (&(*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_near.data) + __pyx_t_1)) )))), (&(*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_11)) )))), (&(*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_ds.data) + __pyx_t_12)) )))), __pyx_v_wp, __pyx_v_removal);
 
-          /* "hdist/_kernels/pam.pyx":235
+          /* "hdist/_kernels/pam.pyx":236
  *         with nogil:
  *             _pam_removal(n, k, &near[0], &dn[0], &ds[0], wp, removal)
  *             while pos < T and since < n_visit and not stop:             # <<<<<<<<<<<<<<
  *                 nb = min(bcur, T - pos, n_visit - since)
- *                 for t in range(nb):   # a medoid is its own nearest: not a candidate
+ *                 for t in range(nb):   # a medoid is not a candidate
 */
           while (1) {
             __pyx_t_4 = (__pyx_v_pos < __pyx_v_T);
@@ -33933,11 +33897,11 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 
             if (!__pyx_t_3) break;
 
-            /* "hdist/_kernels/pam.pyx":236
+            /* "hdist/_kernels/pam.pyx":237
  *             _pam_removal(n, k, &near[0], &dn[0], &ds[0], wp, removal)
  *             while pos < T and since < n_visit and not stop:
  *                 nb = min(bcur, T - pos, n_visit - since)             # <<<<<<<<<<<<<<
- *                 for t in range(nb):   # a medoid is its own nearest: not a candidate
+ *                 for t in range(nb):   # a medoid is not a candidate
  *                     j = cand[pos + t]
 */
 
@@ -33972,12 +33936,12 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
             __pyx_v_nb = __pyx_t_15;
 
 
-            /* "hdist/_kernels/pam.pyx":237
+            /* "hdist/_kernels/pam.pyx":238
  *             while pos < T and since < n_visit and not stop:
  *                 nb = min(bcur, T - pos, n_visit - since)
- *                 for t in range(nb):   # a medoid is its own nearest: not a candidate             # <<<<<<<<<<<<<<
+ *                 for t in range(nb):   # a medoid is not a candidate             # <<<<<<<<<<<<<<
  *                     j = cand[pos + t]
- *                     skip[t] = med[near[j]] == j
+ *                     skip[t] = _is_medoid(k, &med[0], j)
 */
 
             __pyx_t_15 = __pyx_v_nb;
@@ -33986,32 +33950,31 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
             for (__pyx_t_13 = 0; __pyx_t_13 < __pyx_t_10; __pyx_t_13+=1) {
               __pyx_v_t = __pyx_t_13;
 
-              /* "hdist/_kernels/pam.pyx":238
+              /* "hdist/_kernels/pam.pyx":239
  *                 nb = min(bcur, T - pos, n_visit - since)
- *                 for t in range(nb):   # a medoid is its own nearest: not a candidate
+ *                 for t in range(nb):   # a medoid is not a candidate
  *                     j = cand[pos + t]             # <<<<<<<<<<<<<<
- *                     skip[t] = med[near[j]] == j
+ *                     skip[t] = _is_medoid(k, &med[0], j)
  *                 if nb == 1 or n_threads == 1:
 */
               __pyx_t_14 = (__pyx_v_pos + __pyx_v_t);
               __pyx_v_j = (*((__pyx_t_5hdist_8_kernels_4plan_intp const  *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp const  *) __pyx_v_cand.data) + __pyx_t_14)) )));
 
-              /* "hdist/_kernels/pam.pyx":239
- *                 for t in range(nb):   # a medoid is its own nearest: not a candidate
+              /* "hdist/_kernels/pam.pyx":240
+ *                 for t in range(nb):   # a medoid is not a candidate
  *                     j = cand[pos + t]
- *                     skip[t] = med[near[j]] == j             # <<<<<<<<<<<<<<
+ *                     skip[t] = _is_medoid(k, &med[0], j)             # <<<<<<<<<<<<<<
  *                 if nb == 1 or n_threads == 1:
  *                     for t in range(nb):
 */
-              __pyx_t_14 = __pyx_v_j;
-              __pyx_t_16 = (*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_near.data) + __pyx_t_14)) )));
-              (__pyx_v_skip[__pyx_v_t]) = ((*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_med.data) + __pyx_t_16)) ))) == __pyx_v_j);
+              __pyx_t_12 = 0;
+              (__pyx_v_skip[__pyx_v_t]) = __pyx_f_5hdist_8_kernels_3pam__is_medoid(__pyx_v_k, (&(*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_med.data) + __pyx_t_12)) )))), __pyx_v_j);
             }
 
 
-            /* "hdist/_kernels/pam.pyx":240
+            /* "hdist/_kernels/pam.pyx":241
  *                     j = cand[pos + t]
- *                     skip[t] = med[near[j]] == j
+ *                     skip[t] = _is_medoid(k, &med[0], j)
  *                 if nb == 1 or n_threads == 1:             # <<<<<<<<<<<<<<
  *                     for t in range(nb):
  *                         if not skip[t]:
@@ -34035,8 +33998,8 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
             if (__pyx_t_3) {
 
 
-              /* "hdist/_kernels/pam.pyx":241
- *                     skip[t] = med[near[j]] == j
+              /* "hdist/_kernels/pam.pyx":242
+ *                     skip[t] = _is_medoid(k, &med[0], j)
  *                 if nb == 1 or n_threads == 1:
  *                     for t in range(nb):             # <<<<<<<<<<<<<<
  *                         if not skip[t]:
@@ -34049,7 +34012,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
               for (__pyx_t_13 = 0; __pyx_t_13 < __pyx_t_10; __pyx_t_13+=1) {
                 __pyx_v_t = __pyx_t_13;
 
-                /* "hdist/_kernels/pam.pyx":242
+                /* "hdist/_kernels/pam.pyx":243
  *                 if nb == 1 or n_threads == 1:
  *                     for t in range(nb):
  *                         if not skip[t]:             # <<<<<<<<<<<<<<
@@ -34061,7 +34024,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
                 if (__pyx_t_3) {
 
 
-                  /* "hdist/_kernels/pam.pyx":243
+                  /* "hdist/_kernels/pam.pyx":244
  *                     for t in range(nb):
  *                         if not skip[t]:
  *                             chg[t] = _pam_change(&D[rows[pos + t], 0], n, k, &near[0], &dn[0],             # <<<<<<<<<<<<<<
@@ -34074,7 +34037,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
                   __pyx_t_11 = 0;
                   __pyx_t_1 = 0;
 
-                  /* "hdist/_kernels/pam.pyx":244
+                  /* "hdist/_kernels/pam.pyx":245
  *                         if not skip[t]:
  *                             chg[t] = _pam_change(&D[rows[pos + t], 0], n, k, &near[0], &dn[0],
  *                                                  &ds[0], wp, removal, delta, &slot[t])             # <<<<<<<<<<<<<<
@@ -34083,7 +34046,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
                   __pyx_t_17 = 0;
 
-                  /* "hdist/_kernels/pam.pyx":243
+                  /* "hdist/_kernels/pam.pyx":244
  *                     for t in range(nb):
  *                         if not skip[t]:
  *                             chg[t] = _pam_change(&D[rows[pos + t], 0], n, k, &near[0], &dn[0],             # <<<<<<<<<<<<<<
@@ -34092,7 +34055,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
                   (__pyx_v_chg[__pyx_v_t]) = __pyx_f_5hdist_8_kernels_3pam__pam_change((&(*((double const  *) ( /* dim=1 */ ((char *) (((double const  *) ( /* dim=0 */ (__pyx_v_D.data + __pyx_t_16 * __pyx_v_D.strides[0]) )) + __pyx_t_12)) )))), __pyx_v_n, __pyx_v_k, (&(*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_near.data) + __pyx_t_11)) )))), (&(*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_1)) )))), (&(*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_ds.data) + __pyx_t_17)) )))), __pyx_v_wp, __pyx_v_removal, __pyx_v_delta, (&(__pyx_v_slot[__pyx_v_t])));
 
-                  /* "hdist/_kernels/pam.pyx":242
+                  /* "hdist/_kernels/pam.pyx":243
  *                 if nb == 1 or n_threads == 1:
  *                     for t in range(nb):
  *                         if not skip[t]:             # <<<<<<<<<<<<<<
@@ -34103,9 +34066,9 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
               }
 
 
-              /* "hdist/_kernels/pam.pyx":240
+              /* "hdist/_kernels/pam.pyx":241
  *                     j = cand[pos + t]
- *                     skip[t] = med[near[j]] == j
+ *                     skip[t] = _is_medoid(k, &med[0], j)
  *                 if nb == 1 or n_threads == 1:             # <<<<<<<<<<<<<<
  *                     for t in range(nb):
  *                         if not skip[t]:
@@ -34113,7 +34076,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
               goto __pyx_L41;
             }
 
-            /* "hdist/_kernels/pam.pyx":246
+            /* "hdist/_kernels/pam.pyx":247
  *                                                  &ds[0], wp, removal, delta, &slot[t])
  *                 else:
  *                     for t in prange(nb, num_threads=n_threads, schedule="static", chunksize=1):             # <<<<<<<<<<<<<<
@@ -34146,7 +34109,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
                               {
                                   __pyx_v_t = (__pyx_t_5hdist_8_kernels_4plan_intp)(0 + 1 * __pyx_t_10);
 
-                                  /* "hdist/_kernels/pam.pyx":247
+                                  /* "hdist/_kernels/pam.pyx":248
  *                 else:
  *                     for t in prange(nb, num_threads=n_threads, schedule="static", chunksize=1):
  *                         if not skip[t]:             # <<<<<<<<<<<<<<
@@ -34158,7 +34121,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
                                   if (__pyx_t_3) {
 
 
-                                    /* "hdist/_kernels/pam.pyx":248
+                                    /* "hdist/_kernels/pam.pyx":249
  *                     for t in prange(nb, num_threads=n_threads, schedule="static", chunksize=1):
  *                         if not skip[t]:
  *                             chg[t] = _pam_change(&D[rows[pos + t], 0], n, k, &near[0], &dn[0],             # <<<<<<<<<<<<<<
@@ -34171,7 +34134,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
                                     __pyx_t_1 = 0;
                                     __pyx_t_11 = 0;
 
-                                    /* "hdist/_kernels/pam.pyx":249
+                                    /* "hdist/_kernels/pam.pyx":250
  *                         if not skip[t]:
  *                             chg[t] = _pam_change(&D[rows[pos + t], 0], n, k, &near[0], &dn[0],
  *                                                  &ds[0], wp, removal, delta + t * k, &slot[t])             # <<<<<<<<<<<<<<
@@ -34180,7 +34143,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
                                     __pyx_t_12 = 0;
 
-                                    /* "hdist/_kernels/pam.pyx":248
+                                    /* "hdist/_kernels/pam.pyx":249
  *                     for t in prange(nb, num_threads=n_threads, schedule="static", chunksize=1):
  *                         if not skip[t]:
  *                             chg[t] = _pam_change(&D[rows[pos + t], 0], n, k, &near[0], &dn[0],             # <<<<<<<<<<<<<<
@@ -34189,7 +34152,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
                                     (__pyx_v_chg[__pyx_v_t]) = __pyx_f_5hdist_8_kernels_3pam__pam_change((&(*((double const  *) ( /* dim=1 */ ((char *) (((double const  *) ( /* dim=0 */ (__pyx_v_D.data + __pyx_t_16 * __pyx_v_D.strides[0]) )) + __pyx_t_17)) )))), __pyx_v_n, __pyx_v_k, (&(*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_near.data) + __pyx_t_1)) )))), (&(*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_11)) )))), (&(*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_ds.data) + __pyx_t_12)) )))), __pyx_v_wp, __pyx_v_removal, (__pyx_v_delta + (__pyx_v_t * __pyx_v_k)), (&(__pyx_v_slot[__pyx_v_t])));
 
-                                    /* "hdist/_kernels/pam.pyx":247
+                                    /* "hdist/_kernels/pam.pyx":248
  *                 else:
  *                     for t in prange(nb, num_threads=n_threads, schedule="static", chunksize=1):
  *                         if not skip[t]:             # <<<<<<<<<<<<<<
@@ -34213,7 +34176,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
             }
             __pyx_L41:;
 
-            /* "hdist/_kernels/pam.pyx":250
+            /* "hdist/_kernels/pam.pyx":251
  *                             chg[t] = _pam_change(&D[rows[pos + t], 0], n, k, &near[0], &dn[0],
  *                                                  &ds[0], wp, removal, delta + t * k, &slot[t])
  *                 used = nb             # <<<<<<<<<<<<<<
@@ -34222,7 +34185,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
             __pyx_v_used = __pyx_v_nb;
 
-            /* "hdist/_kernels/pam.pyx":251
+            /* "hdist/_kernels/pam.pyx":252
  *                                                  &ds[0], wp, removal, delta + t * k, &slot[t])
  *                 used = nb
  *                 for t in range(nb):             # <<<<<<<<<<<<<<
@@ -34236,7 +34199,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
             for (__pyx_t_15 = 0; __pyx_t_15 < __pyx_t_10; __pyx_t_15+=1) {
               __pyx_v_t = __pyx_t_15;
 
-              /* "hdist/_kernels/pam.pyx":252
+              /* "hdist/_kernels/pam.pyx":253
  *                 used = nb
  *                 for t in range(nb):
  *                     since = since + 1             # <<<<<<<<<<<<<<
@@ -34245,7 +34208,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
               __pyx_v_since = (__pyx_v_since + 1);
 
-              /* "hdist/_kernels/pam.pyx":253
+              /* "hdist/_kernels/pam.pyx":254
  *                 for t in range(nb):
  *                     since = since + 1
  *                     if skip[t] or not chg[t] < 0.0:             # <<<<<<<<<<<<<<
@@ -34271,7 +34234,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
               if (__pyx_t_3) {
 
 
-                /* "hdist/_kernels/pam.pyx":254
+                /* "hdist/_kernels/pam.pyx":255
  *                     since = since + 1
  *                     if skip[t] or not chg[t] < 0.0:
  *                         continue             # <<<<<<<<<<<<<<
@@ -34280,7 +34243,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
                 goto __pyx_L54_continue;
 
-                /* "hdist/_kernels/pam.pyx":253
+                /* "hdist/_kernels/pam.pyx":254
  *                 for t in range(nb):
  *                     since = since + 1
  *                     if skip[t] or not chg[t] < 0.0:             # <<<<<<<<<<<<<<
@@ -34289,7 +34252,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
               }
 
-              /* "hdist/_kernels/pam.pyx":255
+              /* "hdist/_kernels/pam.pyx":256
  *                     if skip[t] or not chg[t] < 0.0:
  *                         continue
  *                     j = cand[pos + t]             # <<<<<<<<<<<<<<
@@ -34299,7 +34262,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
               __pyx_t_14 = (__pyx_v_pos + __pyx_v_t);
               __pyx_v_j = (*((__pyx_t_5hdist_8_kernels_4plan_intp const  *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp const  *) __pyx_v_cand.data) + __pyx_t_14)) )));
 
-              /* "hdist/_kernels/pam.pyx":256
+              /* "hdist/_kernels/pam.pyx":257
  *                         continue
  *                     j = cand[pos + t]
  *                     new = _pam_swap(&D[rows[pos + t], 0], n, k, slot[t], j, &Dm[0, 0], &med[0],             # <<<<<<<<<<<<<<
@@ -34313,7 +34276,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
               __pyx_t_1 = 0;
               __pyx_t_17 = 0;
 
-              /* "hdist/_kernels/pam.pyx":257
+              /* "hdist/_kernels/pam.pyx":258
  *                     j = cand[pos + t]
  *                     new = _pam_swap(&D[rows[pos + t], 0], n, k, slot[t], j, &Dm[0, 0], &med[0],
  *                                     &near[0], &seco[0], &dn[0], &ds[0], wp)             # <<<<<<<<<<<<<<
@@ -34325,7 +34288,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
               __pyx_t_21 = 0;
               __pyx_t_22 = 0;
 
-              /* "hdist/_kernels/pam.pyx":256
+              /* "hdist/_kernels/pam.pyx":257
  *                         continue
  *                     j = cand[pos + t]
  *                     new = _pam_swap(&D[rows[pos + t], 0], n, k, slot[t], j, &Dm[0, 0], &med[0],             # <<<<<<<<<<<<<<
@@ -34334,7 +34297,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
               __pyx_v_new = __pyx_f_5hdist_8_kernels_3pam__pam_swap((&(*((double const  *) ( /* dim=1 */ ((char *) (((double const  *) ( /* dim=0 */ (__pyx_v_D.data + __pyx_t_16 * __pyx_v_D.strides[0]) )) + __pyx_t_12)) )))), __pyx_v_n, __pyx_v_k, (__pyx_v_slot[__pyx_v_t]), __pyx_v_j, (&(*((double *) ( /* dim=1 */ ((char *) (((double *) ( /* dim=0 */ (__pyx_v_Dm.data + __pyx_t_11 * __pyx_v_Dm.strides[0]) )) + __pyx_t_1)) )))), (&(*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_med.data) + __pyx_t_17)) )))), (&(*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_near.data) + __pyx_t_19)) )))), (&(*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_seco.data) + __pyx_t_20)) )))), (&(*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_21)) )))), (&(*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_ds.data) + __pyx_t_22)) )))), __pyx_v_wp);
 
-              /* "hdist/_kernels/pam.pyx":258
+              /* "hdist/_kernels/pam.pyx":259
  *                     new = _pam_swap(&D[rows[pos + t], 0], n, k, slot[t], j, &Dm[0, 0], &med[0],
  *                                     &near[0], &seco[0], &dn[0], &ds[0], wp)
  *                     nswap = nswap + 1             # <<<<<<<<<<<<<<
@@ -34343,7 +34306,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
               __pyx_v_nswap = (__pyx_v_nswap + 1);
 
-              /* "hdist/_kernels/pam.pyx":259
+              /* "hdist/_kernels/pam.pyx":260
  *                                     &near[0], &seco[0], &dn[0], &ds[0], wp)
  *                     nswap = nswap + 1
  *                     since = 1             # <<<<<<<<<<<<<<
@@ -34352,7 +34315,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
               __pyx_v_since = 1;
 
-              /* "hdist/_kernels/pam.pyx":260
+              /* "hdist/_kernels/pam.pyx":261
  *                     nswap = nswap + 1
  *                     since = 1
  *                     used = t + 1             # <<<<<<<<<<<<<<
@@ -34361,7 +34324,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
               __pyx_v_used = (__pyx_v_t + 1);
 
-              /* "hdist/_kernels/pam.pyx":261
+              /* "hdist/_kernels/pam.pyx":262
  *                     since = 1
  *                     used = t + 1
  *                     if not new < cur:             # <<<<<<<<<<<<<<
@@ -34373,7 +34336,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
               if (__pyx_t_3) {
 
 
-                /* "hdist/_kernels/pam.pyx":262
+                /* "hdist/_kernels/pam.pyx":263
  *                     used = t + 1
  *                     if not new < cur:
  *                         stop = True             # <<<<<<<<<<<<<<
@@ -34382,7 +34345,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
                 __pyx_v_stop = 1;
 
-                /* "hdist/_kernels/pam.pyx":261
+                /* "hdist/_kernels/pam.pyx":262
  *                     since = 1
  *                     used = t + 1
  *                     if not new < cur:             # <<<<<<<<<<<<<<
@@ -34391,7 +34354,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
               }
 
-              /* "hdist/_kernels/pam.pyx":263
+              /* "hdist/_kernels/pam.pyx":264
  *                     if not new < cur:
  *                         stop = True
  *                     cur = new             # <<<<<<<<<<<<<<
@@ -34400,7 +34363,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
               __pyx_v_cur = __pyx_v_new;
 
-              /* "hdist/_kernels/pam.pyx":264
+              /* "hdist/_kernels/pam.pyx":265
  *                         stop = True
  *                     cur = new
  *                     _pam_removal(n, k, &near[0], &dn[0], &ds[0], wp, removal)             # <<<<<<<<<<<<<<
@@ -34412,7 +34375,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
               __pyx_t_20 = 0;
               __pyx_f_5hdist_8_kernels_3pam__pam_removal(__pyx_v_n, __pyx_v_k, (&(*((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_near.data) + __pyx_t_22)) )))), (&(*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_dn.data) + __pyx_t_21)) )))), (&(*((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_ds.data) + __pyx_t_20)) )))), __pyx_v_wp, __pyx_v_removal);
 
-              /* "hdist/_kernels/pam.pyx":265
+              /* "hdist/_kernels/pam.pyx":266
  *                     cur = new
  *                     _pam_removal(n, k, &near[0], &dn[0], &ds[0], wp, removal)
  *                     break             # <<<<<<<<<<<<<<
@@ -34425,7 +34388,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
             __pyx_L55_break:;
 
 
-            /* "hdist/_kernels/pam.pyx":266
+            /* "hdist/_kernels/pam.pyx":267
  *                     _pam_removal(n, k, &near[0], &dn[0], &ds[0], wp, removal)
  *                     break
  *                 if used == nb and bcur < bmax:             # <<<<<<<<<<<<<<
@@ -34451,7 +34414,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
             if (__pyx_t_3) {
 
 
-              /* "hdist/_kernels/pam.pyx":267
+              /* "hdist/_kernels/pam.pyx":268
  *                     break
  *                 if used == nb and bcur < bmax:
  *                     bcur = min(bmax, 2 * bcur)             # <<<<<<<<<<<<<<
@@ -34475,7 +34438,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
               __pyx_v_bcur = __pyx_t_15;
 
 
-              /* "hdist/_kernels/pam.pyx":266
+              /* "hdist/_kernels/pam.pyx":267
  *                     _pam_removal(n, k, &near[0], &dn[0], &ds[0], wp, removal)
  *                     break
  *                 if used == nb and bcur < bmax:             # <<<<<<<<<<<<<<
@@ -34485,7 +34448,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
               goto __pyx_L60;
             }
 
-            /* "hdist/_kernels/pam.pyx":268
+            /* "hdist/_kernels/pam.pyx":269
  *                 if used == nb and bcur < bmax:
  *                     bcur = min(bmax, 2 * bcur)
  *                 elif used < nb:             # <<<<<<<<<<<<<<
@@ -34497,7 +34460,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
             if (__pyx_t_3) {
 
 
-              /* "hdist/_kernels/pam.pyx":269
+              /* "hdist/_kernels/pam.pyx":270
  *                     bcur = min(bmax, 2 * bcur)
  *                 elif used < nb:
  *                     bcur = n_threads             # <<<<<<<<<<<<<<
@@ -34506,7 +34469,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
 */
               __pyx_v_bcur = __pyx_v_n_threads;
 
-              /* "hdist/_kernels/pam.pyx":268
+              /* "hdist/_kernels/pam.pyx":269
  *                 if used == nb and bcur < bmax:
  *                     bcur = min(bmax, 2 * bcur)
  *                 elif used < nb:             # <<<<<<<<<<<<<<
@@ -34516,7 +34479,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
             }
             __pyx_L60:;
 
-            /* "hdist/_kernels/pam.pyx":270
+            /* "hdist/_kernels/pam.pyx":271
  *                 elif used < nb:
  *                     bcur = n_threads
  *                 pos = pos + used             # <<<<<<<<<<<<<<
@@ -34527,7 +34490,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
           }
         }
 
-        /* "hdist/_kernels/pam.pyx":233
+        /* "hdist/_kernels/pam.pyx":234
  *     bcur = n_threads
  *     try:
  *         with nogil:             # <<<<<<<<<<<<<<
@@ -34545,7 +34508,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
     }
   }
 
-  /* "hdist/_kernels/pam.pyx":272
+  /* "hdist/_kernels/pam.pyx":273
  *                 pos = pos + used
  *     finally:
  *         free(removal); free(delta); free(chg); free(slot); free(skip)             # <<<<<<<<<<<<<<
@@ -34564,7 +34527,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
     __pyx_L30:;
   }
 
-  /* "hdist/_kernels/pam.pyx":273
+  /* "hdist/_kernels/pam.pyx":274
  *     finally:
  *         free(removal); free(delta); free(chg); free(slot); free(skip)
  *     state[0] = n_visit if stop else since             # <<<<<<<<<<<<<<
@@ -34582,7 +34545,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   *((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_state.data) + __pyx_t_20)) )) = __pyx_t_15;
 
 
-  /* "hdist/_kernels/pam.pyx":274
+  /* "hdist/_kernels/pam.pyx":275
  *         free(removal); free(delta); free(chg); free(slot); free(skip)
  *     state[0] = n_visit if stop else since
  *     state[1] = nswap             # <<<<<<<<<<<<<<
@@ -34592,7 +34555,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   __pyx_t_20 = 1;
   *((__pyx_t_5hdist_8_kernels_4plan_intp *) ( /* dim=0 */ ((char *) (((__pyx_t_5hdist_8_kernels_4plan_intp *) __pyx_v_state.data) + __pyx_t_20)) )) = __pyx_v_nswap;
 
-  /* "hdist/_kernels/pam.pyx":275
+  /* "hdist/_kernels/pam.pyx":276
  *     state[0] = n_visit if stop else since
  *     state[1] = nswap
  *     loss[0] = cur             # <<<<<<<<<<<<<<
@@ -34601,12 +34564,12 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   __pyx_t_20 = 0;
   *((double *) ( /* dim=0 */ ((char *) (((double *) __pyx_v_loss.data) + __pyx_t_20)) )) = __pyx_v_cur;
 
-  /* "hdist/_kernels/pam.pyx":276
+  /* "hdist/_kernels/pam.pyx":277
  *     state[1] = nswap
  *     loss[0] = cur
  *     return pos             # <<<<<<<<<<<<<<
 */
-  __pyx_t_5 = PyLong_FromSsize_t(__pyx_v_pos); if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 276, __pyx_L1_error)
+  __pyx_t_5 = PyLong_FromSsize_t(__pyx_v_pos); if (unlikely(!__pyx_t_5)) __PYX_ERR(0, 277, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_5);
   {
     PyObject *__pyx_temp;
@@ -34619,7 +34582,7 @@ static PyObject *__pyx_pf_5hdist_8_kernels_3pam_2pam_swaps(CYTHON_UNUSED PyObjec
   __pyx_t_5 = 0;
   goto __pyx_L0;
 
-  /* "hdist/_kernels/pam.pyx":188
+  /* "hdist/_kernels/pam.pyx":189
  * 
  * 
  * @cython.boundscheck(HDIST_DEBUG)             # <<<<<<<<<<<<<<
@@ -37025,34 +36988,34 @@ __Pyx_RefNannySetupContext("PyInit_pam", 0);
   __pyx_t_9 = __pyx_f_5numpy_import_array(); if (unlikely(__pyx_t_9 == ((int)-1))) __PYX_ERR(0, 15, __pyx_L1_error)
 
 
-  /* "hdist/_kernels/pam.pyx":149
+  /* "hdist/_kernels/pam.pyx":151
  * 
  * 
  * @cython.boundscheck(HDIST_DEBUG)             # <<<<<<<<<<<<<<
  * @cython.wraparound(False)
  * def pam_assign(const double[:, ::1] Dm, const intp[::1] med, intp[::1] near, intp[::1] seco,
 */
-  __pyx_t_4 = __Pyx_CyFunction_New(&__pyx_mdef_5hdist_8_kernels_3pam_1pam_assign, 0, __pyx_mstate_global->__pyx_n_u_pam_assign, NULL, __pyx_mstate_global->__pyx_n_u_hdist__kernels_pam, __pyx_mstate_global->__pyx_d, ((PyObject *)__pyx_mstate_global->__pyx_codeobj_tab[0])); if (unlikely(!__pyx_t_4)) __PYX_ERR(0, 149, __pyx_L1_error)
+  __pyx_t_4 = __Pyx_CyFunction_New(&__pyx_mdef_5hdist_8_kernels_3pam_1pam_assign, 0, __pyx_mstate_global->__pyx_n_u_pam_assign, NULL, __pyx_mstate_global->__pyx_n_u_hdist__kernels_pam, __pyx_mstate_global->__pyx_d, ((PyObject *)__pyx_mstate_global->__pyx_codeobj_tab[0])); if (unlikely(!__pyx_t_4)) __PYX_ERR(0, 151, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_4);
   #if CYTHON_COMPILING_IN_CPYTHON && PY_VERSION_HEX >= 0x030E0000
   PyUnstable_Object_EnableDeferredRefcount(__pyx_t_4);
   #endif
-  if (PyDict_SetItem(__pyx_mstate_global->__pyx_d, __pyx_mstate_global->__pyx_n_u_pam_assign, __pyx_t_4) < (0)) __PYX_ERR(0, 149, __pyx_L1_error)
+  if (PyDict_SetItem(__pyx_mstate_global->__pyx_d, __pyx_mstate_global->__pyx_n_u_pam_assign, __pyx_t_4) < (0)) __PYX_ERR(0, 151, __pyx_L1_error)
   __Pyx_DECREF(__pyx_t_4); __pyx_t_4 = 0;
 
-  /* "hdist/_kernels/pam.pyx":188
+  /* "hdist/_kernels/pam.pyx":189
  * 
  * 
  * @cython.boundscheck(HDIST_DEBUG)             # <<<<<<<<<<<<<<
  * @cython.wraparound(False)
  * def pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand,
 */
-  __pyx_t_4 = __Pyx_CyFunction_New(&__pyx_mdef_5hdist_8_kernels_3pam_3pam_swaps, 0, __pyx_mstate_global->__pyx_n_u_pam_swaps, NULL, __pyx_mstate_global->__pyx_n_u_hdist__kernels_pam, __pyx_mstate_global->__pyx_d, ((PyObject *)__pyx_mstate_global->__pyx_codeobj_tab[1])); if (unlikely(!__pyx_t_4)) __PYX_ERR(0, 188, __pyx_L1_error)
+  __pyx_t_4 = __Pyx_CyFunction_New(&__pyx_mdef_5hdist_8_kernels_3pam_3pam_swaps, 0, __pyx_mstate_global->__pyx_n_u_pam_swaps, NULL, __pyx_mstate_global->__pyx_n_u_hdist__kernels_pam, __pyx_mstate_global->__pyx_d, ((PyObject *)__pyx_mstate_global->__pyx_codeobj_tab[1])); if (unlikely(!__pyx_t_4)) __PYX_ERR(0, 189, __pyx_L1_error)
   __Pyx_GOTREF(__pyx_t_4);
   #if CYTHON_COMPILING_IN_CPYTHON && PY_VERSION_HEX >= 0x030E0000
   PyUnstable_Object_EnableDeferredRefcount(__pyx_t_4);
   #endif
-  if (PyDict_SetItem(__pyx_mstate_global->__pyx_d, __pyx_mstate_global->__pyx_n_u_pam_swaps, __pyx_t_4) < (0)) __PYX_ERR(0, 188, __pyx_L1_error)
+  if (PyDict_SetItem(__pyx_mstate_global->__pyx_d, __pyx_mstate_global->__pyx_n_u_pam_swaps, __pyx_t_4) < (0)) __PYX_ERR(0, 189, __pyx_L1_error)
   __Pyx_DECREF(__pyx_t_4); __pyx_t_4 = 0;
 
   /* "hdist/_kernels/pam.pyx":1
@@ -37230,30 +37193,30 @@ static int __Pyx_InitConstants(__pyx_mstatetype *__pyx_mstate) {
   CYTHON_UNUSED_VAR(__pyx_mstate);
   {
     const struct { const unsigned int length: 8; } str_length_index[] = {{6},{8},{1},{2},{15},{23},{25},{32},{20},{22},{1},{1},{37},{45},{22},{179},{8},{15},{7},{6},{2},{22},{9},{30},{50},{39},{34},{31},{30},{33},{30},{37},{5},{1},{2},{8},{8},{1},{15},{20},{12},{9},{17},{8},{8},{12},{10},{8},{10},{8},{7},{14},{11},{10},{19},{14},{12},{10},{17},{13},{12},{12},{19},{8},{13},{3},{15},{18},{4},{4},{4},{1},{4},{3},{18},{5},{3},{1},{5},{2},{2},{15},{6},{9},{5},{5},{6},{7},{18},{1},{2},{5},{5},{8},{1},{1},{4},{4},{3},{3},{7},{3},{4},{1},{9},{7},{4},{2},{4},{4},{3},{2},{5},{5},{1},{3},{4},{10},{9},{3},{3},{8},{7},{4},{4},{10},{5},{5},{4},{4},{4},{5},{5},{4},{4},{6},{1},{6},{6},{4},{6},{1},{2},{1}};
-    const struct { const unsigned int length: 11; } bytes_length_index[] = {{1},{432},{1256}};
+    const struct { const unsigned int length: 11; } bytes_length_index[] = {{1},{382},{1258}};
     #ifndef CYTHON_COMPRESS_STRINGS
       #define CYTHON_COMPRESS_STRINGS 90
     #endif
-    #if (CYTHON_COMPRESS_STRINGS) == 1 /* compression: zlib (1890 bytes) */
-static const char cstring[] = "x\332\275T\317s\333\306\025.%\312\225S\325\025)J\226lO\rJ\2424\355\304t)\321\231\324\223\272C\211R\354\2316\025\177XVlw0\013`I\302\002\027$v!\211\351%G\036q\334#\2168\342\210#\216<\342\210\243\377\204\374\t}\013\210\224\234\244\315\245S\315HZ\354\276\267\373\275\357\373\336\223\020\223\376t%\231\312\007\254\262\027\345\347\322W\177\307}\323\032\235\352\370R2;\322W\252I\230\336\265M\233J\210h\222\246[\"\360\307\333:\231\036Pf\351\032\326n\005K\246\365_\317?\335\233E\276\370\353!\"\304d\022\242T\357\022\211\231\222\205\221\366\304$\306H\352\047 /\000\344+r\201\014]\223\372\246\206?\227\360\325\000r\341\252]uW\274\273\3331-f!\262\373\271\324\205\253\246\301\264\207\006\030\236\222\320\225N\245oL\206%\326\003&\016G\254g\022\t\3664l\350\n\266\020\303\360\232\300\007\267Z\"\210H\047G\047O\252_V\023\264\026\026\274Q\211\332\212j\000PL\005i\212\255\033\014ng\243\001\246e\351UG\032\231\266D0\340\202*\006\020w;\201\3650\221(fb!\355&5#\246\233D\206t\235tw\257i\322/\260\310>F\006\305e\244i2\304a\3254\014qf\022ZF\212\252\351\024)\006\306D\374\355\252=\370fO\345sl\021l\320\247\003\324/\017FPqz\256\301\013=A)\225\3726e\222\202\245\027\177\221*)S%\215\230@B\007\331\006\223d\331\302\232\255bY\2264;AAL\362\004H\271\320\221\001\247\252Nt&\313\304\356\017FeY5-\\\356C\236\216,\013\215\244\016\322\215\264r\275?\0009n\207\331}\304z?\211\000\240r\252\372s\020\t\254F\241\016LX\252\033\025\307\364\022\r\350/\235Z\346\245\360\023\006\177\333L\010\003N\350b;\251^\274\206\014\303TAb)\005\252!\206\312?s\232\272E\310\235\032\225\226k\255\303W\257\352\365\376\221a\350\003x\276\205\2076&*n\213\266)\337t\220,\237\214\256\340\267\016\366\221\277\301W\254\211;\262|-1\320\t\324\t\023\334,\272\230\351\014\367\305\206&r\340\247c\023U\374\207#:\315Ji\022\253>\322I\362\337\324l#9#\250\237\376\027\317\3132\010.\253=\254\236S\273\237~]\337\"\226\302\240\351\312&\003]=\207\033\216\3104\356\202\t&\304\035C\033\031\323k\247N\230\255\324\244gnm\340+\361\001\206\236A\241\267\240\317\3267y\014SQ\213N\205\047@)""\235`\360\362\224~Y\261;\035\350D:\"\252n\226g!TA\024+\252m)}t\245\252 \217\332\353\252\006\234\310@\t4\275\212\025\244\236\253\246M\030Di\320\321\014iD\243ZR5\274\226\016=\320\rF\007\206\262\223v\307\226eZ\035\003u)\214\016p\347\365\000IZ\251<m\2452\230L\327\265\304[B/\232\376\371\016\17787LJ\205\251\001T\037k0\247\304\220\352\353D\314\0472\3538\"_\350\220$\010\"\nL\274>\224\0147_\222\001\021\336MZ\304\004|\003\250\340\246\033f\326\036\230\203\201I-\334\025\316\267,\360\033\3145p;\314\023\325\004\206\257\0337m\010\350\021,\260\321s\360\252a\n\372\255T\003H\036Pf\302\257e\253\214\201\007\3409{\000}\200m\2125\270\323\306\364\362rp\365\217\3573?,\377ja\305\331t\216y\221\177\351\356\271\247^\305\253\305\331\007\274\030g\037\361\032op\304/\334\206\333\361j\336\231\337\210\263\277\376\236\216w\234\214\263\342\034:\026_\341u\367\216\213\\\352myM\217\372\333~\047\250\005\255p>\334\013[\223\271\311Nt\322\210\032\355\250\375&zs\026/\375nl9k\316\220\317\363}\256\270Y\367\020\022K\036\363+\376qP\014\366\0035\\\t\017Ck\222\237T\342\305{\343\017<\303s\361\335\317\342\305\245\361\221\263\352 g\030/-\303\343\260\214\227\356\215\321\330v\276\346{\274\345\316\273\025\367\245w\340!\300PLc\326Dp\032S\023;\013\316k\250q\237\243x\271\340\034\300]\024j\\^q\366\234&\024\222\343[p\315\234\273\345\266\274\214\227\213\013\353\360\366*\327\334\242[\211\013k\020n\363\003\340b8=A\323\335Z\274\272\221\2447\271\345\256\270\007\256\342\315yE\257\3623\201I\375\202\270!\317\nn\343\345\274St\236\361\2148\241\316\226\003;\353|\016`V>^/\004Os\t\210\354o\306\025\320k\347\247z\275\364\353\301\235\000\005\3038\273\346`^\341\177\363\026\274\206\207\342l\001J\207=M\334\370\037\364\\u\376?\242\262\311\027Q\243\0315_G\257\317\242\263oE\332\320\271\223\310 \250\243\356v\202\251\345\317\373{~+X\010N\303\n\244\321I\361\306\t\200\323\032\257\216\025\047\353\324\234S\020^\344m\272uPlM\010\357\177\021\344\202-@:\027n\207(\274\2304\047\303\370^\316\311;U\300w\207\253n\356\223\313\276\203\223\251\321\242\215\347\301f""P\0234?s>\003Lo\240\020\013\234\220}\310\377\354\036\203\242{@\006P\274\3017\334\035xq\325S\3749\177\323\207\224\373\316(!\314\026\016\024\204w\371)\030\362\310\313\203\r\262\217\243\307O\275\013\277\341#\361\346\025\010]\202\242w\300\263\317\274y\257\n\300K>\rJ\001\rKPniB\243fK8\2766~\3530P\363\345u\201\202\321\257\203j0\0143\361\342\335\304\017qv!\376\355\275xI8m\205\037\362!\320_s\333^\316\333\004.\333~N\340\363\333A!h\304Kyg\333Q\300T\333\274\003.\355y\032\010\213\204\3412|\r\254\233\0078\213PQQ\364\307\2210njv\341\3246\234\316\014\r,\202X\310e\336>T\013\035\264\357\250<\017\342\177\200r\222\250\005\376:\261\354\372C^\345\014\230\250\305\217\036\003\270\005\367\235\237\001PE\250\244\036d\000V3`a\025\252\336\2324&\032\324\035\265\204\247\242\263\267\321\333w\321\273\367qeoV\301\267aw\026\324\376\270\276\345V\242\355jT}\037\275\377\347\377\372\241\316\344`\242D\047\251[O\243\323i\320\362}\230)\267\331y\304\217\301\177\265\270p?Q\3520\261\261\n\364o%^Y\337\370\021\201\017\370\037\004H\350?A_\305\253\003\337\333\276\226x6\033\326\302\366deR\023\256\215Nf\010\305\313\242\306\355R\"\3546\3148v]V>\250\004\3650\023\346\241U\352\223\314-<\320\352q\341a\322!\303\024]\025$\316\305\353\217\305\267\230\356\005\311\315\300\270:t\207^\366\023\257\344D\033\004\355\260\0206\342\302\252\320\367Y\322\332\232[J\372\241\360\373d\2044\223\217\325\007|3}\252\022/\213A\003_\037\177\301\273\331\273\343\334\2704\376\027\377# \275\376\200\276Z\034g\240\267Q\342\353\177\003\230\n*$";
-    PyObject *data = __Pyx_DecompressString(cstring, 1890, 1);
+    #if (CYTHON_COMPRESS_STRINGS) == 1 /* compression: zlib (1855 bytes) */
+static const char cstring[] = "x\332\275T\315s\333\306\025/%\312\225S\325\021EJ\226lO\r}P\232db\272\224\351L\352I\335\241\276\022\317\264\251H\321\262b\273\203Y\000K\022\022\270\000\261\013\211L/9\362\210\343\036q\304\021G\034q\344\021G\034\375\047\364O\350[@\244\344$m.\235r\206\344~\274\267\357\367~\357\367\236\204\230\364\307\201d*\347Xe/+/\244\257\377\206{\246=<\325\361\225d\266\245\257U\2230\275\343\230\016\225\020\321$M\267\205\341O\217u2\271\240\314\3265\254\3352\226L\373\277\336\177|6\265|\371\227}D\210\311$D\251\336!\0223%\033#\355\211I\214\241\324KA^\002\310W\344\022\031\272&\365L\r\177!\341\201\005\276\360\324\216\272#\342\356\264M\233\331\210\354|!u\340\251\2111\355\"\013C(\t\rt*}g2,\261.0\261?d]\223Hp\246aCW\260\215\030\206h\002\037\274j\013#\"\035\037\036?\251}UK\321\332X\360F%\352(\252\001@1\025\244)\216n0x\235\r-L+\322\253\26644\035\211`\300\005YX`w\333\201u1\221(fb!\355\2449#\246\233D\006w\235tv\256i\322/\261\360>B\006\305\025\244i2\330a\3254\014qg\022ZA\212\252\351\024)\006\306D\374v\324.\354\331S\371\002\333\004\033\364\251\205z\025k\010\031g\367\032D\350\nJ\251\324s(\223\024,\275\374\263T\315\230*k\304\004\022\332\3101\230$\3136\326\034\025\313\262\2449)\nb\222\047@\312\245\216\014\270Uu\2423Y&N\317\032Vd\325\264q\245\007~:\262m4\224\332H7\262\314\365\236\005\345\270m\346\364\020\353\376\314\002\200\312Y\325_@\221@j\024\362\300\204eu\243\342\232^!\213\376\332\255m^\t=a\320\267\303Da@\t\035\354\244\331\213h\3100L\025J,e@5\304P\345\027n3\265\210rgB\245\225\372\311\376\253W\007\007\275C\303\320-\010\177\202\373\016&*n\211\266\251\334t\220,\037\017\007\360=\000\371\310\337\341\001k\342\266,_\227\030\350\004\352\204\010n\026\035\314t\206{\342@\023>\360i;D\025\377pE\047^\031Mb\325C:I\377M\3151\322;\202z\331\277\010/\313PpY\355b\365\202:\275lw\375\212X\n\201f+\207X\272z\001/\034\222\211\335%\023L\2107\372\0162&\317N\2240]\251i\317\334:\300\003\261\001AO\241\320[\320\247\353\033?\206\251\310E\247B\023P)\235`\320\362\204~Yq\332m\350D:$\252nV\246&TA\024+\252c+=4PU(\217\332\355\250\006""\334\310@\t4\275\212\025\244^\250\246C\030Xi\320\321\014iD\243Z\2325D\313\206\036\324\rF\007\206\264\323v\307\266m\332m\003u(\214\016P\347\365\000I[\2512i\245\n\210L\327\265T[\242^4\373\371\001\237_\030&\245B\324\000\252\2075\230SbH\365t\"\346\023\231v\034\221/up\022\004\021\005&^\017R\206\227\257\210E\204v\323\0261\001\237\005\031\334t\303T\332\226iY&\265qG(\337\266Ao0\327@\3550OT\023\030\276n\334\254!\240G\260\300F/@\253\206)\350\267\263\032\200\263E\231\t_\333Q\031\003\r@8\307\202>\300\016\305\032\274\351`zue\r\376\376c\356_K\277\231+\272\033\356\021_\347_y\273\336\251_\365\353I\376\001_O\362\217x\23578\342\227^\303k\373u\377,h$\371\337\376HG\333n\316-\272\373\256\315\213\374\300\273\343!\217\372\233~\323\247\301V\320\016\353\341I4\033\355F\047\343\231\361v|\334\210\033\255\270\365&~s\226,|:\262\335\025\267\317g\3713\256xyo\037\034\313>\013\252\301Q\270\036>\013\325\250\030\355G\366xi\\M\346\357\215\316y\216\027\222\273\237$\363\013\243Cw\331En?YX\204\340\260L\026\356\215\320\310q\367\340\224\002\332\364|E\030d\347uq2\347\276\206\274\236q\224,\226\246\226\213Ew\327m\002\370\002lJ\253\020c\231k\336\272WMJ+`\342\360=\310\271?\271A\223\323z\262\274\006.\233\274\311m\257\350\355y\212?\343\257\373\325_0\204<\251\273\3516\222\305U>\003\000\252\037\256\027\"\353\2314T\376w\243*\260\277\375s\366\277\r\016\302;!\n\373I~\305\305\274\312\377\352\317\371\r\037%\371\022$\005g\232x\361?Tg\331\375\377\224\210\215\277\214\033\315\270\371:~}\026\237}/\334\372\356\235\224`A\020\365\266RL\047\301l\260\033\234\204s\341iT\0057:^\277\251+\340\264G\313#\305\315\273u\367\224\357\246~\033\336\201\237\363W\000\347z\360eX\0107\001\351L\264\025\241\350r\334\034\367\223{\005w\311\255\001\276;\\\365\n\037=\366\003\334Ld\023\257\275\0107\302\272\240\371\271\373\t`z\003\211\330>\330=\344\177\362\216\240n\273@\006P\274\306\327\274m\210\270\354+\301L\260\021\200\313}w\230\022\346\370{\202\365\025\267\303O\275\252w\350/A\261\363\217\343\307O\375\313\240\021 \021s\000\205.C\322\333\336\254\367\334""\237\365k\000\274\034\320\260\034\322\250\014\351\226\3074n\236\010\375\326Go]\006\325\374\366:A\301\3507a-\354G\271d\376n\252\207$?\227\374\376^\262 \364T\344\373\274\017\364\327\275\226_\3607\200\313VP\020\370\202VX\n\033\311\302\222\273\345* \252-\336\006-v}\r\n\213\204\340r|\005\004\272\004p\346!\243u\241\374C!\317L\322yPM\013n\247\262=\0074\305\264T\271\240\004\022\202\356x\346\252|\t\312\177\016\t\245vs\374u*\332\325\207\274\306\031pQO\036=\006xs\336;\360*@\251\252 \332\034\000k\206,\252A\336\233\343\306X\203\314\343\023\241\252\370\354m\374\366]\374\356}R\335\235\346\360}\324\231\032\265>\254nz\325x\253\026\327\336\307\357\377\361\277\016\324\036\357\215\225\3708\323\353i|:1Z\274\017\363\3426?\217\370\021(\260\236\224\356\247\265\332O\205\254B\0016S\265\254\256\375\204\302\007\3743\001\022:\020y\014z\367\000\030\337\n\264T\265\371\250\036\265\306\305q]\3506>\236\"\024\221E\216[\345\264\264[>J\265 \322Z\n\253\341A\224\213\226\240Y\016\306\271[x\240\331\223\322\303\264G\372\031\272\032\024\271\220\254>\026{1\255K\222\227\203\261\264\357\365\375\374Gj)\210F\010[Q)j$\245eQ\337\347isk^9\355\210\322\037\322!\322L7\313\017\370F\026\252\232,\212Q\003\273\017\277\242\336\374\335QaT\036\375\223\177\016H\2577\320Y\363\243\034t7J\225\375ofT\026\303";
+    PyObject *data = __Pyx_DecompressString(cstring, 1855, 1);
     #define __Pyx_DecompressString_LZSS_UNUSED
     if (unlikely(!data)) __PYX_ERR(0, 1, __pyx_L1_error)
     const char* const bytes = __Pyx_PyBytes_AsString(data);
     #if !CYTHON_ASSUME_SAFE_MACROS
     if (likely(bytes)); else { Py_DECREF(data); __PYX_ERR(0, 1, __pyx_L1_error) }
     #endif
-    #elif (CYTHON_COMPRESS_STRINGS) > 0 && (CYTHON_COMPRESS_STRINGS) <= 90 /* compression: lzss (2459 bytes) */
-static const char cstring[] = "\377 at 0x o\377bject>.:\377 <Memory\377View of \377<contigu\377ous and gdir%\001\007\rin\021\005\177strided\"\010o or \004\031><(\t\376A\006>?Canno\377t assign\377 to read\177-only m\240\002\375v\242\000Invali\377d mode, \347exp\305\000|\000\047c\047\376t\001\047fortra\237n\047, gH\000%\005s\357hape\222\000 ax\377is Note \373th\207 Cytho\373n \021\000delib\237eratek\000\320\001c\367ter!\001n PE\337P-484\212\"re\376\264!s subcl\366\246\000es\261!buil\373ti\260\000ypes.\377 If you \223ne\224 \303\000p\316\000%\tt\177hen set\200\000\367e \047\357\002atio\377n_typing\355\047\355$iv\242\000o F\377alse.add}_\231 ecoll\266@\376+\000s.abcdi\177sableen\002\001\367gch\r\000t/_k\377ernels/p\237am.py\357\000\032\003d\372_\000h\317!s mus\377t be >= \3751\244#%dno d\377efault _\377_reduce_\357_ du\201\002non\275-\346@vial\033\000c\377init__nu\377mpy._cor\367e.m5\000iarr\177ay fail\364\003\347imp\214@\033\tumaSth\021\016\246\000_\360C:\267`\376\377`sistent\365 \263Bs\033\001swap}s\000\033: row\366a?ex out\312\204\001\207`\347geu\231\"\314aall\353oc\340@ \243\003dat\303a.\013\020\250c\372\204\001\327\204\003s.\377ASCIIDDm\337Ellip\232\000Se\177quenceT\263\205\001}.\270\205\007__Pyx\001\000\377Dict_Nex?tRef__\334D\314 \333__\261b__\001\005ge_titem\r\001d0\001\236\027\000func\035\001\030\000s\307tat1\002\303#3\001ma{in\003\002odulM\0027nam\002\003ewT\001\356@\377_checksu\200T\000\n\001?\004\025\001\337`\322@\037\001u\337npick?\000En\346 \005vt\310a\230\001qua\021lO\005\202e\213fc\257\205\002\277\001\236d{ex\314\001set_\203\005\307set\262\006\003\006.\007te\235s\273`_is\267a\247@i\337neabc\225E_b\377ufferasy\237ncio.\333`\035\003s\377basebcur\377bmaxccan\277dchgcl:\000_\376\220 traceba\177ckcount#\000\377ddeltadn\207dsd\361\002k\000\357\210\003\265@o\277deenum\352\206\002e\377rrorflag\177sformat\272\207\004\372\306\205\002.\303\205\005.pami\177idindex\254A\375s\000\002izejkl\347oss\321\204\001\222\000medwmem\241\210\001min\234\210\001=n\351\205\006n_vi2\000\250A\277nbndim\360\000r?ne""wnpn\326\204\001\305\205\002\037oobjp\277\000\204\205\007\360\204\006\377popposre\375g\224\205\001rremov\377alrowsse\237coset\262\206\004\251\205\003i\357nces\231\000ski\257pslo\207Ar\212Cs\277tepsto\001\000r\317uctt\201`\256 up\377dateused\377valuesww\377pxO\200\001\360\020\000\377\005\023\220\"\220F\230!\377\2308\2402\240V\2501\377\250A\330\004\032\230!\330\377\004\034\230A\230Q\230a\377\230v\240Q\240f\250A\377\250X\260Q\330\004\007\200\377s\210&\220\001\220\023\220\377C\220r\230\023\230D\240\377\006\240a\240s\250#\250\377R\250s\260$\260f\270\377A\270S\300\003\3002\300\377S\310\002\310&\320PQ\377\320QT\320TW\320W\377X\330\014\017\210r\220\026\377\220q\230\003\2303\230b\357\240\004\240C6\000%\250t\377\2601\260F\270!\2703\377\270c\300\023\300C\300r\377\310\022\3101\330\010\016\210\377j\230\001\230\021\330\t\n\377\330\010\014\210E\220\025\220?a\220q\330\014\020z\000\010\000\377\330\014\016\210a\210u\220\377G\2302\230S\240\003\240\1771\240H\250B\250a\201\000\321!\036\003e\000\034\005A2\001\005\220\375U\341\0003\230a\330\020\024\353\220BI\000s\341\000\020\023\220w2\220R\306\000\021\230#D\000\377\002\240#\240S\250\001\250\357\021\330\024\030y\000\025\230d\177\240!\2401\330\024\026x\000Wu\230B\211 q\022\005a\016\005\337A\330\025\031\230;\001R\230\377r\240\023\240B\240b\250\037\002\250!\2501\026\020\373\002\265!\367q\230\004\330!\330\020\022\220\337!\2205\230\001\226!s\220\377#\220Q\330\020\030\230\002\246\210@1\340\002\004\244!\002\200\002\004\327\013\2101\255@&\236OH\260\377D\270\006\270a\270q\330\377\004\026\220e\2301\230L\377\250\005\250Q\250a\330\004;\024\220\311@\026\220dN\001\271T\373\025\220\357\201ct\3106\320Q\377R\320RU\320UX\320\273XY\210aq\220\006\202B#\277\230R\230s\240$\337bS\377\260\003\2602\260S\270\005\357\270V\3001\211`s\310!\374\200g\372`r\210\025\210b\220\237\004\220A\220V\366@4\001\"\353\240D\257@\026\365A\2606\270\367\021\270#\374`\002\300$\300\377a\300v\310R\310q\330\277\016\021\220\022\2204\362`\006/\230c\240\021@\nz\027\000\341e\377\320\031:\270""\"\270A\330\356\344 5\220\n\213`W\240C\373\240r\207`\004\033\2309\240\275F\317@2\250R\250\340 \031\357\230\031\240&\241`\025\250b\377\260\002\260\"\260A\330\004\227\027\220y\201\205\002u\376a\201Ag\377\230V\2401\240E\250\022\376\204`\004\037\320\037/\250v\367\260Q\260\216@\007\200x\210\377s\220%\220s\230&\240\377\003\2405\250\003\2504\250\377s\260%\260s\270%\270\377s\300%\300s\310%\310\357s\320RS\356\204\001A\210Z\313\220t\313@H\332\004\243\205\001G\270\3774\270q\300\001\330\010\t\376\245\0011\330\004\005\330\r\016\373\330\014\251\204\001\023\230C\230q\377\240\004\240A\240T\250\021\377\250\"\250A\250T\260\021\376\234\001\260T\270\024\270Q\330\277\014\022\220$\220b\333`$\377\230f\240B\240h\250d\363\260$\220\000\356`\001\230\026\230Wr\240\022\214\000\010\317\000!\234\205\001\047E\230\025\345\204\005\246\204\001T\033\000\310\204\006|\303 \252@a\240t\2503\341`\377\020\023\2203\220c\230\022\317\2303\230j\314\000\362\204\002\005\230\375U\263\205\002\030\033\2304\230t\177\2401\240A\330\034\037\232\000\337\005\240[\260\001\222\000!\260\3371\260D\270\001\224\000R\270\367t\3004\363\000#\310Q\310\355d\365\000\320S\245\207\001\320XZ\377\320Z[\320[\\\3301\3352\271\006Y\300g\034\006T\340\377\030#\2401\320$4\320\2774\\\320\\]\330\032Lf\277\310B\310b\320P\250\204\003V{\320V\206\005\020\027\220q\221*\337\034\230F\240\"\333\000\024\027\312\245BC\302\204\002c\374 \212\211\001q\330s\030\031\304\207\001\266(\032\230)\212!w\240Q\240\273!1\250D\277`\367$\260d\257\204\002\004\300A\300\337T\310\023\310A\262\204\001\320P\261S\203%\204!\340\001$%\324B$\363\250a\254\211\002\274!\022\2701\270\377D\300\001\300\022\3001\300\337D\310\001\330\024\207\006\034\230oA\330\024\033\235\205\002q\330\231\002\1774\230r\240\021\330\030\204@\373\330\024\332\212\001\024 \240\001\240\177\023\240C\240q\250\004\237j\375\021\203\205\001\270T\300\024\300Q\377\330\024\025\330\020\023\2205n\253\212\002d\240%\213\205\002\024\036\216\213\002\275R\230\205\002\025\032\230\"e\0031\363\330\020\345\207\001\013\000\340\010""\014\210\376\240\204\031\004\t\210\021\210%\210\347{\230*\225`\006\004q\330\004\177\010\210\001\210\025\210a\323\204\002";
-    PyObject *data = __Pyx_DecompressString_LZSS(cstring, 2459, 3263);
+    #elif (CYTHON_COMPRESS_STRINGS) > 0 && (CYTHON_COMPRESS_STRINGS) <= 90 /* compression: lzss (2420 bytes) */
+static const char cstring[] = "\377 at 0x o\377bject>.:\377 <Memory\377View of \377<contigu\377ous and gdir%\001\007\rin\021\005\177strided\"\010o or \004\031><(\t\376A\006>?Canno\377t assign\377 to read\177-only m\240\002\375v\242\000Invali\377d mode, \347exp\305\000|\000\047c\047\376t\001\047fortra\237n\047, gH\000%\005s\357hape\222\000 ax\377is Note \373th\207 Cytho\373n \021\000delib\237eratek\000\320\001c\367ter!\001n PE\337P-484\212\"re\376\264!s subcl\366\246\000es\261!buil\373ti\260\000ypes.\377 If you \223ne\224 \303\000p\316\000%\tt\177hen set\200\000\367e \047\357\002atio\377n_typing\355\047\355$iv\242\000o F\377alse.add}_\231 ecoll\266@\376+\000s.abcdi\177sableen\002\001\367gch\r\000t/_k\377ernels/p\237am.py\357\000\032\003d\372_\000h\317!s mus\377t be >= \3751\244#%dno d\377efault _\377_reduce_\357_ du\201\002non\275-\346@vial\033\000c\377init__nu\377mpy._cor\367e.m5\000iarr\177ay fail\364\003\347imp\214@\033\tumaSth\021\016\246\000_\360C:\267`\376\377`sistent\365 \263Bs\033\001swap}s\000\033: row\366a?ex out\312\204\001\207`\347geu\231\"\314aall\353oc\340@ \243\003dat\303a.\013\020\250c\372\204\001\327\204\003s.\377ASCIIDDm\337Ellip\232\000Se\177quenceT\263\205\001}.\270\205\007__Pyx\001\000\377Dict_Nex?tRef__\334D\314 \333__\261b__\001\005ge_titem\r\001d0\001\236\027\000func\035\001\030\000s\307tat1\002\303#3\001ma{in\003\002odulM\0027nam\002\003ewT\001\356@\377_checksu\200T\000\n\001?\004\025\001\337`\322@\037\001u\337npick?\000En\346 \005vt\310a\230\001qua\021lO\005\202e\213fc\257\205\002\277\001\236d{ex\314\001set_\203\005\307set\262\006\003\006.\007te\235s\273`_is\267a\247@i\337neabc\225E_b\377ufferasy\237ncio.\333`\035\003s\377basebcur\377bmaxccan\277dchgcl:\000_\376\220 traceba\177ckcount#\000\377ddeltadn\207dsd\361\002k\000\357\210\003\265@o\277deenum\352\206\002e\377rrorflag\177sformat\272\207\004\372\306\205\002.\303\205\005.pami\177idindex\254A\375s\000\002izejkl\347oss\321\204\001\222\000medwmem\241\210\001min\234\210\001=n\351\205\006n_vi2\000\250A\277nbndim\360\000r?ne""wnpn\326\204\001\305\205\002\037oobjp\277\000\204\205\007\360\204\006\377popposre\375g\224\205\001rremov\377alrowsse\237coset\262\206\004\251\205\003i\357nces\231\000ski\257pslo\207Ar\212Cs\277tepsto\001\000r\317uctt\201`\256 up\377dateused\377valuesww\377pxO\200\001\360\022\000\377\005\023\220\"\220F\230!\377\2308\2402\240V\2501\377\250A\330\004\032\230!\330\377\004\034\230A\230Q\230a\377\230v\240Q\240f\250A\377\250X\260Q\330\004\007\200\377s\210&\220\001\220\023\220\377C\220r\230\023\230D\240\377\006\240a\240s\250#\250\377R\250s\260$\260f\270\377A\270S\300\003\3002\300\377S\310\002\310&\320PQ\377\320QT\320TW\320W\377X\330\014\017\210r\220\026\377\220q\230\003\2303\230b\357\240\004\240C6\000%\250t\377\2601\260F\270!\2703\377\270c\300\023\300C\300r\377\310\022\3101\330\010\016\210\377j\230\001\230\021\330\t\n\377\330\010\014\210E\220\025\220?a\220q\330\014\020z\000\010\000\377\330\014\016\210a\210u\220\205B\023\000s\253\000\023\002Y\000\020\005A\356&\001\005\220U\325\0003\230a\367\330\020\024!\006\020\023\2202k\220R\272\000\021\342\000\024\030a\000\377\025\230d\240!\2401\330\273\024\026`\000u\230B\361\000q\365\330\023\004a\016\005A\330\025\031\377\230\021\230#\230R\230r\377\240\023\240B\240b\250\002\317\250!\2501\026\020\345\000s\220\377#\220Q\330\020\030\230\002\246\326 1\340\002\004\362\001\002f\002\004\327\013\2101\373 &\354/H\260\377D\270\006\270a\270q\330\377\004\026\220e\2301\230L\377\250\005\250Q\250a\330\004;\024\220\227@\026\220dN\001\207T\373\025\220\275\201ct\3106\320Q\377R\320RU\320UX\320;XY\326Aq\220\006\206B\235!\367s\240$\255bS\260\003\260\3772\260S\270\005\270V\300\2351\327@s\310!\316G\310`r\377\210\025\210b\220\004\220A\357\220V\2302\326 s\240\"\277\240D\250\001\250\026\310`!\277\2606\270\021\270#\312`\002\377\300$\300a\300v\310R\377\310q\330\016\021\220\022\220}4\300`\006\230c\240\021@\n\371z\027\000\257e\320\031:\270\"w\270A\330\344 5\220\n\262@\375W\351`r\250\021\330\004\033\357\2309\240F\265@2\250R}\250\340 \031\230\031\240&o\000\377\025\250b""\260\002\260\"\260\277A\330\004\027\220y\317\204\002u\373\250B\362!\026\220g\230V\277\2401\240E\250\022\352@\004\377\037\320\037/\250v\260Q\375\260\216@\007\200x\210s\220\377%\220s\230&\240\003\240\3775\250\003\2504\250s\260\377%\260s\270%\270s\300\377%\300s\310%\310s\320\373RS\274\204\001A\210Z\220t\362\313@H\332\004\361\204\001G\2704\270\277q\300\001\330\010\t\245\0011\377\330\004\005\330\r\016\330\014\376\217\204\001\023\230C\230q\240\004\377\240A\240T\250\021\250\"\277\250A\250T\260\021\234\001\260\377T\270\024\270Q\330\014\022\357\220$\220b\333`$\230f\377\240B\240h\250d\260$\374\220\000\356`\001\230\026\230r\240\325\022\214\000\010\317\000!\366\204\001E\230}\025\313\204\005\004\230A\230T\033\000\372\256\204\006j\354 \023\250A\250S\377\260\001\260\024\260Q\330\020\377\023\2203\220c\230\022\230\3473\230j\316\000\332\204\002\005\230U~\233\205\002\030\033\2304\230t\211 \357A\330\034\037\234\000\005\240[\3763\000\021\260!\2601\260D\373\270\001\226\000R\270t\3004\276\365\000#\310Q\310d\367\000\320\375S\365\206\001\320XZ\320Z[\277\320[\\\33012\273\006Y\373\300g\034\006T\340\030#\240\3771\320$4\3204\\\320\367\\]\330\032Lf\310B\310wb\320P\252\204\003V\320V\206\005\357\020\027\220q\223*\034\230F\336\377`A\330\024\027\247BC\230\362\305\204\001c\376 \332\210\001q\330\030\031\334\222\207\001\270(\032\230)\212!\240Q\377\240a\240t\2501\250D\356\301`$\260d\261\204\002\004\300A\277\300T\310\023\310A\264\204\001\320cPS\203%\204!\340\001$%\326B\347$\250a\374\210\002\274!\022\2701\377\270D\300\001\300\022\3001\277\300D\310\001\330\024\207\006\034\325\230\222\000\033\237\205\002q\230\0034\230\337r\240\021\330\030\204@\330\024\376\252\212\001\024 \240\001\240\023\240_C\240q\250\004\241j\021\205\205\001\377\270T\300\024\300Q\330\024\365\025\334A5\373\211\002d\240%\240\326\216\205\001\024\036\336\212\002R\010\002\025\032;\230\"e\0031\330\020\347\207\001\013\000\357\340\010\014\210\242\204\031\004\t\210\377\021\210%\210{\230*\240\373A\330\006\004q\330\004\010\210\037\001\210\025\210a""\325\204\002";
+    PyObject *data = __Pyx_DecompressString_LZSS(cstring, 2420, 3215);
     #define __Pyx_DecompressString_UNUSED
     if (unlikely(!data)) __PYX_ERR(0, 1, __pyx_L1_error)
     const char* const bytes = __Pyx_PyBytes_AsString(data);
     #if !CYTHON_ASSUME_SAFE_MACROS
     if (likely(bytes)); else { Py_DECREF(data); __PYX_ERR(0, 1, __pyx_L1_error) }
     #endif
-    #else /* compression: none (3263 bytes) */
-static const char bytes[] = " at 0x object>.: <MemoryView of <contiguous and direct><contiguous and indirect><strided and direct or indirect><strided and direct><strided and indirect>>?Cannot assign to read-only memoryviewInvalid mode, expected \047c\047 or \047fortran\047, got Invalid shape in axis Note that Cython is deliberately stricter than PEP-484 and rejects subclasses of builtin types. If you need to pass subclasses then set the \047annotation_typing\047 directive to False.add_notecollections.abcdisableenablegchdist/_kernels/pam.pyxisenabledn_threads must be >= 1, got %dno default __reduce__ due to non-trivial __cinit__numpy._core.multiarray failed to importnumpy._core.umath failed to importpam_assign: inconsistent shapespam_swaps: inconsistent shapespam_swaps: row index out of rangeunable to allocate array data.unable to allocate shape and strides.ASCIIDDmEllipsisSequenceTView.MemoryView__Pyx_PyDict_NextRef__annotate____class____class_getitem____dict____func____getstate____import____main____module____name____new____pyx_checksum__pyx_state__pyx_type__pyx_unpickle_Enum__pyx_vtable____qualname____reduce____reduce_cython____reduce_ex____set_name____setstate____setstate_cython____test___is_coroutineabcallocate_bufferasyncio.coroutinesbasebcurbmaxccandchgcline_in_tracebackcountcurddeltadndsdtype_is_objectencodeenumerateerrorflagsformatfortranhdist._kernels.pamiidindexitemsitemsizejklossmathmaxmedmemviewminmodenn_threadsn_visitnamenbndimnearnewnpnswapnumpyoobjpackpam_assignpam_swapspopposregisterremovalrowssecosetdefaultshapesincesizeskipslotstartstatestepstopstructtunpackupdateusedvalueswwpxO\200\001\360\020\000\005\023\220\"\220F\230!\2308\2402\240V\2501\250A\330\004\032\230!\330\004\034\230A\230Q\230a\230v\240Q\240f\250A\250X\260Q\330\004\007\200s\210&\220\001\220\023\220C\220r\230\023\230D\240\006\240a\240s\250#\250R\250s\260$\260f\270A\270S\300\003\3002\300S\310\002\310&\320PQ\320QT\320TW\320WX\330\014\017\210r\220\026\220q\230\003\2303\230b\240\004\240C\240s\250%\250t\2601\260F\270!""\2703\270c\300\023\300C\300r\310\022\3101\330\010\016\210j\230\001\230\021\330\t\n\330\010\014\210E\220\025\220a\220q\330\014\020\220\001\220\025\220a\330\014\016\210a\210u\220G\2302\230S\240\003\2401\240H\250B\250a\250s\260!\330\014\020\220\001\220\026\220q\330\014\016\210a\210u\220A\330\014\020\220\005\220U\230!\2303\230a\330\020\024\220B\220a\220s\230!\330\020\023\2202\220R\220r\230\021\230#\230S\240\002\240#\240S\250\001\250\021\330\024\030\230\001\230\025\230d\240!\2401\330\024\026\220a\220u\230B\230a\230q\330\024\030\230\001\230\025\230a\330\024\026\220a\220u\230A\330\025\031\230\021\230#\230R\230r\240\023\240B\240b\250\002\250!\2501\330\024\030\230\001\230\025\230a\330\024\026\220a\220u\230A\330\014\017\210r\220\023\220C\220q\230\004\230A\230Q\330\020\022\220!\2205\230\001\330\014\017\210s\220#\220Q\330\020\030\230\002\230!\2301\340\020\030\230\002\230!\2303\230b\240\002\240!\2401\330\004\013\2101\200\001\360&\000\005\023\220\"\220F\230!\2308\2402\240V\2501\250H\260D\270\006\270a\270q\330\004\026\220e\2301\230L\250\005\250Q\250a\330\004\024\220A\330\004\026\220d\230!\2301\330\004\034\230A\230Q\230a\230v\240Q\240f\250A\250X\260Q\330\004\025\220Q\330\004\007\200s\210&\220\001\220\023\220C\220r\230\023\230D\240\006\240a\240s\250#\250R\250s\260$\260f\270A\270S\300\003\3002\300S\310\002\310&\320PQ\320QT\320TW\320WX\330\014\017\210r\220\026\220q\230\003\2303\230b\240\004\240C\240s\250%\250t\2601\260F\270!\2703\270c\300\023\300C\300t\3106\320QR\320RU\320UX\320XY\330\014\017\210q\220\006\220a\220s\230#\230R\230s\240$\240f\250A\250S\260\003\2602\260S\270\005\270V\3001\300C\300s\310!\330\010\016\210j\230\001\230\021\330\004\007\200r\210\025\210b\220\004\220A\220V\2302\230R\230s\240\"\240D\250\001\250\026\250s\260!\2606\270\021\270#\270S\300\002\300$\300a\300v\310R\310q\330\016\021\220\022\2204\220q\230\006\230c\240\021\330\010\016\210j\230\001\230\021\330\004\007\200z\220\022\2201\330\010\016\210j\230\001\320\031:\270\"\270A\330\004\013\2105\220\n\230#\230W\240C\240r""\250\021\330\004\033\2309\240F\250!\2502\250R\250q\330\004\031\230\031\240&\250\001\250\025\250b\260\002\260\"\260A\330\004\027\220y\240\006\240a\240u\250B\250a\330\004\026\220g\230V\2401\240E\250\022\2501\330\004\037\320\037/\250v\260Q\260a\330\004\007\200x\210s\220%\220s\230&\240\003\2405\250\003\2504\250s\260%\260s\270%\270s\300%\300s\310%\310s\320RS\330\010\014\210A\210Z\220t\2301\230H\240D\250\001\250\026\250t\2601\260G\2704\270q\300\001\330\010\t\330\004\013\2101\330\004\005\330\r\016\330\014\030\230\001\230\023\230C\230q\240\004\240A\240T\250\021\250\"\250A\250T\260\021\260\"\260A\260T\270\024\270Q\330\014\022\220$\220b\230\002\230$\230f\240B\240h\250d\260$\260a\330\020\030\230\001\230\026\230r\240\022\2405\250\010\260\002\260!\330\020\024\220E\230\025\230a\230q\330\024\030\230\004\230A\230T\240\022\2401\330\024\030\230\001\230\025\230c\240\021\240$\240a\240t\2503\250a\330\020\023\2203\220c\230\022\2303\230j\250\003\2501\330\024\030\230\005\230U\240!\2401\330\030\033\2304\230t\2401\240A\330\034\037\230q\240\005\240[\260\001\260\021\260!\2601\260D\270\001\270\024\270R\270t\3004\300s\310#\310Q\310d\320RS\320SW\320WX\320XZ\320Z[\320[\\\33012\260\"\260A\260T\270\024\270Y\300g\310Q\310d\320RS\320ST\340\030#\2401\320$4\3204\\\320\\]\330\030\033\2304\230t\2401\240A\330\034\037\230q\240\005\240[\260\001\260\021\260!\2601\260D\270\001\270\024\270R\270t\3004\300s\310#\310Q\310d\320RS\320SW\320WX\320XZ\320Z[\320[\\\33012\260\"\260A\260T\270\024\270Y\300f\310B\310b\320PR\320RU\320UV\320VZ\320Z[\320[\\\330\020\027\220q\330\020\024\220E\230\025\230a\230q\330\024\034\230F\240\"\240A\330\024\027\220t\2301\230C\230s\240$\240c\250\021\250#\250R\250q\330\030\031\330\024\030\230\004\230A\230T\240\022\2401\330\024\032\230)\2401\240A\240Q\240a\240t\2501\250D\260\002\260$\260d\270#\270S\300\004\300A\300T\310\023\310A\310R\310q\320PS\320SW\320WX\320X[\320[\\\320\\]\330$%\240T\250\021\250$\250a\250t\2601\260D\270\001\270\022\2701\270D\300\001\300\022\3001\300D\310\001\330\024\034""\230F\240\"\240A\330\024\034\230A\330\024\033\2302\230R\230q\330\024\027\220t\2304\230r\240\021\330\030\037\230q\330\024\032\230!\330\024 \240\001\240\023\240C\240q\250\004\250A\250T\260\021\260\"\260A\260T\270\021\270\"\270A\270T\300\024\300Q\330\024\025\330\020\023\2205\230\003\2303\230d\240%\240r\250\021\330\024\036\230a\230v\240R\240r\250\021\330\025\032\230\"\230A\330\024\033\2301\330\020\026\220d\230\"\230A\340\010\014\210A\210Z\220t\2301\230H\240D\250\001\250\026\250t\2601\260G\2704\270q\300\001\330\004\t\210\021\210%\210{\230*\240A\330\004\t\210\021\210%\210q\330\004\010\210\001\210\025\210a\330\004\013\2101";
+    #else /* compression: none (3215 bytes) */
+static const char bytes[] = " at 0x object>.: <MemoryView of <contiguous and direct><contiguous and indirect><strided and direct or indirect><strided and direct><strided and indirect>>?Cannot assign to read-only memoryviewInvalid mode, expected \047c\047 or \047fortran\047, got Invalid shape in axis Note that Cython is deliberately stricter than PEP-484 and rejects subclasses of builtin types. If you need to pass subclasses then set the \047annotation_typing\047 directive to False.add_notecollections.abcdisableenablegchdist/_kernels/pam.pyxisenabledn_threads must be >= 1, got %dno default __reduce__ due to non-trivial __cinit__numpy._core.multiarray failed to importnumpy._core.umath failed to importpam_assign: inconsistent shapespam_swaps: inconsistent shapespam_swaps: row index out of rangeunable to allocate array data.unable to allocate shape and strides.ASCIIDDmEllipsisSequenceTView.MemoryView__Pyx_PyDict_NextRef__annotate____class____class_getitem____dict____func____getstate____import____main____module____name____new____pyx_checksum__pyx_state__pyx_type__pyx_unpickle_Enum__pyx_vtable____qualname____reduce____reduce_cython____reduce_ex____set_name____setstate____setstate_cython____test___is_coroutineabcallocate_bufferasyncio.coroutinesbasebcurbmaxccandchgcline_in_tracebackcountcurddeltadndsdtype_is_objectencodeenumerateerrorflagsformatfortranhdist._kernels.pamiidindexitemsitemsizejklossmathmaxmedmemviewminmodenn_threadsn_visitnamenbndimnearnewnpnswapnumpyoobjpackpam_assignpam_swapspopposregisterremovalrowssecosetdefaultshapesincesizeskipslotstartstatestepstopstructtunpackupdateusedvalueswwpxO\200\001\360\022\000\005\023\220\"\220F\230!\2308\2402\240V\2501\250A\330\004\032\230!\330\004\034\230A\230Q\230a\230v\240Q\240f\250A\250X\260Q\330\004\007\200s\210&\220\001\220\023\220C\220r\230\023\230D\240\006\240a\240s\250#\250R\250s\260$\260f\270A\270S\300\003\3002\300S\310\002\310&\320PQ\320QT\320TW\320WX\330\014\017\210r\220\026\220q\230\003\2303\230b\240\004\240C\240s\250%\250t\2601\260F\270!""\2703\270c\300\023\300C\300r\310\022\3101\330\010\016\210j\230\001\230\021\330\t\n\330\010\014\210E\220\025\220a\220q\330\014\020\220\001\220\025\220a\330\014\016\210a\210u\220B\220a\220s\230!\330\014\020\220\001\220\026\220q\330\014\016\210a\210u\220A\330\014\020\220\005\220U\230!\2303\230a\330\020\024\220B\220a\220s\230!\330\020\023\2202\220R\220r\230\021\230!\330\024\030\230\001\230\025\230d\240!\2401\330\024\026\220a\220u\230B\230a\230q\330\024\030\230\001\230\025\230a\330\024\026\220a\220u\230A\330\025\031\230\021\230#\230R\230r\240\023\240B\240b\250\002\250!\2501\330\024\030\230\001\230\025\230a\330\024\026\220a\220u\230A\330\014\017\210s\220#\220Q\330\020\030\230\002\230!\2301\340\020\030\230\002\230!\2303\230b\240\002\240!\2401\330\004\013\2101\200\001\360&\000\005\023\220\"\220F\230!\2308\2402\240V\2501\250H\260D\270\006\270a\270q\330\004\026\220e\2301\230L\250\005\250Q\250a\330\004\024\220A\330\004\026\220d\230!\2301\330\004\034\230A\230Q\230a\230v\240Q\240f\250A\250X\260Q\330\004\025\220Q\330\004\007\200s\210&\220\001\220\023\220C\220r\230\023\230D\240\006\240a\240s\250#\250R\250s\260$\260f\270A\270S\300\003\3002\300S\310\002\310&\320PQ\320QT\320TW\320WX\330\014\017\210r\220\026\220q\230\003\2303\230b\240\004\240C\240s\250%\250t\2601\260F\270!\2703\270c\300\023\300C\300t\3106\320QR\320RU\320UX\320XY\330\014\017\210q\220\006\220a\220s\230#\230R\230s\240$\240f\250A\250S\260\003\2602\260S\270\005\270V\3001\300C\300s\310!\330\010\016\210j\230\001\230\021\330\004\007\200r\210\025\210b\220\004\220A\220V\2302\230R\230s\240\"\240D\250\001\250\026\250s\260!\2606\270\021\270#\270S\300\002\300$\300a\300v\310R\310q\330\016\021\220\022\2204\220q\230\006\230c\240\021\330\010\016\210j\230\001\230\021\330\004\007\200z\220\022\2201\330\010\016\210j\230\001\320\031:\270\"\270A\330\004\013\2105\220\n\230#\230W\240C\240r\250\021\330\004\033\2309\240F\250!\2502\250R\250q\330\004\031\230\031\240&\250\001\250\025\250b\260\002\260\"\260A\330\004\027\220y\240\006\240a\240u\250B""\250a\330\004\026\220g\230V\2401\240E\250\022\2501\330\004\037\320\037/\250v\260Q\260a\330\004\007\200x\210s\220%\220s\230&\240\003\2405\250\003\2504\250s\260%\260s\270%\270s\300%\300s\310%\310s\320RS\330\010\014\210A\210Z\220t\2301\230H\240D\250\001\250\026\250t\2601\260G\2704\270q\300\001\330\010\t\330\004\013\2101\330\004\005\330\r\016\330\014\030\230\001\230\023\230C\230q\240\004\240A\240T\250\021\250\"\250A\250T\260\021\260\"\260A\260T\270\024\270Q\330\014\022\220$\220b\230\002\230$\230f\240B\240h\250d\260$\260a\330\020\030\230\001\230\026\230r\240\022\2405\250\010\260\002\260!\330\020\024\220E\230\025\230a\230q\330\024\030\230\004\230A\230T\240\022\2401\330\024\030\230\001\230\025\230j\250\001\250\023\250A\250S\260\001\260\024\260Q\330\020\023\2203\220c\230\022\2303\230j\250\003\2501\330\024\030\230\005\230U\240!\2401\330\030\033\2304\230t\2401\240A\330\034\037\230q\240\005\240[\260\001\260\021\260!\2601\260D\270\001\270\024\270R\270t\3004\300s\310#\310Q\310d\320RS\320SW\320WX\320XZ\320Z[\320[\\\33012\260\"\260A\260T\270\024\270Y\300g\310Q\310d\320RS\320ST\340\030#\2401\320$4\3204\\\320\\]\330\030\033\2304\230t\2401\240A\330\034\037\230q\240\005\240[\260\001\260\021\260!\2601\260D\270\001\270\024\270R\270t\3004\300s\310#\310Q\310d\320RS\320SW\320WX\320XZ\320Z[\320[\\\33012\260\"\260A\260T\270\024\270Y\300f\310B\310b\320PR\320RU\320UV\320VZ\320Z[\320[\\\330\020\027\220q\330\020\024\220E\230\025\230a\230q\330\024\034\230F\240\"\240A\330\024\027\220t\2301\230C\230s\240$\240c\250\021\250#\250R\250q\330\030\031\330\024\030\230\004\230A\230T\240\022\2401\330\024\032\230)\2401\240A\240Q\240a\240t\2501\250D\260\002\260$\260d\270#\270S\300\004\300A\300T\310\023\310A\310R\310q\320PS\320SW\320WX\320X[\320[\\\320\\]\330$%\240T\250\021\250$\250a\250t\2601\260D\270\001\270\022\2701\270D\300\001\300\022\3001\300D\310\001\330\024\034\230F\240\"\240A\330\024\034\230A\330\024\033\2302\230R\230q\330\024\027\220t\2304\230r\240\021\330\030\037\230q\330\024\032\230!\330\024 \240""\001\240\023\240C\240q\250\004\250A\250T\260\021\260\"\260A\260T\270\021\270\"\270A\270T\300\024\300Q\330\024\025\330\020\023\2205\230\003\2303\230d\240%\240r\250\021\330\024\036\230a\230v\240R\240r\250\021\330\025\032\230\"\230A\330\024\033\2301\330\020\026\220d\230\"\230A\340\010\014\210A\210Z\220t\2301\230H\240D\250\001\250\026\250t\2601\260G\2704\270q\300\001\330\004\t\210\021\210%\210{\230*\240A\330\004\t\210\021\210%\210q\330\004\010\210\001\210\025\210a\330\004\013\2101";
     PyObject *data = NULL;
     #define __Pyx_DecompressString_UNUSED
     #define __Pyx_DecompressString_LZSS_UNUSED
@@ -37377,12 +37340,12 @@ static int __Pyx_CreateCodeObjects(__pyx_mstatetype *__pyx_mstate) {
   PyObject* tuple_dedup_map = PyDict_New();
   if (unlikely(!tuple_dedup_map)) return -1;
   {
-    const __Pyx_PyCode_New_function_description descr = {7, 0, 0, 14, (unsigned int)(CO_OPTIMIZED|CO_NEWLOCALS), 149};
+    const __Pyx_PyCode_New_function_description descr = {7, 0, 0, 14, (unsigned int)(CO_OPTIMIZED|CO_NEWLOCALS), 151};
     PyObject* const varnames[] = {__pyx_mstate->__pyx_n_u_Dm, __pyx_mstate->__pyx_n_u_med, __pyx_mstate->__pyx_n_u_near, __pyx_mstate->__pyx_n_u_seco, __pyx_mstate->__pyx_n_u_dn, __pyx_mstate->__pyx_n_u_ds, __pyx_mstate->__pyx_n_u_w, __pyx_mstate->__pyx_n_u_k, __pyx_mstate->__pyx_n_u_n, __pyx_mstate->__pyx_n_u_o, __pyx_mstate->__pyx_n_u_i, __pyx_mstate->__pyx_n_u_d, __pyx_mstate->__pyx_n_u_loss, __pyx_mstate->__pyx_n_u_wp};
     __pyx_mstate_global->__pyx_codeobj_tab[0] = __Pyx_PyCode_New(descr, varnames, __pyx_mstate->__pyx_kp_u_hdist__kernels_pam_pyx, __pyx_mstate->__pyx_n_u_pam_assign, __pyx_mstate->__pyx_kp_b_iso88591_F_82V1A_AQavQfAXQ_s_Cr_D_as_Rs, tuple_dedup_map); if (unlikely(!__pyx_mstate_global->__pyx_codeobj_tab[0])) goto bad;
   }
   {
-    const __Pyx_PyCode_New_function_description descr = {14, 0, 0, 35, (unsigned int)(CO_OPTIMIZED|CO_NEWLOCALS), 188};
+    const __Pyx_PyCode_New_function_description descr = {14, 0, 0, 35, (unsigned int)(CO_OPTIMIZED|CO_NEWLOCALS), 189};
     PyObject* const varnames[] = {__pyx_mstate->__pyx_n_u_D, __pyx_mstate->__pyx_n_u_rows, __pyx_mstate->__pyx_n_u_cand, __pyx_mstate->__pyx_n_u_Dm, __pyx_mstate->__pyx_n_u_med, __pyx_mstate->__pyx_n_u_near, __pyx_mstate->__pyx_n_u_seco, __pyx_mstate->__pyx_n_u_dn, __pyx_mstate->__pyx_n_u_ds, __pyx_mstate->__pyx_n_u_w, __pyx_mstate->__pyx_n_u_state, __pyx_mstate->__pyx_n_u_loss, __pyx_mstate->__pyx_n_u_n_visit, __pyx_mstate->__pyx_n_u_n_threads, __pyx_mstate->__pyx_n_u_k, __pyx_mstate->__pyx_n_u_n, __pyx_mstate->__pyx_n_u_T, __pyx_mstate->__pyx_n_u_since, __pyx_mstate->__pyx_n_u_nswap, __pyx_mstate->__pyx_n_u_pos, __pyx_mstate->__pyx_n_u_t, __pyx_mstate->__pyx_n_u_nb, __pyx_mstate->__pyx_n_u_j, __pyx_mstate->__pyx_n_u_used, __pyx_mstate->__pyx_n_u_bmax, __pyx_mstate->__pyx_n_u_bcur, __pyx_mstate->__pyx_n_u_cur, __pyx_mstate->__pyx_n_u_new_2, __pyx_mstate->__pyx_n_u_wp, __pyx_mstate->__pyx_n_u_stop, __pyx_mstate->__pyx_n_u_removal, __pyx_mstate->__pyx_n_u_delta, __pyx_mstate->__pyx_n_u_chg, __pyx_mstate->__pyx_n_u_slot, __pyx_mstate->__pyx_n_u_skip};
     __pyx_mstate_global->__pyx_codeobj_tab[1] = __Pyx_PyCode_New(descr, varnames, __pyx_mstate->__pyx_kp_u_hdist__kernels_pam_pyx, __pyx_mstate->__pyx_n_u_pam_swaps, __pyx_mstate->__pyx_kp_b_iso88591_F_82V1HD_aq_e1L_Qa_A_d_1_AQavQf, tuple_dedup_map); if (unlikely(!__pyx_mstate_global->__pyx_codeobj_tab[1])) goto bad;
   }
