@@ -11,7 +11,7 @@
 #                               fails the run
 #
 # Environment: PYTHON (default python3) must have numpy, pytest, hypothesis, pandas and
-# scikit-learn; Cython and setuptools are installed into it when missing.  PYTEST_ARGS adds
+# scikit-learn; Cython, setuptools and numpy are brought up to the build requirements.  PYTEST_ARGS adds
 # pytest arguments, SANITIZE_TESTS replaces the list of test files, HDIST_DATA points to
 # the real datasets (default: shared/data beside the repository), KEEP=1 keeps the build
 # directory.  Linux/macOS with gcc or clang.
@@ -38,8 +38,9 @@ copy_sources "$ROOT" "$WORK"
 data_dir "$ROOT"
 
 # -- build ----------------------------------------------------------------------------
-"$PY" -c "import Cython, setuptools, numpy" 2>/dev/null ||
-  "$PY" -m pip install -q "Cython>=3.0" "setuptools>=64" "numpy>=2.0"
+# pyproject.toml's build requirements (an interpreter's bundled setuptools is older than 77,
+# which reads the SPDX license string as invalid); pip leaves satisfied ones alone
+"$PY" -m pip install -q "Cython>=3.0" "setuptools>=77" "numpy>=2.0"
 cd "$WORK"
 if [ "$MODE" = asan ]; then
   export HDIST_SANITIZE=1
