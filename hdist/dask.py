@@ -91,15 +91,14 @@ def _score_neighbors(part, searcher, k, n_jobs):
     return pd.DataFrame(data, index=part.index)
 
 
-def kneighbors(index, ddf, k=5, *, reference=None, n_jobs=1, client=None,
-               query_block=QUERY_BLOCK, split_every=4):
-    """The ``k`` nearest training rows of every row of a Dask DataFrame, or -- with
-    ``reference=`` -- the ``k`` nearest rows of a reference set spread over the cluster.
+def kneighbors(index, ddf, k=5, *, n_jobs=1, client=None):
+    """The ``k`` nearest training rows of every row of a Dask DataFrame, as a lazy Dask
+    DataFrame.
 
-    Without ``reference``, the fitted object (and the training rows it holds) is sent to
-    every worker and each query partition is scored there.  With ``reference`` (a Dask
-    DataFrame), only the metric's fitted statistics travel: see
-    :func:`kneighbors_distributed`, which this calls.
+    The fitted object (and the training rows it holds) is sent to every worker once and
+    each query partition is scored there, exactly as a local ``kneighbors`` call would
+    score it.  To search a reference set that is itself a Dask DataFrame (the training
+    rows stay on the workers), use :func:`kneighbors_distributed`, which returns arrays.
 
     Parameters
     ----------
@@ -108,6 +107,7 @@ def kneighbors(index, ddf, k=5, *, reference=None, n_jobs=1, client=None,
     ddf : dask.dataframe.DataFrame
         Query rows with the training columns.
     k : int, default=5
+        Number of neighbors.
     n_jobs : int, default=1
         Threads per partition task (Dask already runs partitions in parallel).
     client : distributed.Client, optional
@@ -117,9 +117,10 @@ def kneighbors(index, ddf, k=5, *, reference=None, n_jobs=1, client=None,
     Returns
     -------
     dask.dataframe.DataFrame
-        Lazy; columns ``neighbor_1..k`` (int64 training row positions) and
-        ``distance_1..k`` (float64 true distances), with ``ddf``'s index and partitions.
-        Neighbors are ordered by (distance, training position), as locally.
+        Always lazy (``.compute()`` it); columns ``neighbor_1..k`` (int64 training row
+        positions) and ``distance_1..k`` (float64 true distances), with ``ddf``'s index
+        and partitions.  Neighbors are ordered by (distance, training position), as
+        locally.
 
     Raises
     ------
@@ -127,11 +128,24 @@ def kneighbors(index, ddf, k=5, *, reference=None, n_jobs=1, client=None,
         ``index`` is not a fitted hdist object, or ``ddf`` is not a Dask DataFrame.
     ValueError
         ``k`` is not a positive int no larger than the training rows.
+
+    See Also
+    --------
+    kneighbors_distributed : the same search against a reference set held as a Dask
+        DataFrame; returns ``(distances, indices)`` arrays.
+    hdist.Metric.kneighbors : the local call.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dask.dataframe as dd
+    >>> import hdist, hdist.dask
+    >>> X = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "c": ["a", "a", "b", "b"]})
+    >>> m = hdist.Metric("heom").fit(X)
+    >>> out = hdist.dask.kneighbors(m, dd.from_pandas(X, npartitions=2), k=2)
+    >>> out.compute()[["neighbor_1", "neighbor_2"]].to_numpy().tolist()
+    [[0, 1], [1, 0], [2, 3], [3, 2]]
     """
     import pandas as pd
-    if reference is not None:
-        return kneighbors_distributed(index, ddf, k, reference, n_jobs=n_jobs, client=client,
-                                      query_block=query_block, split_every=split_every)
     searcher = _searcher(index)
     _check_ddf(ddf)
     from ._search.metric import _check_k

@@ -30,14 +30,45 @@ def _axes(ax, size):
     return _pyplot().subplots(figsize=size)[1]
 
 
-def explain(metric, x, y, *, ax=None, sort=True, color="C0", skipped_color="0.75"):
+def _explanation(obj, x, y):
+    """``(metric name, Explanation)`` of ``d(x, y)`` under ``obj``: a fitted
+    :class:`hdist.Metric`, or a fitted hdist estimator (its ``metric_``); for a
+    :class:`hdist.PrototypeClassifier` without ``y``, ``x`` against its winning
+    prototype."""
+    from ._search.metric import Metric
+    if isinstance(obj, Metric):
+        if y is None:
+            raise TypeError("explain(metric, x, y) needs the second row y")
+        return obj.name, obj.explain(x, y)
+    metric = getattr(obj, "metric_", None)
+    if not isinstance(metric, Metric):
+        fitted = hasattr(obj, "get_params") and hasattr(obj, "fit")
+        raise TypeError("explain takes a fitted hdist.Metric or a fitted hdist estimator "
+                        "(one with metric_), got %s%s"
+                        % (type(obj).__name__, " that is not fitted" if fitted else ""))
+    if y is None:
+        if hasattr(obj, "prototypes_"):
+            return metric.name, obj.explain(x).terms
+        raise TypeError("explain(%s, x, y) needs the second row y (only a "
+                        "PrototypeClassifier compares x with its own prototype)"
+                        % type(obj).__name__)
+    return metric.name, metric.explain(x, y)
+
+
+def explain(metric, x, y=None, *, ax=None, sort=True, color="C0", skipped_color="0.75"):
     """Horizontal bar chart of the per-attribute terms of ``d(x, y)``.
 
     Parameters
     ----------
-    metric : fitted hdist.Metric
-    x, y : single rows (1-D sequences, dicts, pandas Series or 1-row tables)
+    metric : fitted hdist.Metric or fitted hdist estimator
+        An estimator (``KNeighborsClassifier``, ``KMedoids``, ``PrototypeClassifier``,
+        ...) stands for its fitted metric ``metric_``.
+    x, y : rows
+        Single rows (1-D sequences, dicts, pandas Series or 1-row tables).  ``y`` may be
+        left out for a :class:`hdist.PrototypeClassifier`: ``x`` is then compared with
+        the prototype that wins it (:meth:`hdist.PrototypeClassifier.explain`).
     ax : matplotlib Axes, optional
+        Where to draw (a new figure when omitted).
     sort : bool, default=True
         Largest term on top; otherwise in column order.
     color, skipped_color : matplotlib colors
@@ -46,11 +77,32 @@ def explain(metric, x, y, *, ax=None, sort=True, color="C0", skipped_color="0.75
     Returns
     -------
     matplotlib Axes
-        One bar per attribute, width = its term ``w_a d_a^p`` as :meth:`Metric.explain`
-        reports it (the terms add up to the reduced distance); the title gives the
-        distance.
+        One bar per attribute, width = its term as :meth:`hdist.Metric.explain` reports it (the terms add up to the reduced
+        distance); the title gives the reduced distance and the distance.
+
+    Raises
+    ------
+    TypeError
+        ``metric`` is neither a fitted Metric nor a fitted hdist estimator, or ``y`` is
+        missing where it is needed.
+    ValueError
+        A row is not a single row or its columns do not match.
+
+    See Also
+    --------
+    hdist.Metric.explain : the numbers, printable.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import hdist, hdist.plot
+    >>> X = [[1.0, "red"], [3.0, "blue"], [5.0, "red"]]
+    >>> ax = hdist.plot.explain(hdist.Metric("heom").fit(X), X[0], X[1])
+    >>> [round(b.get_width(), 2) for b in ax.patches]
+    [1.0, 0.25]
     """
-    e = metric.explain(x, y)
+    name, e = _explanation(metric, x, y)
     terms = np.asarray(e.terms, dtype=np.float64)
     order = np.argsort(-terms, kind="stable") if sort else np.arange(len(terms))
     ax = _axes(ax, (6.0, 0.35 * len(terms) + 1.2))
@@ -61,8 +113,11 @@ def explain(metric, x, y, *, ax=None, sort=True, color="C0", skipped_color="0.75
     ax.set_yticklabels([str(e.columns[j]) + (" (skipped)" if e.skipped[j] else "")
                         for j in order])
     ax.set_xlabel("term  w·d^p" if np.isfinite(e.p) else "term  w·d")
-    ax.set_title("%s distance %.4g  (sum of terms %.4g)" % (metric.name, e.distance,
-                                                           e.reduced))
+    if np.isfinite(e.p) and e.p != 1:
+        how = "%.4g^(1/%g)" % (e.reduced, e.p)
+    else:
+        how = ("max of the terms" if not np.isfinite(e.p) else "sum of the terms")
+    ax.set_title("%s distance %.4g = %s" % (name, e.distance, how))
     ax.figure.tight_layout()
     return ax
 

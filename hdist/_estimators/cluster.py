@@ -51,6 +51,7 @@ from .._search.metric import METRICS, Metric
 try:  # with scikit-learn installed, the estimators are scikit-learn estimators
     from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
     from sklearn.exceptions import NotFittedError
+    from sklearn.utils.metadata_routing import UNUSED
     from .neighbors import _check_table
     _SKLEARN = True
 except ImportError:  # pragma: no cover - exercised only without scikit-learn
@@ -177,6 +178,9 @@ class _ClusterBase(*_BASES):
 
     _default_metric = "heom"
     _categorical_input = True
+    if _SKLEARN:
+        # ``progress`` is not sample metadata (see hdist.neighbors): never routed
+        __metadata_request__fit = {"progress": UNUSED}
 
     def _check_X(self, X, reset):
         """With scikit-learn: refuse what is not a 2-D table with its messages and check

@@ -50,6 +50,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, _num_samples, check_is_fitted
 
 from .._search import votes as _knn
+from .neighbors import _check_table
 from .._search.index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
 from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight
 from .._search.metric import Metric
@@ -216,6 +217,8 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
                 return pd.DataFrame.from_records(X)
             return X
         if hasattr(X, "iloc"):
+            if getattr(X, "ndim", 2) == 1:      # a pandas Series: one column or one row?
+                _check_table(X)
             return X
         if hasattr(X, "to_pandas") and hasattr(X, "schema"):     # polars, pyarrow
             return X.to_pandas()

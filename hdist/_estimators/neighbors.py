@@ -26,6 +26,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import (BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin,
                           RegressorMixin, TransformerMixin)
+from sklearn.utils.metadata_routing import UNUSED
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (_num_samples, check_array, check_is_fitted,
                                       column_or_1d)
@@ -64,6 +65,10 @@ def _check_table(X, what="X"):
     if ndim is None and isinstance(X, (list, tuple)) and len(X) and \
             not isinstance(X[0], (list, tuple, np.ndarray, dict)):
         ndim = 1
+    if ndim == 1 and type(X).__name__ == "Series":
+        raise ValueError("Expected a 2-D table for %s, got a pandas Series. Pass "
+                         "series.to_frame() if it is a single feature, or "
+                         "series.to_frame().T if it is a single row." % what)
     if ndim == 1:
         raise ValueError("Expected a 2-D table for %s, got a 1-D array. Reshape your data "
                          "either using x.reshape(-1, 1) if it has a single feature or "
@@ -72,6 +77,11 @@ def _check_table(X, what="X"):
 
 class _NeighborsBase(MixedTableTags, BaseEstimator):
     """Shared fit / query machinery: a metric, an index, and scikit-learn validation."""
+
+    # ``progress`` is a display option of the call, not sample metadata: scikit-learn
+    # reads every keyword of fit / predict / predict_proba as metadata a meta-estimator
+    # may route (``set_fit_request(progress=...)``) unless the class declares it unused
+    __metadata_request__fit = {"progress": UNUSED}
 
     def __init__(self, n_neighbors=5, *, metric="heom", metric_params=None,
                  algorithm="auto", leaf_size=30, n_jobs=None):
@@ -250,6 +260,8 @@ class NearestNeighbors(_NeighborsBase):
 class _SupervisedBase(_NeighborsBase):
     """Weights, leave-one-out choice of k, and shared predict plumbing."""
 
+    __metadata_request__predict = {"progress": UNUSED}
+
     def __init__(self, n_neighbors=5, *, weights="uniform", metric="heom", metric_params=None,
                  algorithm="auto", leaf_size=30, n_jobs=None, select_k=None, ties="include"):
         super().__init__(n_neighbors, metric=metric, metric_params=metric_params,
@@ -401,6 +413,8 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
         self._fit_index(X, self._y, sample_weight, progress)
         self._choose_k(self._y, "classification")
         return self
+
+    __metadata_request__predict_proba = {"progress": UNUSED}
 
     def predict_proba(self, X, *, progress=None):
         """Weighted vote shares ``[n_queries, n_classes]``, columns in ``classes_``
