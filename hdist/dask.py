@@ -201,9 +201,14 @@ def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, clien
         Copied with ``n_jobs`` set and sent to the workers once.
     ddf : dask.dataframe.DataFrame
     method : {"predict", "predict_proba"}, default="predict"
+    reference : dask.dataframe.DataFrame, optional
+        The estimator's training rows held by the cluster (see above); the result is then
+        a computed ndarray.
     n_jobs : int, default=1
         Threads per partition task.
     client : distributed.Client, optional
+    query_block : int, default=4096
+        Query rows per task with ``reference`` when the queries are not a Dask DataFrame.
 
     Returns
     -------
@@ -215,6 +220,19 @@ def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, clien
     ------
     TypeError, ValueError
         Not a fitted hdist estimator; an unknown method.
+
+    See Also
+    --------
+    kneighbors : the neighbors themselves.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> import hdist, hdist.dask
+    >>> X = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "c": ["a", "a", "b", "b"]})
+    >>> clf = hdist.KNeighborsClassifier(1).fit(X, ["p", "p", "q", "q"])
+    >>> hdist.dask.predict(clf, dd.from_pandas(X, npartitions=2)).compute().tolist()
+    ['p', 'p', 'q', 'q']
     """
     import pandas as pd
     from sklearn.utils.validation import check_is_fitted
@@ -294,7 +312,34 @@ def _local_topk(metric, queries, part, k, offset, n_jobs):
 
 def merge_topk(parts, k):
     """Merge per-partition top-k lists ``[(dist, ind), ...]`` (same query rows, global
-    indices) into the top ``k`` by (distance, index) -- the order of a local search."""
+    indices) into the top ``k`` by (distance, index) -- the order of a local search.
+
+    Parameters
+    ----------
+    parts : list of (ndarray, ndarray)
+        ``(distances, indices)`` ``[n_queries, k_part]`` of each partition, indices
+        global.
+    k : int
+        Neighbors kept.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        The ``k`` smallest ``(distances, indices)`` per query, by (distance, index).
+
+    See Also
+    --------
+    kneighbors_distributed : uses it in a tree reduction.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hdist.dask import merge_topk
+    >>> a = (np.array([[0.1, 0.5]]), np.array([[3, 7]]))
+    >>> b = (np.array([[0.2, 0.5]]), np.array([[1, 2]]))
+    >>> [v.tolist() for v in merge_topk([a, b], 3)]
+    [[[0.1, 0.2, 0.5]], [[3, 1, 2]]]
+    """
     d = np.concatenate([p[0] for p in parts], axis=1)
     i = np.concatenate([p[1] for p in parts], axis=1)
     rows = np.arange(d.shape[0])[:, None]
@@ -355,6 +400,10 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
         Threads per task.
     client : distributed.Client, optional
         Defaults to the current client; without one the local Dask scheduler runs.
+    query_block : int, default=4096
+        Query rows per task when ``queries`` is not a Dask DataFrame.
+    split_every : int, default=4
+        Top-k lists merged per task of the tree reduction.
 
     Returns
     -------
@@ -368,6 +417,22 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
     ValueError
         ``k`` is not a positive int no larger than the reference rows; the metric was
         fitted on a different number of rows than ``reference`` holds.
+
+    See Also
+    --------
+    kneighbors : the training rows held by a fitted object; returns a lazy DataFrame.
+    fit_metric : a metric's statistics from a Dask reference frame.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> import hdist, hdist.dask
+    >>> X = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "c": ["a", "a", "b", "b"]})
+    >>> m = hdist.Metric("heom").fit(X)
+    >>> ref = dd.from_pandas(X, npartitions=2)
+    >>> dist, ind = hdist.dask.kneighbors_distributed(m, X, 2, ref)
+    >>> ind.tolist()
+    [[0, 1], [1, 0], [2, 3], [3, 2]]
     """
     import dask
     _check_ddf(reference)
@@ -514,6 +579,9 @@ def fit_metric(metric, reference, target=None, *, client=None, split_every=8):
         The class column of ``reference`` (needed by VDM-based and class-posterior
         metrics and by ``weights="mi"``); it is not a feature.
     client : distributed.Client, optional
+        Defaults to the current client; without one the local Dask scheduler runs.
+    split_every : int, default=4
+        Per-partition counts merged per task of the tree reduction.
 
     Returns
     -------
@@ -530,6 +598,20 @@ def fit_metric(metric, reference, target=None, *, client=None, split_every=8):
     ValueError
         ``target`` is not a column; the metric compares pairs of columns jointly
         (co-occurrence presets), which per-column counts cannot fit.
+
+    See Also
+    --------
+    kneighbors_distributed : searches with the metric returned.
+    hdist.Metric.fit : the same statistics on the client.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> import hdist, hdist.dask
+    >>> X = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "c": ["a", "a", "b", "b"]})
+    >>> m = hdist.dask.fit_metric("heom", dd.from_pandas(X, npartitions=2))
+    >>> m.pairwise(X.iloc[:1], X).round(3).tolist()
+    [[0.0, 0.333, 1.202, 1.414]]
     """
     import dask
     from ._search.metric import Metric

@@ -96,10 +96,12 @@ def explain(metric, x, y=None, *, ax=None, sort=True, color="C0", skipped_color=
     --------
     >>> import matplotlib
     >>> matplotlib.use("Agg")
+    >>> import pandas as pd
     >>> import hdist, hdist.plot
-    >>> X = [[1.0, "red"], [3.0, "blue"], [5.0, "red"]]
-    >>> ax = hdist.plot.explain(hdist.Metric("heom").fit(X), X[0], X[1])
-    >>> [round(b.get_width(), 2) for b in ax.patches]
+    >>> X = pd.DataFrame({"age": [20.0, 40.0, 60.0], "colour": ["red", "blue", "red"]})
+    >>> m = hdist.Metric("heom").fit(X)
+    >>> ax = hdist.plot.explain(m, X.iloc[0], X.iloc[1])
+    >>> [float(round(b.get_width(), 2)) for b in ax.patches]
     [1.0, 0.25]
     """
     name, e = _explanation(metric, x, y)
@@ -142,6 +144,24 @@ def neighbor_distances(distances, *, ranks=None, bins=30, ax=None):
     ------
     ValueError
         Not a 1-D or 2-D array of finite distances, or a rank outside ``1..k``.
+
+    See Also
+    --------
+    hdist.Metric.kneighbors : the distances drawn.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import pandas as pd
+    >>> import hdist, hdist.plot
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> y = ["no", "no", "yes", "yes", "yes", "no"]
+    >>> dist, _ = hdist.Metric("hvdm").fit(X, y).kneighbors(X, 3)
+    >>> ax = hdist.plot.neighbor_distances(dist)
+    >>> ax.get_xlabel()  # doctest: +ELLIPSIS
+    '...distance...' 
     """
     D = np.asarray(distances, dtype=np.float64)
     if D.ndim == 1:
@@ -193,6 +213,23 @@ def value_distances(metric, attribute, *, ax=None, annotate=True, fmt=".2f",
     ------
     ValueError
         ``attribute`` is unknown or continuous (from ``Metric.value_distances``).
+
+    See Also
+    --------
+    hdist.Metric.value_distances : the table drawn.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import pandas as pd
+    >>> import hdist, hdist.plot
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> y = ["no", "no", "yes", "yes", "yes", "no"]
+    >>> ax = hdist.plot.value_distances(hdist.Metric("hvdm").fit(X, y), "job")
+    >>> ax.get_title()
+    'hvdm: value distances of job'
     """
     table = metric.value_distances(attribute)
     if isinstance(table, tuple):
@@ -253,6 +290,8 @@ def prototypes(classifier, X=None, y=None, attributes=(0, 1), *, ax=None, size=1
     ax : matplotlib Axes, optional
     size : float, default=160
         Marker area of the prototypes (rows get a sixth of it).
+    jitter : float, default=0.15
+        Largest spread of the rows around a nominal attribute's category positions.
     alpha : float, default=0.35
         Opacity of the rows.
 
@@ -267,6 +306,24 @@ def prototypes(classifier, X=None, y=None, attributes=(0, 1), *, ax=None, size=1
     ------
     ValueError
         Not two attributes, an unknown column, or an unfitted classifier.
+
+    See Also
+    --------
+    hdist.PrototypeClassifier.rules_text : the same prototypes as rules.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import pandas as pd
+    >>> import hdist, hdist.plot
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> y = ["no", "no", "yes", "yes", "yes", "no"]
+    >>> clf = hdist.PrototypeClassifier("hvdm", random_state=0).fit(X, y)
+    >>> ax = hdist.plot.prototypes(clf, X, y, ("age", "job"))
+    >>> len(ax.collections[-1].get_offsets())
+    2
     """
     if not hasattr(classifier, "prototypes_"):
         raise ValueError("the classifier is not fitted; call fit(X, y) first")

@@ -795,6 +795,39 @@ if KModes.__doc__:   # not under python -OO
     KPrototypes.__doc__ += _CENTER_DOC.format(default="heom", extra="",
                                               inits='"k-means++", "random"',
                                               init_extra="", cao_one="")
+    KModes.__doc__ += """
+    See Also
+    --------
+    KPrototypes : mixed data, continuous means beside nominal modes.
+    KMedoids : centers that are data rows, any metric.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hdist.cluster import KModes
+    >>> X = pd.DataFrame({"colour": ["red", "red", "blue", "blue", "blue", "red"],
+    ...                   "size": ["S", "S", "L", "L", "M", "M"]})
+    >>> km = KModes(2, init="cao").fit(X)
+    >>> km.labels_.tolist()
+    [0, 0, 1, 1, 1, 0]
+    >>> km.cluster_centers_.to_numpy().tolist()
+    [['red', 'S'], ['blue', 'L']]
+    """
+    KPrototypes.__doc__ += """
+    See Also
+    --------
+    KModes : nominal data only.
+    KMedoids : centers that are data rows.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hdist.cluster import KPrototypes
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> KPrototypes(2, random_state=0).fit(X).labels_.tolist()
+    [1, 1, 0, 0, 0, 1]
+    """
 
 
 # -- k-medoids -------------------------------------------------------------------------------
@@ -831,13 +864,40 @@ class KMedoids(_ClusterBase):
         ``sample_size=5000`` reached a loss 1.026 times the exact solve's
         (``benchmarks/bench_cluster.py --sampled``).  ``None``: always exact.
     sample_size : int, default 5000
+        Rows of each sample in sampled mode.
     random_state, n_jobs : as in :class:`KModes`
 
     Attributes
     ----------
-    labels_, medoid_indices_, cluster_centers_ (the medoid rows in original values),
-    inertia_ (``Σ_i w_i`` true distance of row ``i`` to its nearest medoid, ``w_i = 1``
-    without ``sample_weight``), n_iter_, metric_.
+    labels_ : int array [n]
+        Cluster of each row: its nearest medoid (ties: the smaller cluster index).
+    medoid_indices_ : int array [n_clusters]
+        Training positions of the medoids.
+    cluster_centers_ : DataFrame (pandas input) or object array [n_clusters, m]
+        The medoid rows in original values.
+    inertia_ : float
+        ``Σ_i w_i d(x_i, nearest medoid)``, true distances as ``metric_.pairwise`` gives
+        them (a medoid with a missing value included), ``w_i = 1`` without
+        ``sample_weight`` (docs/metrics.md, section 11).
+    n_iter_ : int
+        Passes (fasterpam) or medoid updates (alternate) of the kept run.
+    metric_ : Metric
+        The fitted metric.
+
+    See Also
+    --------
+    KPrototypes : centers that are means and modes rather than data rows.
+    KModes : nominal data, centers that are modes.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hdist.cluster import KMedoids
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> km = KMedoids(2, random_state=0).fit(X)
+    >>> km.labels_.tolist(), km.medoid_indices_.tolist(), round(km.inertia_, 4)
+    ([1, 1, 0, 0, 0, 1], [3, 0], 2.3224)
     """
 
     #: with at most this many entries, the full distance matrix is computed once

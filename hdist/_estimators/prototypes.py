@@ -663,6 +663,24 @@ class PrototypeExplanation:
     See Also
     --------
     PrototypeClassifier.explain : returns it.
+
+    Examples
+    --------
+    >>> import pandas as pd, hdist
+    >>> X = pd.DataFrame({"age": [21, 25, 23, 61, 65, 70],
+    ...                   "smoker": ["no", "no", "yes", "yes", "yes", "no"]})
+    >>> y = ["low", "low", "low", "high", "high", "high"]
+    >>> clf = hdist.PrototypeClassifier("heom", random_state=0).fit(X, y)
+    >>> e = clf.explain(X.iloc[0])
+    >>> e.prototype, str(e.label)
+    (2, 'low')
+    >>> print(e)  # doctest: +NORMALIZE_WHITESPACE
+    prototype 2 (class low) wins the row at distance 0.0361824
+    column  row  prototype  d_a        w_a  w_a*d_a^2
+    age     21   22.7729    0.0361824  1    0.0013092
+    smoker  no   no         0          1    0.0000000
+    sum of the terms                        0.0013092
+    distance = 0.0013092^(1/2) = 0.0361824
     """
     prototype: int
     label: object
@@ -796,6 +814,25 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
     split holds out whole rows, as many as bring the held-out weight nearest to
     ``validation_fraction`` of the class's weight; the k-medoids sample is then drawn
     uniformly among the rows, which keep their weights.
+
+    See Also
+    --------
+    hdist.KNeighborsClassifier : every training row votes.
+    PrototypeClassifier.rules_text : the prototypes as if-then rules.
+    hdist.plot.prototypes : the prototypes drawn over two attributes.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import hdist
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> y = ["no", "no", "yes", "yes", "yes", "no"]
+    >>> clf = hdist.PrototypeClassifier("hvdm", random_state=0).fit(X, y)
+    >>> clf.predict(X).tolist()
+    ['no', 'no', 'yes', 'yes', 'yes', 'no']
+    >>> clf.prototype_labels_.tolist()
+    ['no', 'yes']
     """
 
     def __init__(self, metric="hvdm", *, n_prototypes=1, init="fcm", optimizer="lvq1",

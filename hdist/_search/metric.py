@@ -71,7 +71,29 @@ def balanced_accuracy(y_true, y_pred):
     that class's rows predicted as it (the mean recall; Brodersen et al., "The balanced
     accuracy and its posterior distribution", ICPR 2010).  Equal to scikit-learn's
     ``balanced_accuracy_score`` without sample weights; a class predicted but absent from
-    ``y_true`` only lowers the recall of the classes it was confused with."""
+    ``y_true`` only lowers the recall of the classes it was confused with.
+
+    Parameters
+    ----------
+    y_true, y_pred : 1-D array-like
+        True and predicted labels.
+
+    Returns
+    -------
+    float
+        The mean over the classes present in ``y_true`` of the share of their rows
+        predicted right.
+
+    See Also
+    --------
+    sklearn.metrics.balanced_accuracy_score : the same on scikit-learn's side.
+
+    Examples
+    --------
+    >>> from hdist.metrics import balanced_accuracy
+    >>> balanced_accuracy(["a", "a", "b", "b"], ["a", "b", "b", "b"])
+    0.75
+    """
     y_true = np.asarray(y_true)
     y_pred = np.asarray(y_pred)
     if y_true.ndim != 1 or y_pred.shape != y_true.shape:
@@ -86,7 +108,36 @@ def balanced_accuracy(y_true, y_pred):
 
 
 def get_metric(name, **params):
-    """The metric preset ``name`` with parameters ``params`` (unfitted)."""
+    """The metric preset ``name`` with parameters ``params`` (unfitted).
+
+    Parameters
+    ----------
+    name : str
+        A preset of ``hdist.METRICS`` (or an alias).
+    **params : dict
+        The preset's parameters (``p``, ``nominal``, ``missing``, ...).
+
+    Returns
+    -------
+    Metric
+        Unfitted.
+
+    Raises
+    ------
+    ValueError
+        Unknown name, or a parameter the preset does not take.
+
+    See Also
+    --------
+    Metric : the class; ``Metric(name, **params)`` is the same.
+
+    Examples
+    --------
+    >>> import hdist
+    >>> hdist.get_metric("heom", p=1).params
+    {'p': 1}
+    
+    """
     return Metric(name, **params)
 
 
@@ -129,11 +180,49 @@ class Metric:
     aggregate : {"sum", "mean"}
         ``"mean"`` divides ``Σ w_a d_a^p`` by ``Σ w_a`` before the root (Gower's average).
 
-    Attributes (after ``fit``)
-    --------------------------
-    schema_, plan_, n_features_in_, feature_names_in_, kinds_, classes_ (when y was
-    used), delta_ (δ per continuous column), vdm_probabilities_, value_tables_,
-    weights_, n_train_.
+    Attributes
+    ----------
+    kinds_ : list of str
+        ``"continuous"`` or ``"nominal"`` per column, after ``fit``.
+    delta_ : dict
+        ``δ_a`` per continuous column (the normalization factor).
+    weights_ : ndarray of float
+        The attribute weights ``w_a``.
+    classes_ : ndarray
+        The class labels, when ``fit`` was given ``y``.
+    vdm_probabilities_, value_tables_ : dict
+        The learned class probabilities and value distances of the nominal columns (VDM
+        presets).
+    n_train_ : int
+        Rows fitted on.
+    n_features_in_ : int
+        Number of columns.
+    feature_names_in_ : ndarray of str
+        Column names (named columns only).
+    schema_, plan_ : objects
+        The column schema and the compiled plan of the kernels (advanced use).
+
+    See Also
+    --------
+    get_metric : a preset by name.
+    NeighborsIndex : search structures over a metric.
+    Metric.explain : one distance, attribute by attribute.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import hdist
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> y = ["no", "no", "yes", "yes", "yes", "no"]
+    >>> m = hdist.Metric("hvdm").fit(X, y)
+    >>> m.kinds_
+    ['continuous', 'nominal']
+    >>> m.pairwise(X.iloc[:2], X.iloc[:3]).round(3).tolist()
+    [[0.0, 0.111, 1.457], [0.111, 0.0, 1.434]]
+    >>> dist, ind = m.kneighbors(X.iloc[[5]], 2)     # row 5 is its own nearest
+    >>> ind.tolist()
+    [[5, 0]]
     """
 
     def __init__(self, name="heom", **params):
