@@ -8,6 +8,7 @@ from ._search.metric import (METRICS, MetricInfo, POLICIES, Metric, Explanation,
 __all__ = ["METRICS", "MetricInfo", "POLICIES", "Metric", "Explanation", "get_metric",
            "balanced_accuracy", "NA_VALUES", "ColumnKindWarning"]
 publish(__name__, _impl, __all__)
+MetricInfo.__module__ = __name__        # defined by hdist._core.presets
 
 
 def __getattr__(name):

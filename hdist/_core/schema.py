@@ -1090,6 +1090,22 @@ def column_weights(sw, j):
     return sw if sw is None or sw.ndim == 1 else sw[:, j]
 
 
+def _non_number_kind(values):
+    """The kind of value (``"bool"``, ``"str"``, ...) that makes ``values`` not numbers,
+    or None: numpy would read booleans and numeric text as floats without a word."""
+    dt = getattr(values, "dtype", None)
+    kind = getattr(dt, "kind", None)
+    if isinstance(kind, str) and kind != "O":
+        return None if kind in "iuf" else ("bool" if kind == "b" else str(dt))
+    flat = np.asarray(values, dtype=object).ravel()
+    for v in flat:
+        if isinstance(v, (bool, np.bool_)):
+            return "bool"
+        if isinstance(v, (str, bytes)):
+            return "str"
+    return None
+
+
 def check_sample_weight(sample_weight, n):
     """``sample_weight`` as a float array ``[n]`` (None stays None; a scalar is repeated).
 
@@ -1097,6 +1113,9 @@ def check_sample_weight(sample_weight, n):
     non-negative, not all zero; a ValueError / TypeError naming ``sample_weight`` else."""
     if sample_weight is None:
         return None
+    kind = _non_number_kind(sample_weight)
+    if kind is not None:
+        raise TypeError("sample_weight must hold numbers, got %s values" % kind)
     try:
         sw = np.asarray(sample_weight, dtype=np.float64)
     except (TypeError, ValueError):

@@ -50,6 +50,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, _num_samples, check_is_fitted
 
 from .._search import votes as _knn
+from .neighbors import _check_table
 from .._search.index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
 from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight
 from .._search.metric import Metric
@@ -159,6 +160,27 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
     ``VIM::kNN`` likewise searches per variable).  Every training row is a possible donor
     of a query row, itself included when the query row is a training row: it never has
     the value being imputed, so it never donates it.
+
+    A pandas Series is refused (``ValueError``), as scikit-learn refuses a 1-D array: a
+    Series may be one column or one row, so pass ``series.to_frame()`` (one column) or
+    ``series.to_frame().T`` (one row).
+
+    See Also
+    --------
+    sklearn.impute.KNNImputer : the same on numeric arrays, Euclidean distance.
+    hdist.KNeighborsRegressor : predicts a whole target column from the neighbors.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import hdist
+    >>> X = pd.DataFrame({"age": [25.0, np.nan, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> out = hdist.KNNImputer(n_neighbors=2).fit_transform(X)
+    >>> out["age"].tolist()
+    [25.0, 36.0, 47.0, 51.0, 62.0, 23.0]
+    >>> out["job"].tolist()
+    ['clerk', 'clerk', 'manager', 'manager', 'retired', 'clerk']
     """
 
     def __init__(self, *, n_neighbors=5, weights="uniform", metric="heom", metric_params=None,
@@ -223,6 +245,8 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
                 return pd.DataFrame.from_records(X)
             return X
         if hasattr(X, "iloc"):
+            if getattr(X, "ndim", 2) == 1:      # a pandas Series: one column or one row?
+                _check_table(X)
             return X
         if hasattr(X, "to_pandas") and hasattr(X, "schema"):     # polars, pyarrow
             return X.to_pandas()
