@@ -9,6 +9,7 @@ __all__ = ["METRICS", "MetricInfo", "POLICIES", "Metric", "Explanation", "get_me
            "balanced_accuracy", "NA_VALUES", "ColumnKindWarning"]
 publish(__name__, _impl, __all__)
 MetricInfo.__module__ = __name__        # defined by hdist._core.presets
+ColumnKindWarning.__module__ = __name__  # defined by hdist._core.schema
 
 
 def __getattr__(name):

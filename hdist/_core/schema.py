@@ -53,8 +53,36 @@ class ColumnKindWarning(UserWarning):
     numbers unique per row -- identifiers), or a column of numbers taken as nominal for a
     few texts it also holds (``-``, ``unknown``: marks of missing values?).  Declare the
     columns ``nominal=[...]`` or ``continuous=[...]`` (which also silences the warning),
-    add a mark of missing values to ``na_values``, or drop an identifier.  ``columns``:
-    the ``(name, reason)`` of each column (the one argument)."""
+    add a mark of missing values to ``na_values``, or drop an identifier.  One warning
+    per ``fit`` names every such column (docs/metrics.md, section 1).
+
+    Parameters
+    ----------
+    columns : list of (str, str)
+        The ``(name, reason)`` of each column; kept as the attribute ``columns``.
+
+    See Also
+    --------
+    hdist.metrics.NA_VALUES : the texts read as missing values.
+    hdist.Metric : whose ``nominal=`` and ``continuous=`` declare a column's kind.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import pandas as pd
+    >>> import hdist
+    >>> df = pd.DataFrame({"flag": [0, 1, 0, 1, 1, 0],
+    ...                    "x": [0.5, 1.2, 3.3, 2.1, 0.7, 1.9]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     m = hdist.Metric("heom").fit(df)
+    >>> [w.message.columns for w in caught
+    ...  if isinstance(w.message, hdist.metrics.ColumnKindWarning)]
+    [[('flag', 'continuous: 2 distinct whole numbers')]]
+    >>> m = hdist.Metric("heom", nominal=["flag"]).fit(df)  # declared: no warning
+    >>> m.kinds_
+    ['nominal', 'continuous']
+    """
 
     def __init__(self, columns):
         self.columns = [tuple(nw) for nw in columns]
