@@ -32,7 +32,6 @@ import time
 import numpy as np
 
 from ._search import votes as _knn
-from ._core.schema import take_rows
 
 EXIT_DATA = 1
 EXIT_USAGE = 2
@@ -758,22 +757,19 @@ def _knn_command(args):
             rest = [c for c in present if c not in skip and (not keep or c in keep)]
             chunk = _in_order(_select(chunk, rest), list(kinds))
             base = progress.done
+            # the estimators' vote: with ties="include" every row tied with the k-th votes,
+            # and the search lists those rows after the k nearest
+            wide = what in ("predictions", "both") and args.ties == "include"
             try:
-                dist, ind = index.kneighbors(
+                pdist, pind = index._kneighbors(
                     chunk, k, n_jobs=args.n_jobs,
-                    progress=lambda done, _t, b=base: setattr(progress, "done", b + done))
+                    progress=lambda done, _t, b=base: setattr(progress, "done", b + done),
+                    ties=wide)
             except (TypeError, ValueError) as e:
                 raise CLIError("query file %r, rows %d..%d: %s"
                                % (args.query, row0, row0 + n - 1, e))
+            dist, ind = pdist[:, :k], pind[:, :k]
             if what in ("predictions", "both"):
-                # the estimators' vote: with ties="include" every row tied with the k-th
-                pdist, pind = dist, ind
-                if args.ties == "include":
-                    pdist, pind = _knn.widen_for_ties(
-                        lambda width, q=chunk: index.kneighbors(q, width, n_jobs=args.n_jobs),
-                        dist, ind, k, index.n_train_,
-                        lambda rows, r, q=chunk: index.radius_neighbors(
-                            take_rows(q, rows), r, n_jobs=args.n_jobs))
                 w = _knn.tie_weights(pdist, k, weights, args.ties)
                 votes = _knn.class_votes(codes[pind], w, len(classes))
                 labels_out = np.asarray(classes, dtype=object)[_knn.vote_winner(votes)]
@@ -906,13 +902,8 @@ def cross_val_predict(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weigh
         index = _knn.make_index(metric)
         index.fit(X[~test], None if task == "regression" else y[~test])
         Xq = X[test]
-        wide = k + 1 if ties == "include" and k < index.n_train_ else k
-        dist, ind = index.kneighbors(Xq, wide, n_jobs=n_jobs)
-        if ties == "include":
-            dist, ind = _knn.widen_for_ties(
-                lambda width: index.kneighbors(Xq, width, n_jobs=n_jobs),
-                dist, ind, k, index.n_train_,
-                lambda rows, r: index.radius_neighbors(Xq[rows], r, n_jobs=n_jobs))
+        # with ties="include" the search lists the rows tied with the k-th after the k
+        dist, ind = index._kneighbors(Xq, k, n_jobs=n_jobs, ties=ties == "include")
         ytr = y[~test]
         w = _knn.tie_weights(dist, k, weights, ties)
         if task == "regression":

@@ -99,11 +99,58 @@ def silent(done, total):
     """A reporter that reports nothing."""
 
 
-def knn_blocks(search, rows, k, exclude_self, report):
+def drop_self_tied(d, i, offset, k):
+    """:func:`drop_self` for lists that hold every row tied with their last place
+    (``hdist._kernels.TieLists.widen``: the k + 1 nearest, then the rows tied with the
+    (k + 1)-th, padded with ``inf``): the own row is removed where present, and each list
+    is cut after its k-th place and the rows tied with it.  Such a list holds every row
+    at a distance at most its k-th (the rows the own one left are all in the wider one)."""
+    n, width = i.shape
+    own = (i == (np.arange(n, dtype=i.dtype) + offset)[:, None]) & np.isfinite(d)
+    order = np.argsort(own, axis=1, kind="stable")      # the own row last, where present
+    d = np.take_along_axis(d, order, axis=1)
+    i = np.take_along_axis(i, order, axis=1)
+    last = own.any(axis=1)
+    d[last, -1] = np.inf
+    i[last, -1] = 0
+    keep = (np.arange(width) < k)[None, :] | (d == d[:, k - 1:k])
+    d[~keep] = np.inf
+    i[~keep] = 0
+    w = max(k, int(keep.sum(axis=1).max())) if n else k
+    return d[:, :w], i[:, :w]
+
+
+def join_tied(parts, k):
+    """Lists of blocks of query rows, of different widths (:func:`drop_self_tied`), as
+    one pair of arrays padded with ``inf`` and index 0."""
+    w = max([k] + [d.shape[1] for d, _ in parts])
+    n = sum(len(d) for d, _ in parts)
+    D = np.full((n, w), np.inf)
+    I = np.zeros((n, w), dtype=np.intp)
+    a = 0
+    for d, i in parts:
+        D[a:a + len(d), :d.shape[1]] = d
+        I[a:a + len(d), :i.shape[1]] = i
+        a += len(d)
+    return D, I
+
+
+def knn_blocks(search, rows, k, exclude_self, report, ties=False):
     """k-NN of encoded ``rows`` by blocks of query rows: ``search(part, k)`` returns
     ``(dist, ind)`` for a block.  With ``exclude_self`` (the rows are the reference rows
-    themselves) each block asks for ``k + 1`` and drops the own row (:func:`drop_self`)."""
+    themselves) each block asks for ``k + 1`` and drops the own row (:func:`drop_self`).
+    ``ties``: ``search`` returns lists that hold the rows tied with the k-th as well
+    (:func:`drop_self_tied`, :func:`join_tied`)."""
     n = rows.n
+    if ties:
+        parts = []
+        for a, b in blocks(n, report):
+            part = rows.take(np.arange(a, b))
+            if exclude_self:
+                parts.append(drop_self_tied(*search(part, k + 1), a, k))
+            else:
+                parts.append(search(part, k))
+        return join_tied(parts, k)
     D = np.empty((n, k))
     I = np.empty((n, k), dtype=np.intp)
     for a, b in blocks(n, report):

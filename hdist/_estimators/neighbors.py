@@ -32,7 +32,7 @@ from sklearn.utils.validation import (_num_samples, check_array, check_is_fitted
                                       column_or_1d)
 
 from .._search import votes as _knn
-from .._core.schema import MixedTableTags, check_sample_weight, missing_mask, take_rows
+from .._core.schema import MixedTableTags, check_sample_weight, missing_mask
 from .._search.metric import Metric
 
 __all__ = ["KNeighborsClassifier", "KNeighborsRegressor", "NearestNeighbors",
@@ -169,15 +169,18 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
         return X
 
     # -- queries ------------------------------------------------------------------------
-    def _query(self, X, k, progress=None):
+    def _query(self, X, k, progress=None, ties=False):
         """(distances, indices) of the k nearest training rows; ``X=None`` queries the
-        training rows, each without itself (as scikit-learn does)."""
+        training rows, each without itself (as scikit-learn does).  ``ties``: each list
+        also holds every training row tied with its k-th, found by the same search
+        (:meth:`hdist.NeighborsIndex._kneighbors`)."""
         check_is_fitted(self)
         if X is None:
-            return self._index.kneighbors(None, k, exclude_self=True, n_jobs=self.n_jobs,
-                                          progress=progress)
+            return self._index._kneighbors(None, k, exclude_self=True, n_jobs=self.n_jobs,
+                                           progress=progress, ties=ties)
         X = self._validate_X(X, reset=False)
-        return self._index.kneighbors(X, k, n_jobs=self.n_jobs, progress=progress)
+        return self._index._kneighbors(X, k, n_jobs=self.n_jobs, progress=progress,
+                                       ties=ties)
 
     def kneighbors(self, X=None, n_neighbors=None, return_distance=True, *, progress=None):
         """The ``n_neighbors`` nearest training rows of each row of ``X``.
@@ -339,31 +342,15 @@ class _SupervisedBase(_NeighborsBase):
             raise ValueError("select_k='loo' tries k = 1..n_neighbors against the other "
                              "training rows; n_neighbors = %d exceeds the %d available"
                              % (K, self.n_samples_fit_ - 1))
-        dist, ind = self._index.kneighbors(None, K, exclude_self=True, n_jobs=self.n_jobs)
+        # ties included: every row tied with the K-th is listed too, and so with the k-th
+        # of every k <= K
+        include = self.ties == "include" and self._sample_weight is None
+        dist, ind = self._query(None, K, ties=include)
         if self._sample_weight is not None:
             dist, ind = self._with_mass(None, dist, ind, K)
-        elif self.ties == "include":
-            dist, ind = self._with_ties(None, dist, ind, K)
         self.loo_scores_ = _knn.loo_scores(dist, ind, targets, self.weights, task, self.ties,
                                            K, self._sample_weight)
         self.n_neighbors_ = _knn.best_k(self.loo_scores_)
-
-    def _with_ties(self, X, dist, ind, k):
-        """Widen the lists until every row tied with the k-th neighbor is in them: the
-        query rows cut inside a tie are searched again at their k-th distance (the
-        training rows themselves, ``X=None``, by doubling the list)."""
-        avail = self.n_samples_fit_ - (1 if X is None else 0)
-        radius = None
-        if X is not None:
-            valid = []
-
-            def radius(rows, r):
-                if not valid:
-                    valid.append(self._validate_X(X, reset=False))
-                return self._index.radius_neighbors(take_rows(valid[0], rows), r,
-                                                    n_jobs=self.n_jobs)
-        return _knn.widen_for_ties(lambda width: self._query(X, width), dist, ind, k, avail,
-                                   radius)
 
     def _with_mass(self, X, dist, ind, k):
         """Widen the lists until every row's weighted neighborhood is in them
@@ -380,16 +367,12 @@ class _SupervisedBase(_NeighborsBase):
         (``ties="include"``; rows past a query's own ties get weight 0)."""
         check_is_fitted(self)
         k = self.n_neighbors_
-        # ties included: one neighbor more shows whether the k-th is tied
-        wider = self.ties == "include" and self._sample_weight is None and X is not None \
-            and k < self.n_samples_fit_
-        dist, ind = self._query(X, k + 1 if wider else k, progress)
         if self._sample_weight is not None:
-            dist, ind = self._with_mass(X, dist, ind, k)
+            dist, ind = self._with_mass(X, *self._query(X, k, progress), k)
             return _knn.mass_weights(dist, self._sample_weight[ind], k, self.weights,
                                      self.ties), ind
-        if self.ties == "include":
-            dist, ind = self._with_ties(X, dist, ind, k)
+        # ties included: the search lists the rows tied with the k-th too
+        dist, ind = self._query(X, k, progress, ties=self.ties == "include")
         return _knn.tie_weights(dist, k, self.weights, self.ties), ind
 
 

@@ -18,8 +18,8 @@ from .gemm import (GEMM_BLOCK_ROWS, GEMM_MAX_CHUNK, GEMM_MAX_QUERY_CHUNK, GEMM_R
                    gemm_products, gemm_radius_lists, gemm_radius_select, gemm_select,
                    miss_codes, query_coded, set_bf16_bounds)
 from .pam import pam_assign, pam_swaps
-from .plan import (REGION_PAIRS, SAFE_RANGE, SERIAL_PAIRS, CPlan, CRows, _c, _region_rows,
-                   _threads_for, omp_max_threads, openmp_enabled)
+from .plan import (REGION_PAIRS, SAFE_RANGE, SERIAL_PAIRS, CPlan, CRows, TieLists, _c,
+                   _region_rows, _threads_for, omp_max_threads, openmp_enabled)
 from .tiles import (ATTR_MAJOR_BYTES, TILE_ROWS, finalize_array, finish_heaps, isa,
                     isa_variants, knn, pair_terms, pairwise, radius, reduced_radius,
                     tile_view)

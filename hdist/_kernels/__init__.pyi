@@ -44,7 +44,14 @@ def knn(
     exclude_self: bool = False,
     self_offset: int = 0,
     strategy: Literal["queries", "references"] | None = None,
+    ties: bool = False,
 ) -> tuple[Float64Array, IntpArray]: ...
+
+class TieLists:
+    def __init__(self, n: int) -> None: ...
+    def __len__(self) -> int: ...
+    def widen(self, D: Float64Array, I: IntpArray) -> tuple[Float64Array, IntpArray]: ...
+
 def finish_heaps(plan: CPlan, D: Float64Array, I: IntpArray) -> None: ...
 def gemm_select(
     plan: CPlan,
@@ -94,6 +101,7 @@ class GemmKnnSelect:
         rptr: IntpArray | None = None,
         ridx: IntpArray | None = None,
         hc: npt.NDArray[np.float32] | Float64Array | None = None,
+        ties: TieLists | None = None,
     ) -> None: ...
     def search(
         self,

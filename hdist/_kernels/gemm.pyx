@@ -174,12 +174,13 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                       double epsx, const real* gy, intp gstride, const intp* mi, intp nm,
                       const double* gmin, intp mstride, const double* hq, intp nh,
                       const intp* rptr, const intp* ridx, const real* hc, const double* hb,
-                      const _Codes* cd, double* hd, intp* hi, intp k, double r, Hit** buf,
-                      intp* cap, intp cnt, int excl, intp self_off, bint given,
-                      miss_t* kind) noexcept nogil:
+                      const _Codes* cd, double* hd, intp* hi, intp k, TieList* tl,
+                      double r, Hit** buf, intp* cap, intp cnt, int excl, intp self_off,
+                      bint given, miss_t* kind) noexcept nogil:
     """One query row of :func:`gemm_select` (``buf`` NULL: update the heap ``hd``/``hi``
-    of ``k`` entries) or of :func:`gemm_radius_select` (append the hits within ``r`` to
-    ``buf[0]`` from position ``cnt``).  Returns the new count, or -1 when out of memory.
+    of ``k`` entries, and the row's tie list ``tl`` unless NULL, ``heap_offer``) or of
+    :func:`gemm_radius_select` (append the hits within ``r`` to ``buf[0]`` from position
+    ``cnt``).  Returns the new count, or -1 when out of memory.
 
     ``hq`` (NULL: none) holds the query's ``nh`` terms against the attributes missing in
     reference rows (``rptr``/``ridx``: those of each row, ``hc`` their number).  When
@@ -364,8 +365,7 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                 continue
             s = true_of(P, QS, q, RS, j, s)
             if buf == NULL:
-                if _before(s, j, hd[0], hi[0]):
-                    heap_push(hd, hi, k, s, j)
+                if heap_offer(hd, hi, k, s, j, tl, RS.n):
                     tau = reduced_bound(P, hd[0])
                     Sr = _threshold(tau, epsx * ny_max[c], g)
                     Sl = Sr if miss_t is _Complete else _lower(Sr, lbq, fabs(lbq), g)
@@ -502,6 +502,7 @@ ctypedef struct _SelS:
     const unsigned short* ab      # per reference row, _Codes (NULL: none)
     const float* tab      # per query, 32 entries
     const unsigned short* t16     # per query, the same in bfloat16 (rounded down)
+    TieList* ties         # per query, the rows tied with its k-th (NULL: not kept)
 
 
 cdef inline bint _tabled(const _SelS* S, intp q) noexcept nogil:
@@ -528,8 +529,9 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
     if nm == 0 and not S.has_h:
         _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
                     <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride, NULL, 0,
-                    NULL, NULL, NULL, NULL, NULL, S.HD + q * S.k, S.HI + q * S.k, S.k, 0.0,
-                    NULL, NULL, 0, S.excl, S.self_off, 0, <_Complete*> NULL)
+                    NULL, NULL, NULL, NULL, NULL, S.HD + q * S.k, S.HI + q * S.k, S.k,
+                    S.ties + q if S.ties != NULL else NULL, 0.0, NULL, NULL, 0, S.excl,
+                    S.self_off, 0, <_Complete*> NULL)
     else:
         if S.ab != NULL:
             cd.ab, cd.tab = S.ab, S.tab + 32 * q
@@ -542,8 +544,8 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
                     <const real*> S.hc if S.has_h else NULL,
                     S.hb + 2 * q if S.has_h and S.hb != NULL else NULL,
                     &cd if S.ab != NULL else NULL, S.HD + q * S.k,
-                    S.HI + q * S.k, S.k, 0.0, NULL, NULL, 0, S.excl, S.self_off, given,
-                    <_Missing*> NULL)
+                    S.HI + q * S.k, S.k, S.ties + q if S.ties != NULL else NULL, 0.0, NULL,
+                    NULL, 0, S.excl, S.self_off, given, <_Missing*> NULL)
 
 
 cdef void _select_tile(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
@@ -618,6 +620,7 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     S.ridx = &ridx[0] if has_h else NULL
     S.hc = &hc[0] if has_h else NULL
     S.hb = NULL
+    S.ties = NULL
     S.ab, S.tab, S.t16 = NULL, NULL, NULL
     with nogil:
         for ii in prange(nb, num_threads=n_threads, schedule="static"):

@@ -10,8 +10,11 @@ cdef class GemmKnnSelect:
     whole of ``qptr``/``qidx`` and ``rptr``/``ridx``), and keeps them; :meth:`tile` then
     checks only the tile's shape and position and runs the rows of the tile without the
     GIL, one after another, exactly as ``gemm_select`` with one thread.  ``dtype`` is the
-    precision of the tiles, ``gy`` and ``hc`` (float32 or float64)."""
+    precision of the tiles, ``gy`` and ``hc`` (float32 or float64).  ``ties`` (a
+    :class:`TieLists` of one list per query row, or None) keeps the rows tied with each
+    query's k-th (``heap_offer``)."""
     cdef CPlan plan
+    cdef TieLists ties
     cdef CRows Q, R
     cdef _SelS s
     cdef int npy_type
@@ -37,7 +40,7 @@ cdef class GemmKnnSelect:
                  intp self_offset=0, gy=None, const intp[::1] qptr=None,
                  const intp[::1] qidx=None, const double[:, ::1] gmin=None,
                  const double[:, ::1] hq=None, const intp[::1] rptr=None,
-                 const intp[::1] ridx=None, hc=None):
+                 const intp[::1] ridx=None, hc=None, TieLists ties=None):
         cdef intp nq = Q.s.n, nr = R.s.n, nch, t, m = 0
         dt = np.dtype(dtype)
         if dt == np.float32:
@@ -66,6 +69,10 @@ cdef class GemmKnnSelect:
         self.s.HI = &HI[0, 0] if nq > 0 else NULL
         self.s.k, self.s.nq, self.s.nr, self.s.r_chunk = HD.shape[1], nq, nr, r_chunk
         self.s.eps, self.s.excl, self.s.self_off = eps, exclude_self, self_offset
+        if ties is not None and len(ties) != nq:
+            raise ValueError("ties must hold one list per query row")
+        self.ties = ties
+        self.s.ties = ties.t if ties is not None else NULL
         self.s.gy, self.s.gstride, self.s.qptr, self.s.qidx = NULL, 0, NULL, NULL
         self.s.gmin, self.s.mstride = NULL, 0
         if (qptr is None) != (qidx is None) or (qptr is None) != (gy is None):
@@ -301,7 +308,7 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                     cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk,
                                       &ny_max[0], eps * nx[q], gyp, gstride, mi, nm, gm,
                                       mstride, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
-                                      NULL, 0, r, &buf, &cap, cnt, excl, self_offset,
+                                      NULL, 0, NULL, r, &buf, &cap, cnt, excl, self_offset,
                                       0, <_Complete*> NULL)
                 else:
                     if real is float:
@@ -314,7 +321,7 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
                                       &rptr[0] if has_h else NULL,
                                       &ridx[0] if has_h else NULL,
                                       &hc[0] if has_h else NULL, NULL, cdp, NULL, NULL,
-                                      0, r, &buf, &cap, cnt, excl, self_offset, 0,
+                                      0, NULL, r, &buf, &cap, cnt, excl, self_offset, 0,
                                       <_Missing*> NULL)
                 if cnt < 0:
                     break

@@ -8,6 +8,7 @@ algorithm computes a pair's distance with the same floating-point operations; th
 (distance, index) order of candidates and the heaps that keep the k best are here too.
 """
 from libc.math cimport fabs, fmax, sqrt, pow, INFINITY
+from libc.stdlib cimport realloc
 
 cdef extern from "openmp.h":
     int hdist_openmp_enabled() noexcept nogil
@@ -78,6 +79,19 @@ cdef class CPlan:
 cdef class CRows:
     cdef RowsS s
     cdef object _keep
+
+
+ctypedef struct TieList:
+    # the rows outside a query's k best at exactly its current k-th distance (indices;
+    # ``cap`` -1 once an allocation failed)
+    intp* j
+    intp n
+    intp cap
+
+
+cdef class TieLists:
+    cdef TieList* t
+    cdef intp n
 
 
 cdef inline double pw(double d, int pmode, double p) noexcept nogil:
@@ -542,3 +556,58 @@ cdef inline void heap_sort(double* hd, intp* hi, intp k) noexcept nogil:
         # sift (d, j) down from the root in heap [0, end)
         heap_push(hd, hi, end, d, j)
         end -= 1
+
+
+# ---------------------------------------------------------------------------
+# the rows tied with the k-th: a search asked for them keeps, beside each query's k best,
+# the rows it met at exactly the k-th distance that did not fit (TieList).  Every row at
+# the final k-th distance outside the k best is met with a reduced distance within the
+# bound of that distance (so no filter or bound discards it) and is then either listed
+# here or inside the k best; when the k-th distance drops, the list is emptied.
+
+cdef inline void tie_add(TieList* t, intp j) noexcept nogil:
+    """Append row ``j`` (on allocation failure ``t.cap`` becomes -1 for good)."""
+    cdef intp cap
+    cdef intp* nj
+    if t.cap < 0:
+        return
+    if t.n == t.cap:
+        cap = 2 * t.cap if t.cap > 0 else 8
+        nj = <intp*> realloc(t.j, cap * sizeof(intp))
+        if nj == NULL:
+            t.cap = -1
+            return
+        t.j = nj
+        t.cap = cap
+    t.j[t.n] = j
+    t.n += 1
+
+
+cdef inline void tie_displaced(TieList* t, double od, intp oj, double nd,
+                               intp nr) noexcept nogil:
+    """The k-th entry ``(od, oj)`` left the k best and the k-th distance is now ``nd``:
+    it joins the ties when ``nd == od`` (not a placeholder index ``>= nr``); a smaller
+    k-th distance leaves no tie with the listed rows."""
+    if nd != od:
+        t.n = 0
+    elif oj < nr:
+        tie_add(t, oj)
+
+
+cdef inline bint heap_offer(double* hd, intp* hi, intp k, double d, intp j, TieList* t,
+                            intp nr) noexcept nogil:
+    """Offer ``(d, j)`` to a full max-heap of k entries: pushed when it comes before the
+    root (returns True: the k-th changed), else, with ``t`` (NULL: no tie list), listed
+    when it ties with the root's distance."""
+    cdef double od
+    cdef intp oj
+    if _before(d, j, hd[0], hi[0]):
+        od = hd[0]
+        oj = hi[0]
+        heap_push(hd, hi, k, d, j)
+        if t != NULL:
+            tie_displaced(t, od, oj, hd[0], nr)
+        return True
+    if t != NULL and d == hd[0]:
+        tie_add(t, j)
+    return False

@@ -9,6 +9,7 @@ import numpy as np
 cimport numpy as cnp
 cimport cython
 from libc.math cimport INFINITY
+from libc.stdlib cimport calloc, free, qsort
 
 cnp.import_array()
 
@@ -172,3 +173,64 @@ cdef class CRows:
     @property
     def n(self):
         return self.s.n
+
+
+cdef int _cmp_index(const void* a, const void* b) noexcept nogil:
+    cdef intp x = (<const intp*> a)[0], y = (<const intp*> b)[0]
+    return (x > y) - (x < y)
+
+
+cdef class TieLists:
+    """One :c:type:`TieList` per query row of a k-NN search that keeps the rows tied with
+    the k-th (``plan.pxd``); the search fills them, :meth:`widen` turns them into the
+    lists' extra columns.  Frees what the search allocated."""
+
+    def __cinit__(self, intp n):
+        if n < 0:
+            raise ValueError("n must be >= 0")
+        self.n = n
+        self.t = <TieList*> calloc(max(1, n), sizeof(TieList))
+        if self.t == NULL:
+            raise MemoryError()
+
+    def __dealloc__(self):
+        cdef intp q
+        if self.t != NULL:
+            for q in range(self.n):
+                free(self.t[q].j)
+            free(self.t)
+
+    def __len__(self):
+        return self.n
+
+    @cython.boundscheck(HDIST_DEBUG)
+    @cython.wraparound(False)
+    def widen(self, double[:, ::1] D, intp[:, ::1] I):
+        """The sorted k-NN lists ``D``/``I`` ``[n, k]`` with each query's tied rows after
+        its k-th, in index order, at the k-th distance: ``(dist, ind)`` of width k plus
+        the most ties of a row, shorter rows padded with distance ``inf`` and index 0.
+        Every row at a distance at most the k-th one's is then in the list."""
+        cdef intp n = D.shape[0], k = D.shape[1], q, h, w = 0
+        cdef TieList* t
+        if n != self.n or I.shape[0] != n or I.shape[1] != k or k < 1:
+            raise ValueError("D and I must be [%d, k] with k >= 1" % self.n)
+        for q in range(n):
+            if self.t[q].cap < 0:
+                raise MemoryError("the search ran out of memory for the tied rows")
+            w = max(w, self.t[q].n)
+        dist = np.full((n, k + w), np.inf)
+        ind = np.zeros((n, k + w), dtype=np.intp)
+        cdef double[:, ::1] od = dist
+        cdef intp[:, ::1] oi = ind
+        with nogil:
+            for q in range(n):
+                t = &self.t[q]
+                for h in range(k):
+                    od[q, h] = D[q, h]
+                    oi[q, h] = I[q, h]
+                if t.n > 1:
+                    qsort(t.j, t.n, sizeof(intp), _cmp_index)
+                for h in range(t.n):
+                    od[q, k + h] = D[q, k - 1]
+                    oi[q, k + h] = t.j[h]
+        return dist, ind

@@ -258,9 +258,11 @@ cdef inline double* _mem_of(double* base, intp stride) noexcept nogil:
 cdef void scan_tile(const hd_tplan* T, const PlanS* P, const RowsS* Q, const RowsS* RS,
                     const hd_tr* whole, double* mem, intp q0, intp q1, intp r0, intp r1,
                     double* hd, intp* hi, intp k, intp tile, int excl,
-                    intp self_off) noexcept nogil:
+                    intp self_off, TieList* ties) noexcept nogil:
     """Update the heaps of queries [q0, q1) with reference rows [r0, r1), tile by tile
-    (each tile's reduced distances computed by the tile kernel, ``hd_tile``)."""
+    (each tile's reduced distances computed by the tile kernel, ``hd_tile``); ``ties``
+    (NULL: none) the tie lists of queries q0 .. q1, which keep the rows at the k-th
+    distance that do not fit (``heap_offer``)."""
     cdef double buf[HD_TB]
     cdef hd_tq qr
     cdef hd_tr R
@@ -285,8 +287,8 @@ cdef void scan_tile(const hd_tplan* T, const PlanS* P, const RowsS* Q, const Row
                 # heaps hold (true distance, index): the k-th place is decided on the
                 # distance returned
                 s = true_of(P, Q, q, RS, j, s)
-                if _before(s, j, hd[qk], hi[qk]):
-                    heap_push(hd + qk, hi + qk, k, s, j)
+                if heap_offer(hd + qk, hi + qk, k, s, j,
+                              ties + (q - q0) if ties != NULL else NULL, RS.n):
                     bound = reduced_bound(P, hd[qk])
         t0 = t1
 
@@ -294,13 +296,17 @@ cdef void scan_tile(const hd_tplan* T, const PlanS* P, const RowsS* Q, const Row
 @cython.boundscheck(HDIST_DEBUG)
 @cython.wraparound(False)
 def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
-        intp block=0, bint exclude_self=False, intp self_offset=0, strategy=None):
+        intp block=0, bint exclude_self=False, intp self_offset=0, strategy=None,
+        bint ties=False):
     """Exact k nearest reference rows for every query row.
 
     Returns ``(dist, ind)``, both ``[n_q, k]``, sorted by (distance, index); ``dist`` holds
     true distances.  ``exclude_self`` skips reference ``q + self_offset`` for query ``q``.
     ``strategy`` is "queries" (parallel over query rows) or "references" (parallel over
     reference rows, one heap set per thread, merged at the end); None chooses.
+    ``ties``: the lists also hold, after the k-th, every other row at the k-th distance
+    (:meth:`TieLists.widen`: width k plus the most ties of a row, padded with ``inf``
+    and index 0), found in the same pass.
     """
     cdef const PlanS* P = &plan.s
     cdef const RowsS* QS = &Q.s
@@ -331,6 +337,10 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
     cdef hd_tr TR = _tref(R)
     cdef double* mem
     cdef intp mstride
+    cdef TieLists tl = TieLists(nq) if ties else None
+    cdef TieList* tq = tl.t if ties else NULL
+    cdef TieLists ttl = None
+    cdef TieList* tt = NULL
     keep_mem = _tile_buffers(plan, R, n_threads, &TR, &mem, &mstride)
     if strategy == "queries":
         for b0 in range(0, nq, block):
@@ -343,12 +353,15 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
                     scan_tile(&TP, P, QS, RS, &TR, _mem_of(mem, mstride),
                               b0 + c * per, min(b1, b0 + c * per + per), 0, nr,
                                &D[b0 + c * per, 0], &I[b0 + c * per, 0], k, tile, excl,
-                               self_offset)
+                               self_offset, tq + b0 + c * per if tq != NULL else NULL)
             PyErr_CheckSignals()
     elif strategy == "references":
         nt = n_threads
         tdist = np.full((nt, nq, k), np.inf)
         tind = np.full((nt, nq, k), nr, dtype=np.intp)
+        if ties:
+            ttl = TieLists(nt * nq)
+            tt = ttl.t
         # one parallel region per span of at least 2^20 rows (few regions for few queries;
         # signals are still checked between spans)
         span = max(block * tile, 1 << 20)
@@ -364,7 +377,8 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
                     if r0 < r1:
                         scan_tile(&TP, P, QS, RS, &TR, _mem_of(mem, mstride), 0, nq, r0, r1,
                                   td + t * nq * k, ti + t * nq * k,
-                                   k, tile, excl, self_offset)
+                                   k, tile, excl, self_offset,
+                                   tt + t * nq if tt != NULL else NULL)
             PyErr_CheckSignals()
         # merge: the k best of all thread heaps under (d, j)
         td = <double*> cnp.PyArray_DATA(tdist)
@@ -377,10 +391,37 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
                                    D[q, 0], I[q, 0]):
                             heap_push(&D[q, 0], &I[q, 0], k, td[(t * nq + q) * k + i],
                                       ti[(t * nq + q) * k + i])
+                if tq != NULL:
+                    _merge_ties(td, ti, tt, nt, nq, k, q, D[q, 0], I[q, 0], nr, &tq[q])
     else:
         raise ValueError("strategy must be 'queries' or 'references', got %r" % (strategy,))
     finish_heaps(plan, dist, ind)
+    if ties:
+        return tl.widen(dist, ind)
     return dist, ind
+
+
+cdef void _merge_ties(const double* td, const intp* ti, TieList* tt, intp nt, intp nq,
+                      intp k, intp q, double dk, intp ik, intp nr,
+                      TieList* out) noexcept nogil:
+    """Query q's rows tied with its k-th ``(dk, ik)`` (the merged heap's root) from the
+    threads' heaps and tie lists of the "references" strategy: the entries of a thread's
+    heap at distance dk after the k-th, and the tie list of each thread whose own k-th
+    distance is dk (a thread whose k-th lies further holds all its rows at dk in its
+    heap)."""
+    cdef intp t, i, h, j
+    cdef double d
+    for t in range(nt):
+        for i in range(k):
+            d = td[(t * nq + q) * k + i]
+            j = ti[(t * nq + q) * k + i]
+            if d == dk and j < nr and _before(dk, ik, d, j):
+                tie_add(out, j)
+        if td[(t * nq + q) * k] == dk:
+            for h in range(tt[t * nq + q].n):
+                tie_add(out, tt[t * nq + q].j[h])
+            if tt[t * nq + q].cap < 0:
+                out.cap = -1
 
 
 @cython.boundscheck(HDIST_DEBUG)

@@ -25,6 +25,14 @@ ctypedef struct QueryS:
     AttrRows lm           # R block by block: block [s, e) attribute-major at s * m, ld = e - s
     const intp* blk       # [nodes, 2]: the block [s, e) holding a node's rows; s < 0 for
                           # the nodes above the blocks (``leaf_major``)
+    TieList* ties         # k-NN: per query, the rows tied with its k-th (NULL: not kept)
+
+
+cdef inline bint past_kth(const QueryS* S, double d, double kth) noexcept nogil:
+    """Whether rows at a distance of at least ``d``, all of larger index than the k-th,
+    can be left out: at ``d == kth`` they would tie with it, which matters only when the
+    ties are kept."""
+    return d > kth or (d == kth and S.ties == NULL)
 
 
 cdef inline double* leaf_buffer(const QueryS* S) noexcept nogil:
@@ -168,7 +176,7 @@ cdef int knn_chunk(const QueryS* S, intp q0, intp q1, double* Dd, intp* Ii, intp
                 if lb > kt:
                     continue
             elif lb > kth or (T.minidx[node] > hi[k - 1] and lb < INFINITY
-                              and finalize(P, lb) >= hd[k - 1]):
+                              and past_kth(S, finalize(P, lb), hd[k - 1])):
                 # every row of the node is at a distance >= finalize(lb) (the root and the
                 # mean are monotone): at best a tie with the k-th, with a larger index
                 continue
@@ -199,8 +207,8 @@ cdef int knn_chunk(const QueryS* S, intp q0, intp q1, double* Dd, intp* Ii, intp
                                                      S.two[q]) > kt:
                             continue
                         s = true_of(P, S.Q, q, S.Ro, j, s)
-                        if before(s, j, hd[k - 1], hi[k - 1]):
-                            sorted_insert(hd, hi, k, s, j)
+                        if sorted_offer(hd, hi, k, s, j,
+                                        S.ties + q if S.ties != NULL else NULL, S.Ro.n):
                             kth = reduced_bound(P, hd[k - 1])
                             if S.ball:
                                 kt = hd[k - 1] * (1.0 + S.eta) + TINY
@@ -265,8 +273,8 @@ cdef inline intp leaf_knn(const QueryS* S, intp q, intp node, intp e0, intp e1, 
                 if j == self_j:
                     continue
                 s = true_of(S.P, S.Q, q, S.Ro, j, s)
-                if before(s, j, hd[k - 1], hi[k - 1]):
-                    sorted_insert(hd, hi, k, s, j)
+                if sorted_offer(hd, hi, k, s, j, S.ties + q if S.ties != NULL else NULL,
+                                S.Ro.n):
                     kth[0] = reduced_bound(S.P, hd[k - 1])
         e0 += nb
     return c
@@ -544,7 +552,7 @@ cdef void kd_batch(const QueryS* S, const intp* qs, const intp* homes, intp nq, 
             hd = Dd + q * k
             hi = Ii + q * k
             if T.minidx[node] > hi[k - 1] and lb[m] < INFINITY \
-                    and finalize(P, lb[m]) >= hd[k - 1]:
+                    and past_kth(S, finalize(P, lb[m]), hd[k - 1]):
                 # every row of the node is at a distance >= finalize(lb) (the root and
                 # the mean are monotone): at best a tie with the k-th, larger index
                 continue
@@ -764,6 +772,7 @@ cdef class _Query:
         self.s.eta = max(1e-9, 64.0 * (m + Rorig.s.D + 64) * 2.0 ** -52)
         self.s.rred = INFINITY
         self.s.r = INFINITY
+        self.s.ties = NULL
 
 
 cdef void leaf_transpose(const PlanS* P, const RowsS* R, const intp* perm, intp s0, intp e0,
@@ -884,7 +893,7 @@ def _nodes_view(kind, CPlan plan, CRows rows, dict arrays):
 
 def knn(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, rowdist,
         intp depth, intp k, int n_threads, bint exclude_self=False, two_sided=None,
-        intp block=0, intp batch=0):
+        intp block=0, intp batch=0, bint ties=False):
     """Exact k nearest rows of each query by a tree.
 
     ``R``: the indexed rows (index order); ``leaf_rows``: ``leaf_major(plan, R, perm,
@@ -897,7 +906,11 @@ def knn(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, r
     The KD-tree answers queries in batches of ``batch`` (0: ``KD_BATCH``) that traverse
     the tree together (``kd_batch``), the queries ordered by the leaf they fall in, and
     scan a block of ``leaf_rows`` (a subtree of at most ``unit`` rows, see
-    ``leaf_major``) at once; the ball tree answers queries one at a time."""
+    ``leaf_major``) at once; the ball tree answers queries one at a time.
+
+    ``ties``: the lists also hold every other row at the k-th distance, as
+    ``hdist._kernels.knn``'s (the nodes whose rows can at best tie with the k-th are
+    entered then)."""
     cdef intp nq = Q.s.n, n = R.s.n, b0, b1, nch, ch, per = 4, q, i, task = 4
     _check_state(kind, arrays, perm, rowdist, n)
     if k < 1 or k > n - (1 if exclude_self else 0):
@@ -907,6 +920,8 @@ def knn(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, r
     cdef Nodes nodes = _nodes_view(kind, plan, R, arrays)
     cdef _Query S = _Query(kind, plan, nodes, Q, R, leaf_rows, perm, rowdist, depth,
                            exclude_self, two_sided)
+    cdef TieLists tl = TieLists(nq) if ties else None
+    S.s.ties = tl.t if ties else NULL
     n_threads = max(1, n_threads)
     dist = np.full((nq, k), np.inf)
     ind = np.full((nq, k), n, dtype=np.intp)
@@ -945,6 +960,8 @@ def knn(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, r
         PyErr_CheckSignals()
         if (status < 0).any():
             raise MemoryError("tree query ran out of memory")
+    if ties:
+        dist, ind = tl.widen(dist, ind)
     return dist, ind, counts
 
 

@@ -46,7 +46,8 @@ from libc.string cimport memcpy
 from libc.math cimport INFINITY, sqrt, fabs
 from libc.stdint cimport uint64_t
 
-from hdist._kernels.plan cimport (PlanS, RowsS, CPlan, CRows, intp, pw, acc, pair_reduced,
+from hdist._kernels.plan cimport (PlanS, RowsS, CPlan, CRows, TieList, TieLists, intp,
+                                  tie_add, tie_displaced, pw, acc, pair_reduced,
                                   finalize, reduced_bound, true_of)
 from hdist._kernels.tiles cimport AttrRows, tile_block
 from hdist._kernels.tiles import TILE_ROWS, tile_view
@@ -254,6 +255,24 @@ cdef inline void sorted_insert(double* hd, intp* hi, intp k, double d, intp j) n
         p -= 1
     hd[p] = d
     hi[p] = j
+
+
+cdef inline bint sorted_offer(double* hd, intp* hi, intp k, double d, intp j, TieList* t,
+                              intp nr) noexcept nogil:
+    """``heap_offer`` for an ascending list (its k-th entry last): True when (d, j) was
+    inserted."""
+    cdef double od
+    cdef intp oj
+    if before(d, j, hd[k - 1], hi[k - 1]):
+        od = hd[k - 1]
+        oj = hi[k - 1]
+        sorted_insert(hd, hi, k, d, j)
+        if t != NULL:
+            tie_displaced(t, od, oj, hd[k - 1], nr)
+        return True
+    if t != NULL and d == hd[k - 1]:
+        tie_add(t, j)
+    return False
 
 
 cdef inline double true_dist(const PlanS* P, const RowsS* A, intp i, const RowsS* B,

@@ -151,10 +151,11 @@ class KDTree:
         return ("kd_tree", self.plan.cplan, cq, self.crows, self.leaf_rows, self.nodes,
                 self.perm, self.rowdist, self.depth)
 
-    def knn(self, cq, k, threads, exclude_self=False):
-        """``(dist, ind, n_evaluations)`` of the query rows ``cq`` (a CRows)."""
+    def knn(self, cq, k, threads, exclude_self=False, ties=False):
+        """``(dist, ind, n_evaluations)`` of the query rows ``cq`` (a CRows); ``ties``:
+        the lists hold every row tied with the k-th too (``hdist._kernels.trees.knn``)."""
         from .._kernels import trees as _trees
-        return _trees.knn(*self._args(cq), k, threads, exclude_self, None)
+        return _trees.knn(*self._args(cq), k, threads, exclude_self, None, ties=ties)
 
     def radius(self, cq, r, threads, exclude_self=False):
         """``(dists, inds, n_evaluations)``: rows within true distance ``r``."""

@@ -475,7 +475,7 @@ def _tiles(F, nr, q0, q1, q_block, r_tile, stop):
 
 
 def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_tile=None,
-        r_chunk=64, dtype=np.float32, cache=None):
+        r_chunk=64, dtype=np.float32, cache=None, ties=False):
     """Exact k-NN through the GEMM filter; None when the plan or data do not allow it.
 
     In float32 the products are computed by our own kernel, 8 queries against ``r_tile``
@@ -487,23 +487,25 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
     the product and the selection.
 
     ``cache`` (a dict kept by the caller for a fixed reference set ``R``) keeps the
-    reference side's features between calls."""
+    reference side's features between calls.  ``ties``: the lists also hold every other
+    row at the k-th distance (``hdist._kernels.TieLists.widen``), found by the same pass."""
     F = _prepare(plan, Q, R, {} if cache is None else cache, r_chunk, dtype)
     if F is None:
         return None
-    from .._kernels import GemmKnnSelect, finish_heaps
+    from .._kernels import GemmKnnSelect, TieLists, finish_heaps
     nq, nr = Q.n, R.n
     HD = np.full((nq, k), np.inf)
     HI = np.full((nq, k), nr, dtype=np.intp)
     cplan = plan.cplan
+    tl = TieLists(nq) if ties else None
     # the arguments are checked once; each tile then costs one short call, the GIL
     # released while its rows are selected
     sel = GemmKnnSelect(cplan, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD, HI, F.eps,
-                        F.Xg.dtype, exclude_self, 0, **F.extra())
+                        F.Xg.dtype, exclude_self, 0, ties=tl, **F.extra())
     if F.Yp is not None:
         sel.search(F.Xg, F.Yp, n_threads, q_block or 0, r_tile or 0)
         finish_heaps(cplan, HD, HI)
-        return HD, HI
+        return tl.widen(HD, HI) if ties else (HD, HI)
     select = sel.tile
     q_block = q_block or 512
     r_tile = r_tile or 512
@@ -515,7 +517,7 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
 
     _in_threads(nq, n_threads, run)
     finish_heaps(cplan, HD, HI)
-    return HD, HI
+    return tl.widen(HD, HI) if ties else (HD, HI)
 
 
 def radius(plan, Q, R, cQ, cR, r, n_threads, exclude_self=False, self_offset=0,

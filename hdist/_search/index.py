@@ -519,37 +519,43 @@ class NeighborsIndex:
         ``return_distance=False``; ``exclude_self`` skips row ``i`` for query row ``i``
         (with ``Q=None``).  ``progress``: ``True`` (a tqdm bar) or a callable receiving
         ``(done, total)`` query rows after each block, and a final ``(total, total)``."""
+        d, i = self._kneighbors(Q, k, exclude_self, n_jobs, progress)
+        return (d, i) if return_distance else i
+
+    def _kneighbors(self, Q, k, exclude_self=False, n_jobs=None, progress=None, ties=False):
+        """``kneighbors``'s ``(dist, ind)``; ``ties`` as for :meth:`hdist.Metric._kneighbors`
+        (every row tied with the k-th listed after it, by the same search)."""
         self._check_current()
         rows = self._query_rows(Q, exclude_self)
         k = _check_k(k, self._rows.n - (1 if exclude_self else 0))
         threads = effective_n_jobs(n_jobs)
         report = _progress.reporter(progress, rows.n, "kneighbors")
         if report is None:
-            d, i = self._knn(rows, k, bool(exclude_self), threads)
-            return (d, i) if return_distance else i
+            return self._knn(rows, k, bool(exclude_self), threads, ties)
         counts = []
 
         def search(part, kk):
-            res = self._knn(part, kk, False, threads)
+            res = self._knn(part, kk, False, threads, ties)
             counts.append(self.n_distance_evaluations_)
             return res
-        d, i = _progress.knn_blocks(search, rows, k, bool(exclude_self), report)
+        d, i = _progress.knn_blocks(search, rows, k, bool(exclude_self), report, ties)
         self.n_distance_evaluations_ = np.concatenate(counts) if counts else \
             np.zeros(0, dtype=np.intp)
-        return (d, i) if return_distance else i
+        return d, i
 
-    def _knn(self, rows, k, exclude_self, threads):
-        """k-NN of encoded query rows (the indexed rows themselves for exclude_self)."""
+    def _knn(self, rows, k, exclude_self, threads, ties=False):
+        """k-NN of encoded query rows (the indexed rows themselves for exclude_self);
+        ``ties``: the rows tied with the k-th too (``_kneighbors``)."""
         n = self._rows.n
         if self.algorithm_ == "brute":
             d, i = self.metric_._knn_rows(rows, k, bool(exclude_self), threads, R=self._rows,
-                                          cR=self._crows(), cache=self._gemm())
+                                          cR=self._crows(), cache=self._gemm(), ties=ties)
             self.n_distance_evaluations_ = np.full(rows.n, n - (1 if exclude_self else 0),
                                                    dtype=np.intp)
         else:
             from .._kernels import trees as _trees
             d, i, cnt = _trees.knn(*self._tree_args(rows), k, threads, exclude_self,
-                                   self._two_sided(rows))
+                                   self._two_sided(rows), ties=ties)
             self.n_distance_evaluations_ = cnt
         self.search_ = search_record(self.algorithm_, getattr(self, "_why", ""), threads,
                                      getattr(self.metric_, "_brute_path", None))

@@ -680,6 +680,14 @@ class Metric:
         rows).  ``progress``: ``True`` (a tqdm
         bar) or a callable receiving ``(done, total)`` query rows after each block of
         queries, and a final ``(total, total)`` (docs/api.md, "Progress")."""
+        d, i = self._kneighbors(Q, k, exclude_self, n_jobs, progress)
+        return (d, i) if return_distance else i
+
+    def _kneighbors(self, Q, k, exclude_self=False, n_jobs=None, progress=None, ties=False):
+        """``kneighbors``'s ``(dist, ind)``; with ``ties`` each list also holds, after its
+        k-th place, every other training row at the k-th distance (in index order, at
+        that distance; shorter lists padded with ``inf`` and index 0), found by the same
+        search (the votes of ``ties="include"``, :mod:`hdist._search.votes`)."""
         self._check_fitted()
         rows = self._queries(Q)
         k = _check_k(k, self.n_train_ - (1 if exclude_self else 0))
@@ -693,17 +701,17 @@ class Metric:
 
         def search(part, kk, excl):
             if tree is None:
-                return self._knn_rows(part, kk, excl, threads)
+                return self._knn_rows(part, kk, excl, threads, ties=ties)
             cq = state.crows() if part is state.train else CRows(part)
-            return tree.knn(cq, kk, threads, excl)[:2]
+            return tree.knn(cq, kk, threads, excl, ties)[:2]
         report = _progress.reporter(progress, rows.n, "kneighbors")
         if report is None:
             d, i = search(rows, k, bool(exclude_self))
         else:
             d, i = _progress.knn_blocks(lambda part, kk: search(part, kk, False),
-                                        rows, k, bool(exclude_self), report)
+                                        rows, k, bool(exclude_self), report, ties)
         self._record_search(algo, why, threads)
-        return (d, i) if return_distance else i
+        return d, i
 
     def _search(self):
         """``(algorithm, tree, reason)``: the search :class:`hdist.NeighborsIndex`'s
@@ -748,11 +756,12 @@ class Metric:
                                     and rows.n >= 16)
 
     def _knn_rows(self, rows, k, exclude_self, threads, method="auto", R=None, cR=None,
-                  cache=None):
+                  cache=None, ties=False):
         """Brute-force k-NN of encoded query rows against the training rows (or ``R``).
 
         ``method``: "direct" (the pair kernel over tiles), "gemm" (matrix-product filter,
-        p = 2 plans only; falls back to direct when not applicable) or "auto"."""
+        p = 2 plans only; falls back to direct when not applicable) or "auto".  ``ties``:
+        the lists also hold the rows tied with the k-th (``_kneighbors``)."""
         from . import gemm_filter as _gemm
         from .._kernels import CRows, knn
         state = self._fitted()
@@ -761,7 +770,8 @@ class Metric:
         cQ = CRows(rows)
         if self._use_filter(rows, R, method):
             cache = state.gemm_cache if R is state.train else cache
-            res = _gemm.knn(state.plan, rows, R, cQ, cR, k, threads, exclude_self, cache=cache)
+            res = _gemm.knn(state.plan, rows, R, cQ, cR, k, threads, exclude_self, cache=cache,
+                            ties=ties)
             if res is not None:
                 self._brute_path = ("filter", "the matrix-product filter (p = 2)")
                 return res
@@ -771,7 +781,7 @@ class Metric:
                    "the direct kernel (under %d pairs or 16 queries: no matrix-product "
                    "filter)" % self._GEMM_MIN_PAIRS)
         self._brute_path = ("direct", why)
-        return knn(state.plan.cplan, cQ, cR, k, threads, exclude_self=exclude_self)
+        return knn(state.plan.cplan, cQ, cR, k, threads, exclude_self=exclude_self, ties=ties)
 
     def _radius_rows(self, rows, r, exclude_self, threads, self_offset=0, method="auto",
                      R=None, cR=None, cache=None):

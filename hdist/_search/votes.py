@@ -66,49 +66,6 @@ def neighbor_weights(dist, weights):
     return w
 
 
-def widen_for_ties(query, dist, ind, k, avail, radius=None):
-    """Neighbor lists wide enough to hold every row tied with the k-th one.
-
-    A query row needs more when its last listed distance equals its k-th.  With
-    ``radius`` (a callable ``radius(rows, r)`` returning the radius lists -- distances
-    and indices sorted by (distance, index), inclusive -- of query rows ``rows`` at
-    true distance ``r``), only those rows are searched again, once, at their k-th
-    distance: the lists then hold exactly the rows within it, and the result is padded
-    with distance ``inf`` (index 0) up to the longest list.  Without it, ``query(width)``
-    is asked for twice as many neighbors for every row until no list is cut inside a
-    tie (at most ``avail``).  Returns ``(dist, ind)``: each row's list starts with its k
-    nearest and holds every row at a distance at most the k-th one's."""
-    width = ind.shape[1]
-    if radius is not None:
-        if width == k < avail:              # a list of exactly k cannot show a tie
-            dist, ind = query(k + 1)
-            width = k + 1
-        tied = np.flatnonzero(dist[:, -1] == dist[:, k - 1]) if width < avail else []
-        if len(tied) == 0:
-            return dist, ind
-        kth = dist[tied, k - 1]
-        found = []
-        for r in np.unique(kth):            # one search per distinct k-th distance
-            rows = tied[kth == r]
-            D, I = radius(rows, float(r))
-            found += list(zip(rows, D, I))
-        wide = max(width, max(len(i) for _, _, i in found))
-        out_d = np.full((dist.shape[0], wide), np.inf)
-        out_i = np.zeros((dist.shape[0], wide), dtype=ind.dtype)
-        out_d[:, :width] = dist
-        out_i[:, :width] = ind
-        for t, d, i in found:
-            out_d[t, :len(d)] = d
-            out_d[t, len(d):] = np.inf
-            out_i[t, :len(i)] = i
-            out_i[t, len(i):] = 0
-        return out_d, out_i
-    while width < avail and (dist[:, -1] == dist[:, k - 1]).any():
-        width = min(avail, 2 * width)
-        dist, ind = query(width)
-    return dist, ind
-
-
 def tie_weights(dist, k, weights, ties):
     """Weights of the neighbor lists ``dist`` ``[n, width]`` (sorted per row, width >= k).
 
@@ -273,6 +230,10 @@ class MetricIndex:
         return self.metric.kneighbors(Q, k, exclude_self=exclude_self,
                                       return_distance=return_distance, n_jobs=n_jobs,
                                       progress=progress)
+
+    def _kneighbors(self, Q=None, k=5, exclude_self=False, n_jobs=None, progress=None,
+                    ties=False):
+        return self.metric._kneighbors(Q, k, exclude_self, n_jobs, progress, ties)
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
                          n_jobs=None, progress=None):

@@ -219,12 +219,36 @@ def test_hypothesis_grid_data_every_path(data):
         np.testing.assert_array_equal(i1, i0[:, :k - 1])
 
 
+def _tied_reference(D, k, exclude_self=False):
+    """Plain numpy: for each row of distances ``D``, the rows ordered by (distance,
+    index) up to the k-th and every other row at the k-th distance."""
+    out = []
+    for q in range(len(D)):
+        d = D[q].copy()
+        if exclude_self:
+            d[q] = np.inf
+        order = np.lexsort((np.arange(len(d)), d))
+        out.append(order[d[order] <= d[order[k - 1]]])
+    return out
+
+
+def _doubled(query, k, avail):
+    """Lists widened by asking for twice as many neighbors until none is cut inside a
+    tie with the k-th (the rule the tied lists must equal)."""
+    width = k
+    dist, ind = query(width)
+    while width < avail and (dist[:, -1] == dist[:, k - 1]).any():
+        width = min(avail, 2 * width)
+        dist, ind = query(width)
+    return dist, ind
+
+
 @pytest.mark.parametrize("metric", ["heom", "chebyshev", "vdm", "gower"])
 @pytest.mark.parametrize("k", [1, 3, 6])
 @pytest.mark.parametrize("weights", ["uniform", "distance"])
-def test_include_widening_by_radius_equals_doubling(metric, k, weights):
-    """Query rows whose k-th neighbor is tied are searched again at their k-th distance
-    (one radius search per distinct distance); the votes equal those of lists widened by
+def test_include_votes_equal_lists_widened_by_doubling(metric, k, weights):
+    """With ties="include" the rows tied with the k-th come from the same search (no
+    radius search, no second k-NN search); the votes equal those of lists widened by
     doubling until no tie is cut, on data where most rows tie."""
     from hdist._search import votes as _knn
     from hdist.neighbors import KNeighborsClassifier
@@ -243,14 +267,122 @@ def test_include_widening_by_radius_equals_doubling(metric, k, weights):
                                else None).fit(X if metric != "vdm" else X[["b", "c"]], y)
     Qm = Q if metric != "vdm" else Q[["b", "c"]]
     calls = []
-    search = est._index.radius_neighbors
-    est._index.radius_neighbors = lambda *a, **kw: calls.append(1) or search(*a, **kw)
+    index = est._index
+    for name in ("radius_neighbors", "kneighbors", "_kneighbors"):
+        search = getattr(index, name)
+        setattr(index, name, lambda *a, _s=search, _n=name, **kw: calls.append(_n) or
+                _s(*a, **kw))
     got = est.predict_proba(Qm)
-    assert 0 < len(calls) < q                  # a few radius searches, not one per row
-    d, i = est._index.kneighbors(Qm, k)
-    d, i = _knn.widen_for_ties(lambda width: est._index.kneighbors(Qm, width), d, i, k,
-                               len(X))
+    assert calls == ["_kneighbors"]             # one search, ties included
+    for name in ("radius_neighbors", "kneighbors", "_kneighbors"):
+        del index.__dict__[name]
+    d, i = _doubled(lambda width: index.kneighbors(Qm, width), k, len(X))
     assert d.shape[1] > 2 * k                  # the ties are real and wide
     want = _knn.vote_probabilities(_knn.class_votes(y[i], _knn.tie_weights(d, k, weights,
                                                                             "include"), 3))
     np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+    # the leave-one-out predictions: the training rows each without itself
+    got = est.predict_proba(None)
+    d, i = _doubled(lambda width: index.kneighbors(None, width, exclude_self=True), k,
+                    len(X) - 1)
+    want = _knn.vote_probabilities(_knn.class_votes(y[i], _knn.tie_weights(d, k, weights,
+                                                                            "include"), 3))
+    np.testing.assert_allclose(got, want, rtol=1e-13, atol=0)
+
+
+def _tied_paths(m, X, Q, k, exclude_self=False):
+    """The lists with the rows tied with the k-th of every search path, as
+    ``(name, dist, ind)``: the tile kernel on both strategies (several thread counts and
+    tile sizes), the matrix-product filter (float32 and float64), the trees, the brute
+    force of an index, by blocks of queries (progress) and on the rows themselves."""
+    from hdist._search import gemm_filter as _gemm
+    rows = m.encode(Q) if Q is not None else m.train_
+    cQ = CRows(rows)
+    st = m._fitted()
+    out = []
+    for strategy in ("queries", "references"):
+        for threads, tile in ((1, 256), (2, 7), (3, 64)):
+            d, i = knn(m.plan_.cplan, cQ, m._ctrain(), k, threads, tile=tile,
+                       strategy=strategy, exclude_self=exclude_self, ties=True)
+            out.append(("direct-%s-%d" % (strategy, threads), d, i))
+    if m.plan_.pmode == 2:
+        for dtype in (np.float32, np.float64):
+            res = _gemm.knn(st.plan, rows, st.train, cQ, st.crows(), k, 2, exclude_self,
+                            dtype=dtype, ties=True)
+            if res is not None:
+                out.append(("gemm-" + np.dtype(dtype).name, *res))
+    algos = ["brute", "kd_tree"]
+    if m.plan_.p >= 1 and not m.plan_.has_ignore:
+        algos.append("ball_tree")
+    for algo in algos:
+        try:
+            idx = hdist.NeighborsIndex(m, algorithm=algo, leaf_size=4).fit()
+        except ValueError:          # the ball tree is not exact on these rows
+            continue
+        out.append((algo, *idx._kneighbors(Q, k, exclude_self, n_jobs=2, ties=True)))
+        out.append((algo + "-blocks", *idx._kneighbors(Q, k, exclude_self, n_jobs=2,
+                                                        progress=lambda a, b: None,
+                                                        ties=True)))
+    out.append(("metric", *m._kneighbors(Q, k, exclude_self, ties=True)))
+    return out
+
+
+def _check_tied(m, X, Q, k, exclude_self=False):
+    D = m.pairwise(X if Q is None else Q, X)
+    want = _tied_reference(D, k, exclude_self)
+    widths = set()
+    for name, d, i in _tied_paths(m, X, Q, k, exclude_self):
+        assert d.shape == i.shape and d.shape[1] >= k, name
+        for q, idx in enumerate(want):
+            n = len(idx)
+            np.testing.assert_array_equal(i[q, :n], idx, err_msg="%s, row %d" % (name, q))
+            np.testing.assert_array_equal(d[q, :n], D[q, idx], err_msg=name)
+            assert np.isinf(d[q, n:]).all() and (i[q, n:] == 0).all(), name
+        widths.add(d.shape[1])
+        # the first k columns are kneighbors' lists
+        d0, i0 = m.kneighbors(Q, k, exclude_self=exclude_self)
+        np.testing.assert_array_equal(d[:, :k], d0, err_msg=name)
+        np.testing.assert_array_equal(i[:, :k], i0, err_msg=name)
+    return max(len(w) for w in want)
+
+
+@pytest.mark.parametrize("name", ["heom", "hvdm", "gower", "manhattan", "chebyshev",
+                                  "fractional"])
+@pytest.mark.parametrize("k", [1, 4, 9])
+def test_tied_lists_equal_the_reference_on_every_path(name, k):
+    """The search that keeps the rows tied with the k-th (``ties=True``) lists exactly
+    the rows at a distance at most the k-th one's, in (distance, index) order, on every
+    path, thread count and tile size, with missing values."""
+    rng = np.random.default_rng(k)
+    X = mixed_counts(rng, 260)
+    X[rng.random(260) < 0.1, 0] = np.nan
+    X[rng.random(260) < 0.1, 1] = None
+    Q = mixed_counts(rng, 45)
+    Q[rng.random(45) < 0.1, 2] = np.nan
+    y = rng.integers(0, 3, 260)
+    m = hdist.Metric(name, nominal=[1]).fit(X, y if name == "hvdm" else None)
+    widest = _check_tied(m, X, Q, k)
+    assert widest > k + 1                       # the data ties at the k-th
+    _check_tied(m, X, None, k, exclude_self=True)
+
+
+@pytest.mark.parametrize("k", [1, 5])
+def test_tied_lists_on_real_data(k):
+    """credit-a (Quinlan's credit approval data, missing values in seven columns)."""
+    from strategies import load_dataset
+    ds = load_dataset("credit-a", codes_as_numbers=False)
+    frame = ds.frame()
+    nominal = [c for c, kind in zip(ds.table.names, ds.table.kinds) if kind != "continuous"]
+    for name in ("heom", "hvdm"):
+        m = hdist.Metric(name, nominal=nominal).fit(frame, np.array(ds.y, dtype=object))
+        _check_tied(m, frame, frame.iloc[::7], k)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(grid_data())
+def test_hypothesis_tied_lists_every_path(data):
+    X, Q, p, k = data
+    m = hdist.Metric("minkowski", p=p).fit(X)
+    _check_tied(m, X, Q, k)
+    if k < len(X):
+        _check_tied(m, X, None, k, exclude_self=True)
