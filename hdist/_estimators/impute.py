@@ -516,7 +516,7 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         k = int(self.n_neighbors)
         need = np.minimum(k, self._n_donors)
         # a first width that usually holds k donors of every column, doubled while not
-        frac = self._n_donors[cols] / n
+        frac = self._n_donors[cols[todo.any(axis=0)]] / n
         width = min(n, int(np.ceil(2 * k / frac.min())))
         index = self._search_index(X, rows, index)
         while rows.size:
