@@ -301,7 +301,8 @@ def test_matches_reference_on_mixed_frames(preset, params, k, weights, continuou
     for table in (queries, train):
         out = imp.transform(table.frame())
         check_against_reference(out, reference_impute(
-            ref, train, table, k, weights, continuous, new.get("shrinkage", SHRINKAGE), refs), table)
+            ref, train, table, k, weights, continuous, new.get("shrinkage", SHRINKAGE), refs),
+            table)
         _observed_cells_equal(out, table)
 
 

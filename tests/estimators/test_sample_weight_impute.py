@@ -13,8 +13,8 @@ import strategies as S
 from hdist.impute import KNNImputer
 from hdist.impute import KNNImputer as KNNImputerClass
 from reference import NOMINAL, is_missing, plain, reference_metric
-from test_impute import (MIXED, OLD, SHRINKAGE, check_against_reference, column_references, ref_median,
-                         reference_impute, snap)
+from test_impute import (MIXED, OLD, SHRINKAGE, check_against_reference, column_references,
+                         ref_median, reference_impute, snap)
 
 
 def weighted_table(seed, n=50, nq=25):
