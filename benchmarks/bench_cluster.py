@@ -28,8 +28,22 @@ rows in different random orders, so they may stop at different local optima: bot
 ``PYTHONPATH=.`` (or hdist installed).  ``--sampled`` also clusters all 48 842 rows exactly
 and in sampled mode (``max_exact``, ``sample_size``) and prints the loss ratio.
 
+k-modes initialisations (``--kmodes-init``): ``hdist.cluster.KModes`` (``smd``) with
+``init="huang"``, ``"cao"``, ``"k-means++"`` and ``"random"`` against the ``kmodes``
+package's ``init="Huang"`` and ``"Cao"``, on nominal data with known classes, k = the
+number of classes: Zoo (101 animals, 16 attributes, ``legs`` read as a category, 7
+classes), the nominal columns of German credit (1000 rows, 13 attributes, 2 classes) and
+soybean-like tables (47 rows, 35 attributes of 2-7 values, 4 classes of 10, 10, 10 and 17
+rows, as the small soybean data; in 25 of the attributes each class has its own typical
+value, taken with a probability drawn in [0.25, 0.55] per class, else a uniform value;
+the other 10 attributes are noise), ``--kmodes-seeds`` tables and runs.  Prints the mean
+adjusted Rand index against the classes and the mean cost (mismatches to the row's
+mode), with ``n_init`` = 1 for Cao (deterministic) and the default 10 for the others, and
+checks that hdist's Cao initial rows are those of ``kmodes.util.init_methods.init_cao``.
+
 Run: ``python benchmarks/bench_cluster.py [--rows 48842] [--k 4] [--max-iter 100]
-[--medoids-rows 5000,15000] [--medoids-k 8] [--sampled] [--skip-kprototypes]``.
+[--medoids-rows 5000,15000] [--medoids-k 8] [--sampled] [--skip-kprototypes]
+[--kmodes-init] [--kmodes-seeds 10]``.
 """
 from __future__ import annotations
 
@@ -43,7 +57,7 @@ import numpy as np
 import pandas as pd
 
 import hdist
-from hdist.cluster import KMedoids, KPrototypes
+from hdist.cluster import KMedoids, KModes, KPrototypes
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
                                 "examples"))
@@ -141,6 +155,91 @@ def sampled(k, seed, sample_size, n_init):
     print("after: %s" % machine())
 
 
+def soybean_like(seed):
+    """47 rows x 35 nominal attributes, 4 classes of 10, 10, 10, 17 rows (see the module
+    docstring)."""
+    rng = np.random.default_rng(seed)
+    y = np.repeat(np.arange(4), [10, 10, 10, 17])
+    cols = {}
+    for a in range(35):
+        v = int(rng.integers(2, 8))
+        if a < 25:
+            typical = rng.integers(0, v, size=4)
+            keep = rng.uniform(0.25, 0.55, size=4)[y]
+            other = rng.integers(0, v, size=y.size)
+            vals = np.where(rng.random(y.size) < keep, typical[y], other)
+        else:
+            vals = rng.integers(0, v, size=y.size)
+        cols["a%02d" % a] = np.array(["v%d" % x for x in vals], dtype=object)
+    return pd.DataFrame(cols), y
+
+
+def nominal_sets(seeds):
+    """(name, [(X, y), ...]) of the nominal data sets of the k-modes comparison."""
+    sets = [("soybean-like", [soybean_like(s) for s in range(seeds)])]
+    try:
+        zoo, schema = read_table("Zoo")
+        y = pd.factorize(zoo[schema["class"]])[0]
+        X = zoo.drop(columns=schema["class"]).astype(str)
+        sets.append(("Zoo", [(X, y)]))
+        ger, schema = read_table("german")
+        nom = [c["name"] for c in schema["columns"]
+               if c["type"] in ("nominal", "logical") and c["name"] != schema["class"]]
+        sets.append(("German (nominal)", [(ger[nom].astype(str),
+                                            pd.factorize(ger[schema["class"]])[0])]))
+    except OSError as err:
+        print("data folder not found (%s): soybean-like tables only" % err)
+    return sets
+
+
+def kmodes_inits(seeds):
+    """hdist KModes' initialisations against the kmodes package's (module docstring)."""
+    try:
+        from kmodes.kmodes import KModes as TheirKModes
+        from kmodes.util.dissim import matching_dissim
+        from kmodes.util.init_methods import init_cao
+    except ImportError:
+        print("kmodes is not installed")
+        return
+    from sklearn.metrics import adjusted_rand_score
+    from hdist._estimators.cluster import cao_seeds
+    print("k-modes initialisations, mean over runs (ARI against the classes; cost = "
+          "mismatches to the modes); %s" % machine())
+    for name, tables in nominal_sets(seeds):
+        k = len(np.unique(tables[0][1]))
+        res = {}
+        for X, y in tables:
+            V = X.to_numpy()
+            codes = np.stack([pd.factorize(X[c], sort=True)[0] for c in X.columns], axis=1)
+            ours = cao_seeds(codes, k, lambda idx: np.array(
+                [(V != V[i]).sum(axis=1) for i in idx], dtype=float))
+            theirs = init_cao(codes, k, matching_dissim)
+            same = np.array_equal(codes[ours], theirs)
+            res.setdefault("Cao rows equal kmodes'", []).append(same)
+            runs = seeds if len(tables) == 1 else 1
+            for init in ("huang", "cao", "k-means++", "random"):
+                for r in range(1 if init == "cao" else runs):
+                    km = KModes(k, init=init, random_state=r).fit(X)
+                    cost = sum(int((V[i] != km.cluster_centers_.iloc[km.labels_[i]]
+                                    .to_numpy()).sum()) for i in range(len(V)))
+                    res.setdefault("hdist " + init, []).append(
+                        (adjusted_rand_score(y, km.labels_), cost))
+            for init in ("Huang", "Cao"):
+                for r in range(1 if init == "Cao" else runs):
+                    kmo = TheirKModes(k, init=init, n_init=1 if init == "Cao" else 10,
+                                      random_state=r).fit(V)
+                    res.setdefault("kmodes " + init, []).append(
+                        (adjusted_rand_score(y, kmo.labels_), float(kmo.cost_)))
+        print("%s (%d rows x %d attributes, k = %d, %d table(s)); hdist's Cao initial rows "
+              "equal kmodes': %s" % (name, len(tables[0][0]), tables[0][0].shape[1], k,
+                                     len(tables), all(res.pop("Cao rows equal kmodes'"))))
+        print("  %-18s %7s %9s %5s" % ("", "ARI", "cost", "runs"))
+        for key, vals in res.items():
+            a = np.array(vals, dtype=float)
+            print("  %-18s %7.3f %9.1f %5d" % (key, a[:, 0].mean(), a[:, 1].mean(), len(a)))
+    print("after: %s" % machine())
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--rows", type=int, default=48842)
@@ -155,7 +254,14 @@ def main():
     ap.add_argument("--sampled", action="store_true",
                     help="also the sampled mode's loss against the exact solve on all rows")
     ap.add_argument("--sample-size", type=int, default=5000)
+    ap.add_argument("--kmodes-init", action="store_true",
+                    help="only the k-modes initialisations against the kmodes package")
+    ap.add_argument("--kmodes-seeds", type=int, default=10)
     args = ap.parse_args()
+
+    if args.kmodes_init:
+        kmodes_inits(args.kmodes_seeds)
+        return
 
     if args.medoids_rows:
         medoids([int(r) for r in args.medoids_rows.split(",")], args.medoids_k, args.seed)

@@ -5,7 +5,7 @@ estimate for larger jobs from measured per-task times.
 
 Data: the census-like table of benchmarks/make_census_like.py (30 nominal + 10
 continuous columns, 5 % missing), metric HVDM fitted on the reference rows.  Prints, with
-the load average: the wall time of ``hdist.dask.kneighbors(..., reference=ddf)`` on a
+the load average: the wall time of ``hdist.dask.kneighbors_distributed(..., ddf)`` on a
 LocalCluster of 1 and of 2 single-threaded worker processes (checked equal to the local
 call), the time of one (query block x reference partition) task and of one merge, and
 the estimate for 10^8 reference x 10^6 query rows on N workers.
@@ -70,8 +70,8 @@ def main():
             ref_p = client.persist(ref)
             distributed.wait(ref_p)
             t = time.perf_counter()
-            d, i = hd.kneighbors(metric, Q, args.k, reference=ref_p,
-                                 query_block=args.block)
+            d, i = hd.kneighbors_distributed(metric, Q, args.k, ref_p,
+                                             query_block=args.block)
             wall = time.perf_counter() - t
             assert np.array_equal(i, i0) and np.array_equal(d, d0)
             print("%d worker(s): %.1f s (equal to the local call); load %.2f"

@@ -67,7 +67,7 @@ fi
 
 # the tests must import this build, not an installed or in-place one
 HERE=$("${RUN[@]}" "$PY" -c "import os, hdist._kernels as k; print(os.path.dirname(k.__file__))")
-if [ "$HERE" != "$WORK/hdist" ]; then
+if [ "$HERE" != "$WORK/hdist/_kernels" ]; then
   echo "hdist imported from $HERE instead of the $MODE build in $WORK" >&2
   exit 1
 fi

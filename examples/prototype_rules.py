@@ -205,8 +205,10 @@ def _fold_score(task):
     from hdist.prototypes import PrototypeClassifier
     scores = []
     for max_iter in iterations or [classifier.get("max_iter", 10)]:
+        # the paper's setup prunes nothing
         clf = PrototypeClassifier(metric=hdist.Metric(preset, **params), random_state=seed,
-                                  n_jobs=1, **dict(classifier, max_iter=max_iter))
+                                  n_jobs=1, **{"min_support": 0.0, "min_accuracy": 0.0,
+                                               **classifier, "max_iter": max_iter})
         clf.fit(X.iloc[train], y[train])
         scores.append(balanced_accuracy(y[test], clf.predict(X.iloc[test])))
     return scores

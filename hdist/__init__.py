@@ -17,6 +17,9 @@ from ._core.information import entropy, mutual_information
 from ._search.index import NeighborsIndex
 from . import _moved
 _moved.install()
+for _f in (show_config, entropy, mutual_information, NeighborsIndex):
+    _f.__module__ = __name__            # public here; defined in hdist._core
+del _f
 
 __all__ = ["__version__", "METRICS", "Metric", "Explanation", "get_metric", "show_config"]
 __all__ += ["discretize", "entropy", "mutual_information", "NeighborsIndex"]

@@ -26,7 +26,12 @@ MOVED = {
 
 
 class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
-    """Finds an old name and loads it as the module that replaced it (the same object)."""
+    """Finds an old name and loads it as the module that replaced it (the same object).
+
+    The import system writes the old name's spec into the module it is given; the module's
+    own spec is put back, so that it still says where it lives: relative imports inside it
+    are resolved from its ``__spec__`` (``__package__ != __spec__.parent`` is a
+    DeprecationWarning from Python 3.12)."""
 
     def find_spec(self, name, path=None, target=None):
         if name in MOVED:
@@ -34,10 +39,14 @@ class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
         return None
 
     def create_module(self, spec):
-        return importlib.import_module(MOVED[spec.name])
+        module = importlib.import_module(MOVED[spec.name])
+        spec.loader_state = module.__spec__
+        return module
 
     def exec_module(self, module):
-        pass
+        own = module.__spec__.loader_state
+        if own is not None:
+            module.__spec__ = own
 
 
 def install():

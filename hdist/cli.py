@@ -194,14 +194,56 @@ def reader_name():
     return "pyarrow" if _have("pyarrow") else "pandas"
 
 
-def _csv_header(path):
-    with open(path, newline="", encoding="utf-8-sig") as fh:
-        return next(csv.reader(fh), [])
+class Reading:
+    """How the command line reads CSV files: the field separator (``--sep``) and the text
+    that marks a missing value (``--na-values``).  The readers take an empty field for
+    missing; the marks are applied to the feature columns as the metric applies them
+    (docs/metrics.md, section 1) -- the training file's by the metric, the query file's
+    continuous columns as they are read -- never to the target column, whose every text
+    is a class."""
+
+    def __init__(self, sep=None, na_values=None):
+        from ._core.schema import NA_VALUES
+        self.sep = sep
+        self.na_values = tuple(NA_VALUES if na_values is None else na_values)
+
+    def separator(self, path):
+        """``--sep``, else a tab for ``.tsv`` / ``.tab`` files and a comma otherwise."""
+        if self.sep is not None:
+            return self.sep
+        name = path.lower()
+        for ext in (".gz", ".bz2", ".xz", ".zst", ".zip"):
+            if name.endswith(ext):
+                name = name[:-len(ext)]
+        return "\t" if name.endswith((".tsv", ".tab")) else ","
 
 
-def read_table(path, nominal=(), what="--train", text=()):
+def _csv_header(path, reading=None):
+    sep = (reading or Reading()).separator(path)
+    opener = open
+    if path.lower().endswith(".gz"):
+        import gzip
+        opener = gzip.open
+    with opener(path, "rt", newline="", encoding="utf-8-sig") as fh:
+        return next(csv.reader(fh, delimiter=sep), [])
+
+
+def _pandas_exact():
+    """``read_csv``'s option for correctly rounded floats, as pyarrow and Python parse
+    them (pandas 3 parses so by default and deprecates the option)."""
+    try:
+        import pandas as pd
+    except ImportError:
+        return {}
+    return {} if int(pd.__version__.split(".")[0]) >= 3 else {"float_precision": "round_trip"}
+
+
+
+def read_table(path, nominal=(), what="--train", text=(), reading=None):
     """Read a whole (training) file; ``nominal`` columns and ``text`` columns (IDs) are
-    read as text.  Returns a pyarrow Table (pyarrow installed) or a pandas DataFrame."""
+    read as text, the missing-value text of ``reading`` (a :class:`Reading`) as missing.
+    Returns a pyarrow Table (pyarrow installed) or a pandas DataFrame."""
+    reading = reading or Reading()
     _check_file(path, what)
     with _reading(path, what):
         if _is_parquet(path):
@@ -210,32 +252,37 @@ def read_table(path, nominal=(), what="--train", text=()):
         # Columns the reader does not take for numbers are re-read as text, so that the
         # query file's chunks (read with these kinds) hold the very same values.
         as_text = list(nominal) + [c for c in text if c not in nominal]
+        sep = reading.separator(path)
         if reader_name() == "pandas":
             import pandas as pd
-            table = pd.read_csv(path, dtype={c: str for c in as_text})
+            opts = dict(sep=sep, na_values=[""], keep_default_na=False, **_pandas_exact())
+            table = pd.read_csv(path, dtype={c: str for c in as_text}, **opts)
             other = [c for c in table.columns if table[c].dtype.kind not in "iuf"]
             if any(pd.api.types.infer_dtype(table[c], skipna=True) not in ("string", "empty")
                    for c in other):
-                table = pd.read_csv(path, dtype={c: str for c in as_text + other})
+                table = pd.read_csv(path, dtype={c: str for c in as_text + other}, **opts)
             return table
         import pyarrow.csv as pacsv
         import pyarrow.types as pt
         kinds = {c: "nominal" for c in as_text}
-        table = pacsv.read_csv(path, convert_options=_arrow_convert(kinds))
+        table = pacsv.read_csv(path, convert_options=_arrow_convert(kinds, reading),
+                               parse_options=pacsv.ParseOptions(delimiter=sep))
         other = [f.name for f in table.schema
                  if not (pt.is_integer(f.type) or pt.is_floating(f.type)
                          or pt.is_string(f.type) or pt.is_large_string(f.type))]
         if other:
             kinds.update({c: "nominal" for c in other})
-            table = pacsv.read_csv(path, convert_options=_arrow_convert(kinds))
+            table = pacsv.read_csv(path, convert_options=_arrow_convert(kinds, reading),
+                                   parse_options=pacsv.ParseOptions(delimiter=sep))
         return table
 
 
-def _arrow_convert(kinds):
+def _arrow_convert(kinds, reading=None):
+    """pyarrow's options: the columns of ``kinds`` as text, an empty field missing."""
     import pyarrow as pa
     import pyarrow.csv as pacsv
-    types = {c: (pa.string() if k == "nominal" else pa.float64()) for c, k in kinds.items()}
-    return pacsv.ConvertOptions(column_types=types, strings_can_be_null=True)
+    return pacsv.ConvertOptions(column_types={c: pa.string() for c in kinds},
+                                strings_can_be_null=True, null_values=[""])
 
 
 def _columns_of(table):
@@ -271,11 +318,14 @@ def _column_values(table, name):
     return np.array(table.column(name).to_pylist(), dtype=object)
 
 
-def iter_query_chunks(path, kinds, chunk_size, text=()):
+def iter_query_chunks(path, kinds, chunk_size, text=(), reading=None):
     """Yield ``(table, n_rows)`` chunks of a query file, each column read with the kind
     the training file gave it (``kinds``: name -> "continuous" / "nominal"), so every
-    chunk is encoded alike whatever values it happens to hold; ``text`` columns (IDs)
-    and every column the training file does not have are read as text."""
+    chunk is encoded alike whatever values it happens to hold: every column is read as
+    text, and the continuous ones are converted to numbers here, the missing-value marks
+    of ``reading`` made missing; a value that is no number is a CLIError naming the
+    column, the row and the value."""
+    reading = reading or Reading()
     _check_file(path, "--query")
     with _reading(path, "--query"):
         if _is_parquet(path):
@@ -285,20 +335,51 @@ def iter_query_chunks(path, kinds, chunk_size, text=()):
             for batch in pf.iter_batches(batch_size=chunk_size):
                 yield pa.Table.from_batches([batch]), batch.num_rows
             return
-        header = _csv_header(path)
-        kinds = {c: ("nominal" if c in text or c not in kinds else kinds[c]) for c in header}
+        header = _csv_header(path, reading)
+        cont = [c for c in header if c not in text and kinds.get(c) == "continuous"]
+        sep = reading.separator(path)
+        row0 = 0
         if reader_name() == "pandas":
             import pandas as pd
-            dtypes = {c: (str if k == "nominal" else np.float64) for c, k in kinds.items()}
-            with pd.read_csv(path, dtype=dtypes, chunksize=chunk_size) as reader:
-                for chunk in reader:
+            marks = _spaced(reading.na_values)
+            opts = dict(sep=sep, keep_default_na=False, **_pandas_exact())
+            with pd.read_csv(path, dtype={c: (np.float64 if c in cont else str)
+                                          for c in header},
+                             na_values={c: (marks if c in cont else [""]) for c in header},
+                             chunksize=chunk_size, **opts) as reader:
+                chunks = iter(reader)
+                while True:
+                    try:
+                        chunk = next(chunks)
+                    except StopIteration:
+                        break
+                    except ValueError:
+                        # pandas names no column: find the value in the chunk's text
+                        raw = pd.read_csv(path, dtype=str, skiprows=range(1, row0 + 1),
+                                          nrows=chunk_size, na_values=[""], **opts)
+                        for c in cont:
+                            hit = _first_non_number(raw[c].tolist(), reading.na_values)
+                            if hit:
+                                raise CLIError(_NOT_A_NUMBER % (c, path, hit[1],
+                                                                row0 + hit[0]))
+                        raise
                     yield chunk, len(chunk)
+                    row0 += len(chunk)
             return
         import pyarrow as pa
         import pyarrow.csv as pacsv
-        reader = pacsv.open_csv(path, convert_options=_arrow_convert(kinds),
-                                read_options=pacsv.ReadOptions(block_size=1 << 20))
+        reader = pacsv.open_csv(path, convert_options=_arrow_convert(header, reading),
+                                read_options=pacsv.ReadOptions(block_size=1 << 20),
+                                parse_options=pacsv.ParseOptions(delimiter=sep))
         pending, rows = [], 0
+
+        def table(batches):
+            t = pa.Table.from_batches(batches)
+            for c in cont:
+                i = t.schema.get_field_index(c)
+                t = t.set_column(i, c, _arrow_numbers(t.column(i), c, path, row0,
+                                                      reading.na_values))
+            return t
         for batch in reader:
             while batch.num_rows:
                 take = min(batch.num_rows, chunk_size - rows)
@@ -306,10 +387,54 @@ def iter_query_chunks(path, kinds, chunk_size, text=()):
                 rows += take
                 batch = batch.slice(take)
                 if rows == chunk_size:
-                    yield pa.Table.from_batches(pending), rows
+                    yield table(pending), rows
+                    row0 += rows
                     pending, rows = [], 0
         if pending:
-            yield pa.Table.from_batches(pending), rows
+            yield table(pending), rows
+
+
+_NOT_A_NUMBER = ("column %r of the query file %r holds %r in row %d, which is not a "
+                 "number, but the column is continuous in the training file; correct the "
+                 "value, or add it to --na-values if it marks a missing value")
+
+
+def _first_non_number(values, marks):
+    """Position and value of the first text in ``values`` that is neither missing, a
+    missing-value mark nor a number."""
+    from ._core.schema import _text_number
+    for i, v in enumerate(values):
+        if v is None or (isinstance(v, float) and v != v):
+            continue
+        t = str(v).strip()
+        if t not in marks and _text_number(t) is None:
+            return i, v
+    return None
+
+
+def _spaced(marks):
+    """The missing-value marks as pandas' reader matches them (exactly): each also with
+    a space before or after it (``a, ?, b``)."""
+    out = []
+    for t in marks:
+        for v in (t, " " + t, t + " ", " " + t + " "):
+            if v not in out:
+                out.append(v)
+    return out
+
+
+def _arrow_numbers(col, name, path, row0, marks):
+    """A query chunk's text column of a continuous attribute as float64 (pyarrow)."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    text = pc.utf8_trim_whitespace(col)
+    text = pc.if_else(pc.is_in(text, value_set=pa.array(list(marks), pa.string())),
+                      pa.scalar(None, pa.string()), text)
+    try:
+        return pc.cast(text, pa.float64())
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
+        i, v = _first_non_number(col.to_pylist(), marks)
+        raise CLIError(_NOT_A_NUMBER % (name, path, v, row0 + i))
 
 
 def _agreement(predicted, truth):
@@ -350,13 +475,37 @@ def _select(table, names):
     return table[names] if hasattr(table, "iloc") else table.select(names)
 
 
+#: the output files ``-o`` writes, by the end of their name
+OUTPUT_FORMATS = {".csv": "csv", ".tsv": "tsv", ".csv.gz": "csv", ".tsv.gz": "tsv",
+                  ".parquet": "parquet", ".pq": "parquet"}
+
+
+def output_format(path):
+    """The format ``-o path`` is written in (``"csv"``, ``"tsv"``, ``"parquet"``), or a
+    usage CLIError listing the names it can write."""
+    if path in (None, "-"):
+        return "csv"
+    name = path.lower()
+    for ext in sorted(OUTPUT_FORMATS, key=len, reverse=True):
+        if name.endswith(ext):
+            return OUTPUT_FORMATS[ext]
+    ext = os.path.splitext(name)[1]
+    raise CLIError("--output %r: cannot write %s; the output is written as %s (by the end "
+                   "of its name), or as CSV on standard output with -"
+                   % (path, "'%s' files" % ext if ext else "a name without an extension",
+                      ", ".join(OUTPUT_FORMATS)), EXIT_USAGE)
+
+
 class _Output:
-    """The output file: CSV (standard output by default) or Parquet (a name ending in
-    .parquet / .pq), written chunk by chunk from columns ``{name: values}``."""
+    """The output file: CSV (standard output by default), tab-separated (``.tsv``),
+    either gzip-compressed (``.csv.gz``), or Parquet (``.parquet`` / ``.pq``), written
+    chunk by chunk from columns ``{name: values}``.  Another name is refused."""
 
     def __init__(self, path):
         self.path = path
-        self.parquet = path not in (None, "-") and _is_parquet(path)
+        fmt = output_format(path)
+        self.parquet = fmt == "parquet"
+        self.delimiter = "\t" if fmt == "tsv" else ","
         self.fh = self.writer = None
         self.columns = None
         try:
@@ -364,6 +513,9 @@ class _Output:
                 import pyarrow  # noqa: F401  (checked before the search starts)
             elif path in (None, "-"):
                 self.fh = sys.stdout
+            elif path.lower().endswith(".gz"):
+                import gzip
+                self.fh = gzip.open(path, "wt", newline="")
             else:
                 self.fh = open(path, "w", newline="")
         except ImportError:
@@ -384,7 +536,7 @@ class _Output:
             self.writer.write_table(table.cast(self.schema))
             return
         if self.writer is None:
-            self.writer = csv.writer(self.fh)
+            self.writer = csv.writer(self.fh, delimiter=self.delimiter)
             self.writer.writerow(list(cols))
         self.writer.writerows(zip(*[v.tolist() if hasattr(v, "tolist") else v
                                     for v in cols.values()]))
@@ -411,6 +563,94 @@ def _id_values(chunk, name):
 # knn
 
 
+def _check_kind_options(params, nominal, continuous):
+    for key, option in (("nominal", "--nominal"), ("continuous", "--continuous"),
+                        ("na_values", "--na-values")):
+        if key in params:
+            raise CLIError("give %s with %s, not --param" % (key, option), EXIT_USAGE)
+    both = sorted(set(nominal) & set(continuous))
+    if both:
+        raise CLIError("column(s) %s given both to --nominal and to --continuous"
+                       % ", ".join(map(repr, both)), EXIT_USAGE)
+
+
+def _reading_options(args):
+    """The :class:`Reading` of ``--sep`` and ``--na-values``."""
+    sep = args.sep
+    if sep is not None:
+        sep = {"tab": "\t", "\\t": "\t"}.get(sep.lower(), sep)
+        if len(sep) != 1:
+            raise CLIError("--sep must be one character (or tab), got %r" % args.sep,
+                           EXIT_USAGE)
+    na = None
+    if args.na_values is not None:
+        na = [""] + [t.strip() for v in args.na_values for t in v.split(",")
+                     if t.strip()]
+    return Reading(sep, na)
+
+
+def _warn(command, message):
+    print("hdist %s: warning: %s" % (command, message), file=sys.stderr)
+
+
+@contextlib.contextmanager
+def _warnings_to_stderr(command, reported=()):
+    """The user warnings of fitting (columns taken as continuous that look like codes, a
+    column without an observed value, ...) as ``hdist <command>: warning:`` lines, each
+    once; columns ``reported`` already (as identifiers) are left out of them."""
+    import warnings
+    from ._core.schema import ColumnKindWarning
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        yield
+    seen = set()
+    for w in caught:
+        if issubclass(w.category, UserWarning):
+            text = str(w.message)
+            if isinstance(w.message, ColumnKindWarning):
+                cols = [nw for nw in w.message.columns if nw[0] not in reported]
+                text = str(ColumnKindWarning(cols)) if cols else ""
+            if text and text not in seen:
+                seen.add(text)
+                _warn(command, text)
+        else:
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+
+
+def _looks_like_ids(table, name, n):
+    """Whether a column holds text or whole numbers, none missing, a different one in
+    each of its ``n`` rows."""
+    if hasattr(table, "iloc"):
+        col = table[name]
+        if not (col.dtype.kind in "iuO" or str(col.dtype) in ("string", "str")):
+            return False
+        return not col.isna().any() and col.nunique(dropna=True) == n
+    import pyarrow.compute as pc
+    import pyarrow.types as pt
+    col = table.column(name)
+    if pt.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    t = col.type
+    if not (pt.is_integer(t) or pt.is_string(t) or pt.is_large_string(t)):
+        return False
+    return col.null_count == 0 and pc.count_distinct(col).as_py() == n
+
+
+def _warn_identifiers(command, table, features):
+    """Warn about feature columns that look like identifiers: text or whole numbers with a
+    different value in every training row (at least ``ID_MIN_ROWS`` rows)."""
+    from ._core.schema import ID_MIN_ROWS
+    n = len(table) if hasattr(table, "iloc") else table.num_rows
+    if n < ID_MIN_ROWS:
+        return []
+    ids = [c for c in features if _looks_like_ids(table, c, n)]
+    if ids:
+        _warn(command, "column(s) %s hold a different value in every training row, like an "
+              "identifier, and are used as features; give --id %s (an ID copied to the "
+              "output, not a feature) or --drop it" % (", ".join(map(repr, ids)), ids[0]))
+    return ids
+
+
 def _knn_command(args):
     from ._search.metric import Metric
     if args.k < 1:
@@ -429,12 +669,13 @@ def _knn_command(args):
                        % ("--proba" if args.proba else "--predict" if args.predict
                           else "--what " + what), EXIT_USAGE)
     params = dict(parse_param(p) for p in args.param or ())
-    nominal = _split_names(args.nominal)
+    nominal, continuous = _split_names(args.nominal), _split_names(args.continuous)
     ids, dropped, keep = (_split_names(args.id), _split_names(args.drop),
                           _split_names(args.columns))
-    if "nominal" in params:
-        raise CLIError("give nominal columns with --nominal, not --param", EXIT_USAGE)
-    both = set(ids) & (set(dropped) | set(keep) | set(nominal) | {args.target})
+    _check_kind_options(params, nominal, continuous)
+    reading = _reading_options(args)
+    both = set(ids) & (set(dropped) | set(keep) | set(nominal) | set(continuous)
+                       | {args.target})
     if both:
         raise CLIError("--id column(s) %s also given as a feature, --drop or --target "
                        "column" % ", ".join(map(repr, sorted(both, key=str))), EXIT_USAGE)
@@ -443,13 +684,15 @@ def _knn_command(args):
     except ValueError as e:
         raise CLIError(str(e), EXIT_USAGE)
     try:
-        metric = Metric(args.metric, nominal=None, **params)
+        metric = Metric(args.metric, nominal=nominal or None,
+                        continuous=continuous or None, na_values=list(reading.na_values),
+                        **params)
         metric.check_params()
     except (TypeError, ValueError) as e:
         raise CLIError("--metric %s / --param: %s" % (args.metric, e), EXIT_USAGE)
     out = _Output(args.output)
 
-    train = read_table(args.train, nominal, "--train")
+    train = read_table(args.train, nominal, "--train", reading=reading)
     columns = _columns_of(train)
     labels = None
     if args.target:
@@ -466,14 +709,9 @@ def _knn_command(args):
                        "--id, --drop and --columns" % args.train, EXIT_USAGE)
     train = _select(train, features)
     columns = features
-    unknown = [c for c in nominal if c not in columns]
-    if unknown:
-        raise CLIError("--nominal column(s) %s not in the training file %r (columns: %s)"
-                       % (", ".join(map(repr, unknown)), args.train, ", ".join(columns)))
-    if nominal:
-        # --nominal adds to the columns the file gives as text (a list is the exact set)
-        nominal = [c for c in columns if c in nominal or not _is_numeric(train, c)]
-        metric = Metric(args.metric, nominal=nominal, **params)
+    _check_columns(nominal, columns, "--nominal", args.train)
+    _check_columns(continuous, columns, "--continuous", args.train)
+    reported = _warn_identifiers("knn", train, columns)
     codes = classes = None
     if labels is not None:
         from ._core.schema import encode_labels
@@ -487,7 +725,8 @@ def _knn_command(args):
     index = _knn.make_index(metric, args.algorithm)
     t_fit = time.perf_counter()
     try:
-        index.fit(train, codes)
+        with _warnings_to_stderr("knn", reported):
+            index.fit(train, codes)
     except (TypeError, ValueError) as e:
         raise CLIError("training file %r: %s" % (args.train, e))
     t_fit = time.perf_counter() - t_fit
@@ -506,7 +745,7 @@ def _knn_command(args):
     correct = scored = 0
     skip = set(dropped) | set(ids) | ({args.target} if args.target else set())
     try:
-        for chunk, n in iter_query_chunks(args.query, kinds, args.chunk_size, ids):
+        for chunk, n in iter_query_chunks(args.query, kinds, args.chunk_size, ids, reading):
             present = _columns_of(chunk)
             if row0 == 0:
                 _check_columns(ids, present, "--id", args.query)
@@ -634,22 +873,38 @@ def cross_validate(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weights=
     attributes only is run on the nominal columns (note ``"nominal columns only"``).
     ``ties`` as in the estimators: ``"include"`` lets every training row tied with the
     k-th neighbour vote, ``"index"`` the first k by row order."""
+    pred, note = cross_val_predict(metric_name, X, y, nominal, folds, k, n_jobs, weights,
+                                   ties)
+    return float(np.mean(pred == y)), note
+
+
+def cross_val_predict(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weights="uniform",
+                      ties="index", task="classification"):
+    """The k-NN prediction of every row from the other folds (``folds``: fold number per
+    row) with preset ``metric_name``: a class code (majority vote, ties to the smallest
+    code) or, with ``task="regression"``, the mean target of the neighbours.  Returns
+    ``(predictions, note)``; ``X`` is float64 with the nominal columns ``nominal`` coded,
+    every other column continuous."""
     from ._search.metric import METRICS, Metric
     info = METRICS[metric_name]
     note = None
+    if task == "regression" and info.needs_y:
+        raise ValueError("learns from classes, which a regression target does not have")
     if info.continuous is None and len(nominal) < X.shape[1]:
         if not nominal:
             raise ValueError("compares nominal attributes only and the data has none")
         X = X[:, nominal]
         nominal = list(range(len(nominal)))
         note = "nominal columns only"
-    C = int(y.max()) + 1
-    correct = 0
+    C = int(y.max()) + 1 if task != "regression" else 0
+    pred = np.empty(len(y), dtype=np.float64 if task == "regression" else np.int64)
     for f in range(int(folds.max()) + 1):
         test = folds == f
-        metric = Metric(metric_name, nominal=nominal)
+        if not test.any():
+            continue
+        metric = Metric(metric_name, nominal=nominal, continuous="rest")
         index = _knn.make_index(metric)
-        index.fit(X[~test], y[~test])
+        index.fit(X[~test], None if task == "regression" else y[~test])
         Xq = X[test]
         wide = k + 1 if ties == "include" and k < index.n_train_ else k
         dist, ind = index.kneighbors(Xq, wide, n_jobs=n_jobs)
@@ -659,74 +914,173 @@ def cross_validate(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weights=
                 dist, ind, k, index.n_train_,
                 lambda rows, r: index.radius_neighbors(Xq[rows], r, n_jobs=n_jobs))
         ytr = y[~test]
-        pred = _knn.vote_winner(_knn.class_votes(ytr[ind],
-                                                 _knn.tie_weights(dist, k, weights, ties), C))
-        correct += int((pred == y[test]).sum())
-    return correct / len(y), note
+        w = _knn.tie_weights(dist, k, weights, ties)
+        if task == "regression":
+            pred[test] = _knn.weighted_mean(ytr[ind].astype(np.float64), w)
+        else:
+            pred[test] = _knn.vote_winner(_knn.class_votes(ytr[ind], w, C))
+    return pred, note
+
+
+def classification_scores(y, pred, n_classes):
+    """Accuracy, balanced accuracy (the mean recall of the classes present), Cohen's kappa
+    (Cohen 1960: ``(p_o - p_e) / (1 - p_e)``, NaN when ``p_e = 1``) and the confusion
+    matrix (rows: true class, columns: predicted, both in class-code order) of class
+    codes ``pred`` against ``y``."""
+    from ._search.metric import balanced_accuracy
+    conf = np.zeros((n_classes, n_classes), dtype=np.int64)
+    np.add.at(conf, (y, pred), 1)
+    n = conf.sum()
+    po = np.trace(conf) / n
+    pe = float(np.dot(conf.sum(axis=1), conf.sum(axis=0))) / (n * n)
+    kappa = (po - pe) / (1.0 - pe) if pe < 1.0 else math.nan
+    return {"accuracy": float(po), "balanced_accuracy": balanced_accuracy(y, pred),
+            "kappa": float(kappa), "confusion": conf}
+
+
+def regression_scores(y, pred):
+    """Root mean squared error and mean absolute error of ``pred`` against ``y``."""
+    err = np.asarray(pred, dtype=np.float64) - np.asarray(y, dtype=np.float64)
+    return {"rmse": float(np.sqrt(np.mean(err * err))), "mae": float(np.mean(np.abs(err)))}
+
+
+def kfolds(n, n_folds, seed=0):
+    """Fold number of each of ``n`` rows for regression: the rows shuffled (numpy's PCG64
+    with ``seed``) and dealt round-robin, so folds differ in size by at most one."""
+    fold = np.empty(n, dtype=np.int64)
+    fold[np.random.default_rng(seed).permutation(n)] = np.arange(n) % n_folds
+    return fold
+
+
+#: a numeric --target with a fractional value or more distinct values than this is taken
+#: for a continuous one (refused unless --task says what to do with it)
+CLASS_LIMIT = 20
+
+
+def _target_looks_continuous(values):
+    """``(bool, why)``: whether a numeric target column looks continuous."""
+    v = np.asarray(values, dtype=np.float64)
+    v = v[~np.isnan(v)]
+    distinct = len(np.unique(v))
+    if not np.array_equal(v, np.floor(v)):
+        return True, "numbers with fractional parts, %d distinct values" % distinct
+    if distinct > CLASS_LIMIT:
+        return True, "%d distinct whole numbers" % distinct
+    return False, ""
 
 
 def _cv_file_data(args):
     """``--train FILE --target COL`` as :func:`_cv_data` returns a bundled dataset:
-    float64 columns (nominal ones as codes of their values, ``NaN`` missing), class codes
-    and the nominal positions.  Codes are taken column-wise (``pandas.factorize`` /
-    Arrow ``dictionary_encode``); a code stands for exactly one value, so no distance
-    changes."""
+    float64 columns (nominal ones as codes of their values, ``NaN`` missing), target
+    codes (the class of each row; float targets with ``--task regression``), the nominal
+    positions, and the class labels (None for regression).  Each column's kind comes from
+    the one rule the metrics apply (docs/metrics.md, section 1), fitted once on the whole
+    file; codes stand for exactly one value each, so no distance changes."""
     if not args.target:
         raise CLIError("--train needs --target (the class column)", EXIT_USAGE)
     if args.datasets:
         raise CLIError("give --train or --datasets, not both", EXIT_USAGE)
-    nominal = _split_names(args.nominal)
-    table = read_table(args.train, nominal, "--train")
+    nominal, continuous = _split_names(args.nominal), _split_names(args.continuous)
+    _check_kind_options({}, nominal, continuous)
+    reading = _reading_options(args)
+    table = read_table(args.train, nominal, "--train", reading=reading)
     columns = _columns_of(table)
     if args.target not in columns:
         raise CLIError("--target column %r is not in the training file %r (columns: %s)"
                        % (args.target, args.train, ", ".join(columns)))
     ids, dropped = _split_names(args.id), _split_names(args.drop)
     _check_columns(nominal, columns, "--nominal", args.train)
+    _check_columns(continuous, columns, "--continuous", args.train)
     _check_columns(dropped, columns, "--drop", args.train)
     _check_columns(ids, columns, "--id", args.train)
-    from ._core.schema import encode_labels
-    try:
-        labels = _column_values(table, args.target)
-        y, _ = encode_labels(labels, len(labels))
-    except ValueError as e:
-        raise CLIError("--target column %r: %s" % (args.target, e))
-    if (y < 0).any():
-        raise CLIError("--target column %r has missing classes; every row needs one"
-                       % args.target)
+    y, classes = _cv_target(args, table)
     features = [c for c in columns if c != args.target and c not in ids and c not in dropped]
     if not features:
         raise CLIError("no feature columns left in %r" % args.train, EXIT_USAGE)
+    table = _select(table, features)
+    reported = _warn_identifiers("cv", table, features)
+    from ._core.schema import Schema
+    schema = Schema([c for c in nominal if c in features] or None,
+                    [c for c in continuous if c in features] or None, list(reading.na_values))
+    try:
+        with _warnings_to_stderr("cv", reported):
+            cont, nom = schema.fit_encode(table, allow_empty=True)
+    except (TypeError, ValueError) as e:
+        raise CLIError("training file %r: %s" % (args.train, e))
     X = np.empty((len(y), len(features)))
-    nom = []
-    for j, c in enumerate(features):
-        if c in nominal or not _is_numeric(table, c):
-            X[:, j] = _value_codes(table, c)
-            nom.append(j)
+    ic = inom = 0
+    positions = []
+    for j, kind in enumerate(schema.kinds_):
+        if kind == "continuous":
+            X[:, j] = cont[:, ic]
+            ic += 1
         else:
-            X[:, j] = _numbers(table, c)
-    return X, np.asarray(y, dtype=np.int64), nom
+            X[:, j] = np.where(nom[:, inom] >= 0, nom[:, inom], np.nan)
+            positions.append(j)
+            inom += 1
+    return X, y, positions, classes
 
 
-def _value_codes(table, name):
-    """Codes of a column's distinct values as float64, ``NaN`` for missing."""
-    if hasattr(table, "iloc"):
-        import pandas as pd
-        codes, _ = pd.factorize(table[name], use_na_sentinel=True)
-    else:
-        import pyarrow.compute as pc
-        enc = pc.dictionary_encode(table.column(name)).combine_chunks()
-        codes = enc.indices.to_numpy(zero_copy_only=False).astype(np.float64)
-        codes[~np.asarray(enc.is_valid())] = -1
-    codes = np.asarray(codes, dtype=np.float64)
-    codes[codes < 0] = np.nan
-    return codes
+def _cv_target(args, table):
+    """The ``--target`` column: ``(class codes, class labels)`` for classification,
+    ``(float64 targets, None)`` for ``--task regression``."""
+    from ._core.schema import encode_labels
+    labels = _column_values(table, args.target)
+    numeric = _is_numeric(table, args.target)
+    if args.task == "regression":
+        if not numeric:
+            raise CLIError("--task regression needs numbers in the --target column %r"
+                           % args.target)
+        y = np.asarray(labels, dtype=np.float64)
+        if np.isnan(y).any():
+            raise CLIError("--target column %r has missing values (row %d); every row "
+                           "needs a target" % (args.target, int(np.flatnonzero(np.isnan(y))[0])))
+        return y, None
+    if numeric and args.task is None:
+        cont, why = _target_looks_continuous(labels)
+        if cont:
+            raise CLIError(
+                "--target column %r looks continuous (%s); hdist cv classifies by default: "
+                "give --task regression for the RMSE and MAE of k-NN regression, or --task "
+                "classification to take each value for a class" % (args.target, why),
+                EXIT_USAGE)
+    try:
+        y, classes = encode_labels(labels, len(labels))
+    except ValueError as e:
+        raise CLIError("--target column %r: %s" % (args.target, e))
+    return np.asarray(y, dtype=np.int64), [str(c) for c in classes]
 
 
-def _numbers(table, name):
-    if hasattr(table, "iloc"):
-        return table[name].to_numpy(dtype=np.float64, na_value=np.nan)
-    return table.column(name).to_numpy().astype(np.float64)
+def _cv_classes(name):
+    """The class labels of a bundled dataset, in the order of :func:`_cv_data`'s codes."""
+    from .datasets import load_dataset
+    return np.unique(load_dataset(name, as_frame=False)[1].astype(str)).tolist()
+
+
+def _format_cells(values, fmt, width):
+    return "".join("%*s" % (width, fmt(v) if v is not None and v == v else "--")
+                   for v in values)
+
+
+def _confusion_text(conf, classes):
+    """A confusion matrix as Weka prints it: a letter per class heading the columns
+    (predicted), one row per true class ending in ``| a = label``."""
+    letters = [_letter(i) for i in range(len(classes))]
+    width = max(5, len(str(int(conf.max()))) + 1, max(len(x) for x in letters) + 1)
+    lines = ["".join("%*s" % (width, x) for x in letters) + "   <-- classified as"]
+    for i, row in enumerate(conf):
+        lines.append("".join("%*d" % (width, v) for v in row)
+                     + " | %*s = %s" % (max(len(x) for x in letters), letters[i], classes[i]))
+    return lines
+
+
+def _letter(i):
+    out = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        out = chr(ord("a") + r) + out
+    return out
 
 
 def _cv_command(args):
@@ -734,9 +1088,12 @@ def _cv_command(args):
     names = _split_names(args.datasets) or list(DEFAULT_CV_DATASETS)
     if args.train:
         names = []
-    elif args.target or args.id or args.drop or args.nominal:
-        raise CLIError("--target, --id, --drop and --nominal go with --train FILE",
-                       EXIT_USAGE)
+    elif args.target or args.id or args.drop or args.nominal or args.continuous:
+        raise CLIError("--target, --id, --drop, --nominal and --continuous go with "
+                       "--train FILE", EXIT_USAGE)
+    elif args.task == "regression":
+        raise CLIError("--task regression goes with --train FILE (the bundled datasets are "
+                       "classification tasks)", EXIT_USAGE)
     for n in names:
         try:
             _resolve(n)
@@ -753,18 +1110,27 @@ def _cv_command(args):
         raise CLIError("--folds must be >= 2, got %d" % args.folds, EXIT_USAGE)
     if args.k < 1:
         raise CLIError("--k must be >= 1, got %d" % args.k, EXIT_USAGE)
+    regression = args.task == "regression"
     out = sys.stdout
     start = time.perf_counter()
     data = {}
     for n in names:
         X, y, nominal = _cv_data(n)
-        data[n] = (X, y, nominal, stratified_folds(y, args.folds, args.seed))
+        data[n] = (X, y, nominal, stratified_folds(y, args.folds, args.seed), _cv_classes(n))
     if args.train:
-        X, y, nominal = _cv_file_data(args)
+        X, y, nominal, classes = _cv_file_data(args)
         names = [os.path.basename(args.train)]
-        data[names[0]] = (X, y, nominal, stratified_folds(y, args.folds, args.seed))
-    print("hdist %d-fold stratified cross-validated %d-NN accuracy (%%), seed %d, ties %s; "
-          "time per cell in seconds" % (args.folds, args.k, args.seed, args.ties), file=out)
+        folds = kfolds(len(y), args.folds, args.seed) if regression else \
+            stratified_folds(y, args.folds, args.seed)
+        data[names[0]] = (X, y, nominal, folds, classes)
+    if regression:
+        print("hdist %d-fold cross-validated %d-NN regression: root mean squared error, seed "
+              "%d, ties %s; time per cell in seconds" % (args.folds, args.k, args.seed,
+                                                          args.ties), file=out)
+    else:
+        print("hdist %d-fold stratified cross-validated %d-NN accuracy (%%), seed %d, ties "
+              "%s; time per cell in seconds" % (args.folds, args.k, args.seed, args.ties),
+              file=out)
     print("datasets: " + "; ".join(
         "%s %d rows, %d nominal + %d continuous" % (n, len(d[1]), len(d[2]),
                                                    d[0].shape[1] - len(d[2]))
@@ -777,39 +1143,101 @@ def _cv_command(args):
     for m in metrics:
         cells = []
         for n in names:
-            X, y, nominal, folds = data[n]
+            X, y, nominal, folds, classes = data[n]
             t0 = time.perf_counter()
             try:
-                acc, note = cross_validate(m, X, y, nominal, folds, args.k, args.n_jobs,
-                                           ties=args.ties)
+                pred, note = cross_val_predict(m, X, y, nominal, folds, args.k, args.n_jobs,
+                                               ties=args.ties, task=args.task or
+                                               "classification")
+                scores = regression_scores(y, pred) if regression else \
+                    classification_scores(y, pred, len(classes))
             except (TypeError, ValueError) as e:
-                acc, note = None, "skipped: %s" % e
+                scores, note = None, "skipped: %s" % e
             dt = time.perf_counter() - t0
             mark = ""
             if note:
                 if note not in notes:
                     notes.append(note)
                 mark = "*" * (notes.index(note) + 1)
-            cells.append("%s%s" % ("%6.2f %5.2fs" % (100 * acc, dt) if acc is not None
-                                   else "  --", mark))
-            results.append({"metric": m, "dataset": n, "accuracy": acc, "seconds": dt,
-                            "note": note or ""})
+            if scores is None:
+                cells.append("  --" + mark)
+            elif regression:
+                cells.append("%10.4g %5.2fs%s" % (scores["rmse"], dt, mark))
+            else:
+                cells.append("%6.2f %5.2fs%s" % (100 * scores["accuracy"], dt, mark))
+            results.append({"metric": m, "dataset": n, "seconds": dt, "note": note or "",
+                            "scores": scores})
         print("%-*s" % (mw, m) + "".join("%*s" % (width, c) for c in cells), file=out)
         out.flush()
     for i, note in enumerate(notes):
         print("%s %s" % ("*" * (i + 1), note), file=out)
+    _print_more_scores(results, metrics, names, data, regression, mw, width, out)
     total = time.perf_counter() - start
     print("total %.1f s (%d metrics x %d datasets x %d folds)"
           % (total, len(metrics), len(names), args.folds), file=out)
     if args.csv:
-        try:
-            with open(args.csv, "w", newline="") as fh:
-                w = csv.DictWriter(fh, ["metric", "dataset", "accuracy", "seconds", "note"])
-                w.writeheader()
-                w.writerows(results)
-        except OSError as e:
-            raise CLIError("cannot write --csv %r: %s" % (args.csv, e))
+        _write_cv_csv(args.csv, results, regression)
     return 0
+
+
+def _score(results, m, n, key):
+    for r in results:
+        if r["metric"] == m and r["dataset"] == n:
+            return None if r["scores"] is None else r["scores"][key]
+    return None
+
+
+def _print_more_scores(results, metrics, names, data, regression, mw, width, out):
+    """The tables after the first: balanced accuracy, Cohen's kappa and the confusion
+    matrix of the metric with the highest balanced accuracy on each dataset (MAE for
+    regression)."""
+    tables = [("mean absolute error", "mae", lambda v: "%.4g" % v)] if regression else \
+        [("balanced accuracy (%)", "balanced_accuracy", lambda v: "%.2f" % (100 * v)),
+         ("Cohen's kappa", "kappa", lambda v: "%.3f" % v)]
+    for title, key, fmt in tables:
+        print("\n" + title, file=out)
+        print("%-*s" % (mw, "metric") + "".join("%*s" % (width, n) for n in names), file=out)
+        for m in metrics:
+            print("%-*s" % (mw, m) + _format_cells([_score(results, m, n, key)
+                                                    for n in names], fmt, width), file=out)
+    if regression:
+        print("", file=out)
+        return
+    print("\nconfusion matrix (rows: true class, columns: predicted) of the metric with "
+          "the highest balanced accuracy", file=out)
+    for n in names:
+        scored = [(r["scores"]["balanced_accuracy"], -metrics.index(r["metric"]), r)
+                  for r in results if r["dataset"] == n and r["scores"] is not None]
+        if not scored:
+            continue
+        best = max(scored, key=lambda t: t[:2])[2]
+        print("%s, %s (balanced accuracy %.2f %%, kappa %.3f):"
+              % (n, best["metric"], 100 * best["scores"]["balanced_accuracy"],
+                 best["scores"]["kappa"]), file=out)
+        for line in _confusion_text(best["scores"]["confusion"], data[n][4]):
+            print("  " + line, file=out)
+    print("", file=out)
+
+
+def _write_cv_csv(path, results, regression):
+    keys = ["rmse", "mae"] if regression else ["accuracy", "balanced_accuracy", "kappa"]
+    fields = ["metric", "dataset"] + keys + ["seconds", "note"] + \
+        ([] if regression else ["confusion"])
+    try:
+        with open(path, "w", newline="") as fh:
+            w = csv.DictWriter(fh, fields)
+            w.writeheader()
+            for r in results:
+                row = {"metric": r["metric"], "dataset": r["dataset"],
+                       "seconds": r["seconds"], "note": r["note"]}
+                sc = r["scores"]
+                if sc is not None:
+                    row.update({k: sc[k] for k in keys})
+                    if not regression:
+                        row["confusion"] = json.dumps(sc["confusion"].tolist())
+                w.writerow(row)
+    except OSError as e:
+        raise CLIError("cannot write --csv %r: %s" % (path, e))
 
 
 # ----------------------------------------------------------------------------------------
@@ -898,8 +1326,9 @@ cannot be used.""")
                     help="metric parameter, repeatable (values read as JSON: p=1.5, "
                     "missing='{\"continuous\": \"max\"}')")
     kn.add_argument("--nominal", action="append", metavar="COLS",
-                    help="comma-separated nominal columns (read as text); others follow "
-                    "the file's types")
+                    help="comma-separated columns to take as nominal (read as text); the "
+                    "kinds of the others are inferred (numbers continuous, text nominal)")
+    _add_reading_options(kn)
     kn.add_argument("--weights", default="uniform", help="vote weights: uniform, distance "
                     "or dudani (default uniform)")
     kn.add_argument("--ties", default="include", choices=["include", "index"],
@@ -916,8 +1345,9 @@ cannot be used.""")
     kn.add_argument("--what", choices=["neighbors", "predictions", "both"],
                     help="what to write (default: predictions with --predict, both with "
                     "--target, else neighbors)")
-    kn.add_argument("--output", "-o", help="output file: .parquet / .pq for Parquet, "
-                    "else CSV (default: CSV on standard output)")
+    kn.add_argument("--output", "-o", help="output file: .csv, .tsv, .csv.gz, .tsv.gz, "
+                    ".parquet or .pq (default: CSV on standard output); other names are "
+                    "refused")
     kn.add_argument("--n-jobs", type=int, default=None, help="threads (default: all "
                     "usable cores)")
     kn.add_argument("--chunk-size", type=int, default=100_000,
@@ -933,6 +1363,19 @@ cannot be used.""")
     return p
 
 
+def _add_reading_options(p):
+    from ._core.schema import NA_VALUES
+    p.add_argument("--continuous", action="append", metavar="COLS",
+                   help="comma-separated columns to take as continuous (their values must "
+                   "be numbers; no warning about code-like numbers)")
+    p.add_argument("--na-values", action="append", metavar="TEXTS",
+                   help="comma-separated text read as a missing value in every column of "
+                   "both files, replacing the default list (%s); an empty field is always "
+                   "missing" % " ".join(repr(v) for v in NA_VALUES if v))
+    p.add_argument("--sep", metavar="CHAR", help="field separator of CSV files (default: "
+                   "a comma, a tab for .tsv files; 'tab' for a tab)")
+
+
 def _add_cv_options(p):
     p.add_argument("--datasets", action="append", metavar="NAMES",
                    help="comma-separated bundled datasets (default: %s)"
@@ -941,8 +1384,14 @@ def _add_cv_options(p):
                    ".parquet) instead of bundled datasets; needs --target")
     p.add_argument("--target", metavar="COL", help="class column of --train")
     p.add_argument("--nominal", action="append", metavar="COLS",
-                   help="comma-separated nominal columns of --train (text columns are "
-                   "nominal anyway)")
+                   help="comma-separated columns of --train to take as nominal (the kinds "
+                   "of the others are inferred: numbers continuous, text nominal)")
+    _add_reading_options(p)
+    p.add_argument("--task", choices=["classification", "regression"],
+                   help="with --train: classification (accuracy, balanced accuracy, "
+                   "Cohen's kappa, confusion matrix; a --target that looks continuous is "
+                   "refused unless this is given) or regression (RMSE and MAE of the "
+                   "neighbours' mean target)")
     p.add_argument("--id", action="append", metavar="COL",
                    help="column(s) of --train that are not features (IDs)")
     p.add_argument("--drop", action="append", metavar="COL",

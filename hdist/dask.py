@@ -91,15 +91,14 @@ def _score_neighbors(part, searcher, k, n_jobs):
     return pd.DataFrame(data, index=part.index)
 
 
-def kneighbors(index, ddf, k=5, *, reference=None, n_jobs=1, client=None,
-               query_block=QUERY_BLOCK, split_every=4):
-    """The ``k`` nearest training rows of every row of a Dask DataFrame, or -- with
-    ``reference=`` -- the ``k`` nearest rows of a reference set spread over the cluster.
+def kneighbors(index, ddf, k=5, *, n_jobs=1, client=None):
+    """The ``k`` nearest training rows of every row of a Dask DataFrame, as a lazy Dask
+    DataFrame.
 
-    Without ``reference``, the fitted object (and the training rows it holds) is sent to
-    every worker and each query partition is scored there.  With ``reference`` (a Dask
-    DataFrame), only the metric's fitted statistics travel: see
-    :func:`kneighbors_distributed`, which this calls.
+    The fitted object (and the training rows it holds) is sent to every worker once and
+    each query partition is scored there, exactly as a local ``kneighbors`` call would
+    score it.  To search a reference set that is itself a Dask DataFrame (the training
+    rows stay on the workers), use :func:`kneighbors_distributed`, which returns arrays.
 
     Parameters
     ----------
@@ -108,6 +107,7 @@ def kneighbors(index, ddf, k=5, *, reference=None, n_jobs=1, client=None,
     ddf : dask.dataframe.DataFrame
         Query rows with the training columns.
     k : int, default=5
+        Number of neighbors.
     n_jobs : int, default=1
         Threads per partition task (Dask already runs partitions in parallel).
     client : distributed.Client, optional
@@ -117,9 +117,10 @@ def kneighbors(index, ddf, k=5, *, reference=None, n_jobs=1, client=None,
     Returns
     -------
     dask.dataframe.DataFrame
-        Lazy; columns ``neighbor_1..k`` (int64 training row positions) and
-        ``distance_1..k`` (float64 true distances), with ``ddf``'s index and partitions.
-        Neighbors are ordered by (distance, training position), as locally.
+        Always lazy (``.compute()`` it); columns ``neighbor_1..k`` (int64 training row
+        positions) and ``distance_1..k`` (float64 true distances), with ``ddf``'s index
+        and partitions.  Neighbors are ordered by (distance, training position), as
+        locally.
 
     Raises
     ------
@@ -127,11 +128,24 @@ def kneighbors(index, ddf, k=5, *, reference=None, n_jobs=1, client=None,
         ``index`` is not a fitted hdist object, or ``ddf`` is not a Dask DataFrame.
     ValueError
         ``k`` is not a positive int no larger than the training rows.
+
+    See Also
+    --------
+    kneighbors_distributed : the same search against a reference set held as a Dask
+        DataFrame; returns ``(distances, indices)`` arrays.
+    hdist.Metric.kneighbors : the local call.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd, dask.dataframe as dd
+    >>> import hdist, hdist.dask
+    >>> X = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "c": ["a", "a", "b", "b"]})
+    >>> m = hdist.Metric("heom").fit(X)
+    >>> out = hdist.dask.kneighbors(m, dd.from_pandas(X, npartitions=2), k=2)
+    >>> out.compute()[["neighbor_1", "neighbor_2"]].to_numpy().tolist()
+    [[0, 1], [1, 0], [2, 3], [3, 2]]
     """
     import pandas as pd
-    if reference is not None:
-        return kneighbors_distributed(index, ddf, k, reference, n_jobs=n_jobs, client=client,
-                                      query_block=query_block, split_every=split_every)
     searcher = _searcher(index)
     _check_ddf(ddf)
     from ._search.metric import _check_k
@@ -187,9 +201,14 @@ def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, clien
         Copied with ``n_jobs`` set and sent to the workers once.
     ddf : dask.dataframe.DataFrame
     method : {"predict", "predict_proba"}, default="predict"
+    reference : dask.dataframe.DataFrame, optional
+        The estimator's training rows held by the cluster (see above); the result is then
+        a computed ndarray.
     n_jobs : int, default=1
         Threads per partition task.
     client : distributed.Client, optional
+    query_block : int, default=4096
+        Query rows per task with ``reference`` when the queries are not a Dask DataFrame.
 
     Returns
     -------
@@ -201,6 +220,19 @@ def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, clien
     ------
     TypeError, ValueError
         Not a fitted hdist estimator; an unknown method.
+
+    See Also
+    --------
+    kneighbors : the neighbors themselves.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> import hdist, hdist.dask
+    >>> X = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "c": ["a", "a", "b", "b"]})
+    >>> clf = hdist.KNeighborsClassifier(1).fit(X, ["p", "p", "q", "q"])
+    >>> hdist.dask.predict(clf, dd.from_pandas(X, npartitions=2)).compute().tolist()
+    ['p', 'p', 'q', 'q']
     """
     import pandas as pd
     from sklearn.utils.validation import check_is_fitted
@@ -280,7 +312,34 @@ def _local_topk(metric, queries, part, k, offset, n_jobs):
 
 def merge_topk(parts, k):
     """Merge per-partition top-k lists ``[(dist, ind), ...]`` (same query rows, global
-    indices) into the top ``k`` by (distance, index) -- the order of a local search."""
+    indices) into the top ``k`` by (distance, index) -- the order of a local search.
+
+    Parameters
+    ----------
+    parts : list of (ndarray, ndarray)
+        ``(distances, indices)`` ``[n_queries, k_part]`` of each partition, indices
+        global.
+    k : int
+        Neighbors kept.
+
+    Returns
+    -------
+    (ndarray, ndarray)
+        The ``k`` smallest ``(distances, indices)`` per query, by (distance, index).
+
+    See Also
+    --------
+    kneighbors_distributed : uses it in a tree reduction.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hdist.dask import merge_topk
+    >>> a = (np.array([[0.1, 0.5]]), np.array([[3, 7]]))
+    >>> b = (np.array([[0.2, 0.5]]), np.array([[1, 2]]))
+    >>> [v.tolist() for v in merge_topk([a, b], 3)]
+    [[[0.1, 0.2, 0.5]], [[3, 1, 2]]]
+    """
     d = np.concatenate([p[0] for p in parts], axis=1)
     i = np.concatenate([p[1] for p in parts], axis=1)
     rows = np.arange(d.shape[0])[:, None]
@@ -341,6 +400,10 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
         Threads per task.
     client : distributed.Client, optional
         Defaults to the current client; without one the local Dask scheduler runs.
+    query_block : int, default=4096
+        Query rows per task when ``queries`` is not a Dask DataFrame.
+    split_every : int, default=4
+        Top-k lists merged per task of the tree reduction.
 
     Returns
     -------
@@ -354,6 +417,22 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
     ValueError
         ``k`` is not a positive int no larger than the reference rows; the metric was
         fitted on a different number of rows than ``reference`` holds.
+
+    See Also
+    --------
+    kneighbors : the training rows held by a fitted object; returns a lazy DataFrame.
+    fit_metric : a metric's statistics from a Dask reference frame.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> import hdist, hdist.dask
+    >>> X = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "c": ["a", "a", "b", "b"]})
+    >>> m = hdist.Metric("heom").fit(X)
+    >>> ref = dd.from_pandas(X, npartitions=2)
+    >>> dist, ind = hdist.dask.kneighbors_distributed(m, X, 2, ref)
+    >>> ind.tolist()
+    [[0, 1], [1, 0], [2, 3], [3, 2]]
     """
     import dask
     _check_ddf(reference)
@@ -500,6 +579,9 @@ def fit_metric(metric, reference, target=None, *, client=None, split_every=8):
         The class column of ``reference`` (needed by VDM-based and class-posterior
         metrics and by ``weights="mi"``); it is not a feature.
     client : distributed.Client, optional
+        Defaults to the current client; without one the local Dask scheduler runs.
+    split_every : int, default=4
+        Per-partition counts merged per task of the tree reduction.
 
     Returns
     -------
@@ -516,6 +598,20 @@ def fit_metric(metric, reference, target=None, *, client=None, split_every=8):
     ValueError
         ``target`` is not a column; the metric compares pairs of columns jointly
         (co-occurrence presets), which per-column counts cannot fit.
+
+    See Also
+    --------
+    kneighbors_distributed : searches with the metric returned.
+    hdist.Metric.fit : the same statistics on the client.
+
+    Examples
+    --------
+    >>> import pandas as pd, dask.dataframe as dd
+    >>> import hdist, hdist.dask
+    >>> X = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "c": ["a", "a", "b", "b"]})
+    >>> m = hdist.dask.fit_metric("heom", dd.from_pandas(X, npartitions=2))
+    >>> m.pairwise(X.iloc[:1], X).round(3).tolist()
+    [[0.0, 0.333, 1.202, 1.414]]
     """
     import dask
     from ._search.metric import Metric

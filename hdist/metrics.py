@@ -3,11 +3,13 @@
 from ._face import publish
 from ._search import metric as _impl
 from ._search.metric import (METRICS, MetricInfo, POLICIES, Metric, Explanation, get_metric,
-                             balanced_accuracy)  # noqa: F401
+                             balanced_accuracy, NA_VALUES, ColumnKindWarning)  # noqa: F401
 
 __all__ = ["METRICS", "MetricInfo", "POLICIES", "Metric", "Explanation", "get_metric",
-           "balanced_accuracy"]
+           "balanced_accuracy", "NA_VALUES", "ColumnKindWarning"]
 publish(__name__, _impl, __all__)
+MetricInfo.__module__ = __name__        # defined by hdist._core.presets
+ColumnKindWarning.__module__ = __name__  # defined by hdist._core.schema
 
 
 def __getattr__(name):

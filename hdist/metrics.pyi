@@ -1,6 +1,6 @@
 """Type stubs of :mod:`hdist.metrics` (the metric registry and :class:`Metric`)."""
 from dataclasses import dataclass
-from typing import Any, Callable, Literal, overload
+from typing import Any, Callable, Literal, Sequence, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -16,6 +16,11 @@ ObjectArray = npt.NDArray[np.object_]
 Table = Any
 
 POLICIES: tuple[str, str, str, str]
+NA_VALUES: tuple[str, ...]
+
+class ColumnKindWarning(UserWarning):
+    columns: list[tuple[str, str]]
+    def __init__(self, columns: Sequence[tuple[str, str]]) -> None: ...
 
 @dataclass(frozen=True)
 class MetricInfo:

@@ -30,14 +30,45 @@ def _axes(ax, size):
     return _pyplot().subplots(figsize=size)[1]
 
 
-def explain(metric, x, y, *, ax=None, sort=True, color="C0", skipped_color="0.75"):
+def _explanation(obj, x, y):
+    """``(metric name, Explanation)`` of ``d(x, y)`` under ``obj``: a fitted
+    :class:`hdist.Metric`, or a fitted hdist estimator (its ``metric_``); for a
+    :class:`hdist.PrototypeClassifier` without ``y``, ``x`` against its winning
+    prototype."""
+    from ._search.metric import Metric
+    if isinstance(obj, Metric):
+        if y is None:
+            raise TypeError("explain(metric, x, y) needs the second row y")
+        return obj.name, obj.explain(x, y)
+    metric = getattr(obj, "metric_", None)
+    if not isinstance(metric, Metric):
+        fitted = hasattr(obj, "get_params") and hasattr(obj, "fit")
+        raise TypeError("explain takes a fitted hdist.Metric or a fitted hdist estimator "
+                        "(one with metric_), got %s%s"
+                        % (type(obj).__name__, " that is not fitted" if fitted else ""))
+    if y is None:
+        if hasattr(obj, "prototypes_"):
+            return metric.name, obj.explain(x).terms
+        raise TypeError("explain(%s, x, y) needs the second row y (only a "
+                        "PrototypeClassifier compares x with its own prototype)"
+                        % type(obj).__name__)
+    return metric.name, metric.explain(x, y)
+
+
+def explain(metric, x, y=None, *, ax=None, sort=True, color="C0", skipped_color="0.75"):
     """Horizontal bar chart of the per-attribute terms of ``d(x, y)``.
 
     Parameters
     ----------
-    metric : fitted hdist.Metric
-    x, y : single rows (1-D sequences, dicts, pandas Series or 1-row tables)
+    metric : fitted hdist.Metric or fitted hdist estimator
+        An estimator (``KNeighborsClassifier``, ``KMedoids``, ``PrototypeClassifier``,
+        ...) stands for its fitted metric ``metric_``.
+    x, y : rows
+        Single rows (1-D sequences, dicts, pandas Series or 1-row tables).  ``y`` may be
+        left out for a :class:`hdist.PrototypeClassifier`: ``x`` is then compared with
+        the prototype that wins it (:meth:`hdist.PrototypeClassifier.explain`).
     ax : matplotlib Axes, optional
+        Where to draw (a new figure when omitted).
     sort : bool, default=True
         Largest term on top; otherwise in column order.
     color, skipped_color : matplotlib colors
@@ -46,11 +77,34 @@ def explain(metric, x, y, *, ax=None, sort=True, color="C0", skipped_color="0.75
     Returns
     -------
     matplotlib Axes
-        One bar per attribute, width = its term ``w_a d_a^p`` as :meth:`Metric.explain`
-        reports it (the terms add up to the reduced distance); the title gives the
-        distance.
+        One bar per attribute, width = its term as :meth:`hdist.Metric.explain` reports it (the terms add up to the reduced
+        distance); the title gives the reduced distance and the distance.
+
+    Raises
+    ------
+    TypeError
+        ``metric`` is neither a fitted Metric nor a fitted hdist estimator, or ``y`` is
+        missing where it is needed.
+    ValueError
+        A row is not a single row or its columns do not match.
+
+    See Also
+    --------
+    hdist.Metric.explain : the numbers, printable.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import pandas as pd
+    >>> import hdist, hdist.plot
+    >>> X = pd.DataFrame({"age": [20.0, 40.0, 60.0], "colour": ["red", "blue", "red"]})
+    >>> m = hdist.Metric("heom").fit(X)
+    >>> ax = hdist.plot.explain(m, X.iloc[0], X.iloc[1])
+    >>> [float(round(b.get_width(), 2)) for b in ax.patches]
+    [1.0, 0.25]
     """
-    e = metric.explain(x, y)
+    name, e = _explanation(metric, x, y)
     terms = np.asarray(e.terms, dtype=np.float64)
     order = np.argsort(-terms, kind="stable") if sort else np.arange(len(terms))
     ax = _axes(ax, (6.0, 0.35 * len(terms) + 1.2))
@@ -61,8 +115,11 @@ def explain(metric, x, y, *, ax=None, sort=True, color="C0", skipped_color="0.75
     ax.set_yticklabels([str(e.columns[j]) + (" (skipped)" if e.skipped[j] else "")
                         for j in order])
     ax.set_xlabel("term  w·d^p" if np.isfinite(e.p) else "term  w·d")
-    ax.set_title("%s distance %.4g  (sum of terms %.4g)" % (metric.name, e.distance,
-                                                           e.reduced))
+    if np.isfinite(e.p) and e.p != 1:
+        how = "%.4g^(1/%g)" % (e.reduced, e.p)
+    else:
+        how = ("max of the terms" if not np.isfinite(e.p) else "sum of the terms")
+    ax.set_title("%s distance %.4g = %s" % (name, e.distance, how))
     ax.figure.tight_layout()
     return ax
 
@@ -87,6 +144,24 @@ def neighbor_distances(distances, *, ranks=None, bins=30, ax=None):
     ------
     ValueError
         Not a 1-D or 2-D array of finite distances, or a rank outside ``1..k``.
+
+    See Also
+    --------
+    hdist.Metric.kneighbors : the distances drawn.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import pandas as pd
+    >>> import hdist, hdist.plot
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> y = ["no", "no", "yes", "yes", "yes", "no"]
+    >>> dist, _ = hdist.Metric("hvdm").fit(X, y).kneighbors(X, 3)
+    >>> ax = hdist.plot.neighbor_distances(dist)
+    >>> ax.get_xlabel()  # doctest: +ELLIPSIS
+    '...distance...' 
     """
     D = np.asarray(distances, dtype=np.float64)
     if D.ndim == 1:
@@ -138,6 +213,23 @@ def value_distances(metric, attribute, *, ax=None, annotate=True, fmt=".2f",
     ------
     ValueError
         ``attribute`` is unknown or continuous (from ``Metric.value_distances``).
+
+    See Also
+    --------
+    hdist.Metric.value_distances : the table drawn.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import pandas as pd
+    >>> import hdist, hdist.plot
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> y = ["no", "no", "yes", "yes", "yes", "no"]
+    >>> ax = hdist.plot.value_distances(hdist.Metric("hvdm").fit(X, y), "job")
+    >>> ax.get_title()
+    'hvdm: value distances of job'
     """
     table = metric.value_distances(attribute)
     if isinstance(table, tuple):
@@ -198,6 +290,8 @@ def prototypes(classifier, X=None, y=None, attributes=(0, 1), *, ax=None, size=1
     ax : matplotlib Axes, optional
     size : float, default=160
         Marker area of the prototypes (rows get a sixth of it).
+    jitter : float, default=0.15
+        Largest spread of the rows around a nominal attribute's category positions.
     alpha : float, default=0.35
         Opacity of the rows.
 
@@ -212,6 +306,24 @@ def prototypes(classifier, X=None, y=None, attributes=(0, 1), *, ax=None, size=1
     ------
     ValueError
         Not two attributes, an unknown column, or an unfitted classifier.
+
+    See Also
+    --------
+    hdist.PrototypeClassifier.rules_text : the same prototypes as rules.
+
+    Examples
+    --------
+    >>> import matplotlib
+    >>> matplotlib.use("Agg")
+    >>> import pandas as pd
+    >>> import hdist, hdist.plot
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> y = ["no", "no", "yes", "yes", "yes", "no"]
+    >>> clf = hdist.PrototypeClassifier("hvdm", random_state=0).fit(X, y)
+    >>> ax = hdist.plot.prototypes(clf, X, y, ("age", "job"))
+    >>> len(ax.collections[-1].get_offsets())
+    2
     """
     if not hasattr(classifier, "prototypes_"):
         raise ValueError("the classifier is not fitted; call fit(X, y) first")

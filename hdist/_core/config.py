@@ -35,7 +35,27 @@ def config():
 
 
 def show_config(file=None):
-    """Print hdist's version, compiler, OpenMP on/off and the default thread count."""
+    """Print hdist's version, compiler, OpenMP on/off and the default thread count.
+
+    Parameters
+    ----------
+    file : file-like, optional
+        Where to print (default ``sys.stdout``).
+
+    Returns
+    -------
+    None
+
+    See Also
+    --------
+    hdist.__version__ : the version alone.
+
+    Examples
+    --------
+    >>> import hdist
+    >>> hdist.show_config()  # doctest: +ELLIPSIS
+    hdist ...
+    """
     cfg = config()
     width = max(len(k) for k in cfg)
     for k, v in cfg.items():

@@ -141,12 +141,23 @@ def _bin_codes(cuts, x):
 class Discretizer:
     """Base class: parameters, ``transform`` and the fitted attributes.
 
-    Attributes (after ``fit``)
-    --------------------------
+    Attributes
+    ----------
     bin_edges_ : float64 array
-        Interior cut points, increasing; the end intervals extend to -inf and +inf.
+        Interior cut points, increasing, after ``fit``; the end intervals extend to -inf
+        and +inf.
     n_bins_ : int
         Number of bins, ``len(bin_edges_) + 1``.
+
+    See Also
+    --------
+    EqualWidth, EqualFrequency, MDLP : the discretizers.
+
+    Examples
+    --------
+    >>> from hdist.discretize import Discretizer, EqualWidth
+    >>> isinstance(EqualWidth(3), Discretizer)
+    True
     """
 
     _params: tuple = ()
@@ -233,8 +244,38 @@ class EqualWidth(Discretizer):
 
     Parameters
     ----------
-    n_bins : int >= 1
-    trim : float in [0, 0.5)
+    n_bins : int >= 1, default=5
+        Number of bins.
+    trim : float in [0, 0.5), default=0
+        Share of the values left out at each end of the range that is cut.
+
+    Attributes
+    ----------
+    bin_edges_ : float64 array
+        Interior cut points, increasing.
+    n_bins_ : int
+        Number of bins, ``len(bin_edges_) + 1``.
+
+    Raises
+    ------
+    ValueError
+        ``n_bins`` or ``trim`` out of range; ``fit`` on no observed value.
+
+    See Also
+    --------
+    EqualFrequency : bins of equal counts.
+    MDLP : supervised cut points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hdist.discretize import EqualWidth
+    >>> x = [1.0, 2.0, 2.5, 4.0, 7.0, 9.0, 10.0, np.nan]
+    >>> ew = EqualWidth(3).fit(x)
+    >>> ew.bin_edges_.tolist()
+    [4.0, 7.0]
+    >>> ew.transform(x).tolist()
+    [0.0, 0.0, 0.0, 1.0, 2.0, 2.0, 2.0, nan]
     """
 
     _params = ("n_bins", "trim")
@@ -290,7 +331,34 @@ class EqualFrequency(Discretizer):
 
     Parameters
     ----------
-    n_bins : int >= 1
+    n_bins : int >= 1, default=10
+        Number of bins asked for (ties may merge some).
+
+    Attributes
+    ----------
+    bin_edges_ : float64 array
+        Interior cut points, increasing.
+    n_bins_ : int
+        Number of bins, ``len(bin_edges_) + 1``.
+
+    Raises
+    ------
+    ValueError
+        ``n_bins`` out of range; ``fit`` on no observed value.
+
+    See Also
+    --------
+    EqualWidth : bins of equal width.
+    MDLP : supervised cut points.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from hdist.discretize import EqualFrequency
+    >>> x = [1.0, 2.0, 2.5, 4.0, 7.0, 9.0, 10.0, np.nan]
+    >>> ef = EqualFrequency(2).fit(x)
+    >>> ef.bin_edges_.tolist(), ef.transform(x).tolist()
+    ([4.0], [0.0, 0.0, 0.0, 1.0, 1.0, 1.0, 1.0, nan])
     """
 
     _params = ("n_bins",)
@@ -320,6 +388,29 @@ class MDLP(Discretizer):
     entropies in bits; then both halves are split the same way.  A cut point is the midpoint
     of the two values it separates, as Weka places it (iris gives petal length cuts 2.45 and
     4.75).  Rows with a missing value are left out.
+
+    Attributes
+    ----------
+    bin_edges_ : float64 array
+        Interior cut points, increasing.
+    n_bins_ : int
+        Number of bins, ``len(bin_edges_) + 1``.
+
+    Raises
+    ------
+    ValueError
+        ``fit`` without class labels, or with labels of another length.
+
+    See Also
+    --------
+    EqualWidth, EqualFrequency : unsupervised bins.
+
+    Examples
+    --------
+    >>> from hdist.discretize import MDLP
+    >>> md = MDLP().fit([1.0, 1.5, 2.0, 2.2, 6.0, 6.5, 7.0, 7.5], list("aaaabbbb"))
+    >>> md.bin_edges_.tolist()
+    [4.1]
     """
 
     _params = ()
@@ -408,15 +499,72 @@ def _mdlp_split(v, cum, a, b, cw):
 # function-style spellings
 
 def equal_width(n_bins=5, trim=0.0):
-    """An unfitted :class:`EqualWidth` discretizer."""
+    """An unfitted :class:`EqualWidth` discretizer.
+
+    Parameters
+    ----------
+    n_bins : int >= 1, default=5
+        Number of bins.
+    trim : float in [0, 0.5), default=0
+        Share of the values left out at each end of the range that is cut.
+
+    Returns
+    -------
+    EqualWidth
+
+    See Also
+    --------
+    EqualWidth : the class, with the rule.
+
+    Examples
+    --------
+    >>> from hdist.discretize import equal_width
+    >>> equal_width(3).fit([0.0, 1.0, 2.0, 3.0]).bin_edges_.tolist()
+    [1.0, 2.0]
+    """
     return EqualWidth(n_bins, trim)
 
 
 def equal_frequency(n_bins=10):
-    """An unfitted :class:`EqualFrequency` discretizer."""
+    """An unfitted :class:`EqualFrequency` discretizer.
+
+    Parameters
+    ----------
+    n_bins : int >= 1, default=10
+        Number of bins asked for.
+
+    Returns
+    -------
+    EqualFrequency
+
+    See Also
+    --------
+    EqualFrequency : the class, with the rule.
+
+    Examples
+    --------
+    >>> from hdist.discretize import equal_frequency
+    >>> equal_frequency(2).fit([0.0, 1.0, 2.0, 3.0]).bin_edges_.tolist()
+    [1.5]
+    """
     return EqualFrequency(n_bins)
 
 
 def mdlp():
-    """An unfitted :class:`MDLP` discretizer."""
+    """An unfitted :class:`MDLP` discretizer.
+
+    Returns
+    -------
+    MDLP
+
+    See Also
+    --------
+    MDLP : the class, with the rule.
+
+    Examples
+    --------
+    >>> from hdist.discretize import mdlp
+    >>> mdlp().fit([1.0, 2.0, 8.0, 9.0], ["a", "a", "b", "b"]).bin_edges_.tolist()
+    [5.0]
+    """
     return MDLP()

@@ -117,6 +117,16 @@ def entropy(labels, *, base=None, sample_weight=None):
     Returns
     -------
     float, ``-Σ_v p_v log p_v`` (``0 · log 0 = 0``); 0 for a single value.
+
+    See Also
+    --------
+    mutual_information : the information an attribute gives about the class.
+
+    Examples
+    --------
+    >>> import hdist
+    >>> hdist.entropy(["a", "a", "b", "b"], base=2)
+    1.0
     """
     lb = _log_base(base)
     c = _codes(labels, "labels")
@@ -172,8 +182,25 @@ def mutual_information(x, y, *, nominal=None, discretizer=None, base=None,
         discretizer is fitted with the weights, so integer weights give the information
         of the rows repeated by their weights (docs/metrics.md, section 10).
 
-    Rows where ``x`` is missing (or of weight 0) are left out.  Returns
-    ``Σ_{a,b} p(a,b) log(p(a,b) / (p(a) p(b)))`` over the kept rows (``0 · log 0 = 0``).
+    nominal : bool, optional
+        Whether ``x`` is nominal (default: inferred from its values as above).
+
+    Returns
+    -------
+    float
+        ``Σ_{a,b} p(a,b) log(p(a,b) / (p(a) p(b)))`` over the kept rows (``0 · log 0 =
+        0``).  Rows where ``x`` is missing (or of weight 0) are left out.
+
+    See Also
+    --------
+    entropy : the entropy of one variable.
+    hdist.Metric : ``weights="mi"`` weighs the attributes by this.
+
+    Examples
+    --------
+    >>> import hdist
+    >>> hdist.mutual_information(["a", "a", "b", "b"], ["x", "x", "y", "y"], base=2)
+    1.0
     """
     lb = _log_base(base)
     if hasattr(x, "to_numpy") and not isinstance(x, np.ndarray):

@@ -14,7 +14,40 @@ from dataclasses import dataclass, field
 
 @dataclass(frozen=True)
 class MetricInfo:
-    """One preset: how each kind is compared, defaults, accepted parameters."""
+    """One preset: how each kind is compared, defaults, accepted parameters.
+
+    Attributes
+    ----------
+    name : str
+        The preset's name.
+    continuous : str or None
+        How continuous attributes are compared: ``"diff"`` (normalized differences), a
+        class-posterior estimator's name, or None (refused).
+    nominal : str
+        How nominal attributes are compared: ``"overlap"``, ``"vdm"``, ``"hds"``,
+        ``"add"``.
+    defaults : dict
+        The parameters' defaults.
+    params : frozenset
+        The parameters the preset accepts.
+    needs_y : bool
+        Whether ``fit`` needs class labels.
+    doc : str
+        One line on the preset.
+    aliases : tuple
+        Other names of the preset.
+
+    See Also
+    --------
+    hdist.METRICS : ``{name: MetricInfo}`` of every preset.
+
+    Examples
+    --------
+    >>> import hdist
+    >>> info = hdist.METRICS["hvdm"]
+    >>> info.continuous, info.nominal, info.needs_y
+    ('diff', 'vdm', True)
+    """
     name: str
     continuous: str | None          # "diff", a posterior estimator name, or None (refused)
     nominal: str                    # "overlap", "vdm", "hds", "add"
@@ -26,8 +59,8 @@ class MetricInfo:
 
 
 #: parameters every preset accepts, with their defaults (a row below may change a default)
-COMMON = {"nominal": None, "weights": None, "missing": "one", "aggregate": "sum",
-          "mi_discretizer": None}
+COMMON = {"nominal": None, "continuous": None, "na_values": None, "weights": None,
+          "missing": "one", "aggregate": "sum", "mi_discretizer": None}
 
 #: the parameters of range-style normalization of continuous differences
 _DIFF = {"normalization": "range", "trim": 0.05}

@@ -5,6 +5,13 @@ array, list of rows) goes through :func:`to_columns`, the one parser, which yiel
 1-D columns.  :class:`Schema` decides each column's kind once, in ``fit``, and is frozen
 afterwards: it encodes later batches by the learned kinds and categories.
 
+Kinds (docs/metrics.md, section 1; :func:`infer_kind`): a column whose observed values are
+all numbers -- a numeric dtype, or text and objects that each are or spell a number -- is
+continuous; text, categories and booleans are nominal; the text values of ``NA_VALUES``
+(or the ``na_values`` given) are missing in every column, at fit and at predict.  The
+columns named in ``nominal=`` / ``continuous=`` take the kind named; the others are
+inferred.
+
 Encoding:
 - continuous -> float64, ``NaN`` = missing;
 - nominal    -> int64 codes: ``0 .. V-1`` for the values seen in ``fit``, ``-1`` for missing,
@@ -21,6 +28,72 @@ CONTINUOUS = "continuous"
 NOMINAL = "nominal"
 
 _MISSING_TYPE_NAMES = {"NAType", "NaTType", "NoneType"}
+
+#: Text read as a missing value in every column (surrounding spaces ignored), at fit and
+#: at predict: pandas' default ``na_values`` of ``read_csv``, and ``?`` (the UCI
+#: repository's mark of an unknown value).  ``na_values=`` replaces the list (``[]``: no
+#: text is missing).  ``-`` is not in it: it is a label too (credit-a's classes are
+#: ``+`` and ``-``); a column of numbers holding it draws a ``ColumnKindWarning``.
+NA_VALUES = ("", "?", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
+             "1.#IND", "1.#QNAN", "<NA>", "N/A", "NA", "NULL", "NaN", "None", "n/a", "nan",
+             "null")
+
+#: a whole-number column inferred continuous with at most this many distinct values
+#: looks like codes (``ColumnKindWarning``)
+FEW_CODES = 10
+#: ... and with a different value in every row, among at least this many rows, spread
+#: over at most twice as many consecutive integers, like an identifier
+ID_MIN_ROWS = 20
+
+
+class ColumnKindWarning(UserWarning):
+    """``fit`` inferred a column's kind from values that may mean otherwise: a column
+    taken as continuous whose values look like codes (whole numbers with few distinct
+    values -- flags, industry codes --, numbers written with leading zeros, consecutive
+    numbers unique per row -- identifiers), or a column of numbers taken as nominal for a
+    few texts it also holds (``-``, ``unknown``: marks of missing values?).  Declare the
+    columns ``nominal=[...]`` or ``continuous=[...]`` (which also silences the warning),
+    add a mark of missing values to ``na_values``, or drop an identifier.  One warning
+    per ``fit`` names every such column (docs/metrics.md, section 1).
+
+    Parameters
+    ----------
+    columns : list of (str, str)
+        The ``(name, reason)`` of each column; kept as the attribute ``columns``.
+
+    See Also
+    --------
+    hdist.metrics.NA_VALUES : the texts read as missing values.
+    hdist.Metric : whose ``nominal=`` and ``continuous=`` declare a column's kind.
+
+    Examples
+    --------
+    >>> import warnings
+    >>> import pandas as pd
+    >>> import hdist
+    >>> df = pd.DataFrame({"flag": [0, 1, 0, 1, 1, 0],
+    ...                    "x": [0.5, 1.2, 3.3, 2.1, 0.7, 1.9]})
+    >>> with warnings.catch_warnings(record=True) as caught:
+    ...     warnings.simplefilter("always")
+    ...     m = hdist.Metric("heom").fit(df)
+    >>> [w.message.columns for w in caught
+    ...  if isinstance(w.message, hdist.metrics.ColumnKindWarning)]
+    [[('flag', 'continuous: 2 distinct whole numbers')]]
+    >>> m = hdist.Metric("heom", nominal=["flag"]).fit(df)  # declared: no warning
+    >>> m.kinds_
+    ['nominal', 'continuous']
+    """
+
+    def __init__(self, columns):
+        self.columns = [tuple(nw) for nw in columns]
+        super().__init__(
+            "the kind of column(s) %s was inferred from values that may mean otherwise; "
+            "declare each nominal=[...] or continuous=[...] (which also silences this "
+            "warning), add a mark of missing values to na_values, or drop an identifier"
+            % "; ".join("%r (%s)" % nw for nw in self.columns))
+
+    def __reduce__(self):
+        return type(self), (self.columns,)
 
 
 class NotFittedError(ValueError, AttributeError, RuntimeError):
@@ -323,20 +396,80 @@ def to_columns(X, what="X"):
     return names, [_numpy_column(names[i], X[:, i], h) for i in range(X.shape[1])], False
 
 
-def _labels_to_float(labels, codes, name):
-    """A factorized column declared continuous -> float64, or raise naming it."""
-    lut = np.full(len(labels) + 1, np.nan)
-    if all(issubclass(t, (numbers.Real, np.bool_)) for t in set(map(type, labels))):
-        lut[:-1] = labels.astype(np.float64)     # all numbers: one array conversion
-        return lut[codes]
+def _drop_tokens(c, tokens):
+    """Make the labels of column ``c`` that are missing-value text (``tokens``, spaces
+    around ignored) missing: their codes become -1 and they leave ``labels``.  An ordered
+    categorical keeps its declared categories."""
+    if not tokens or c.codes is None or c.hint == "ordered":
+        return
+    hit = [u for u, v in enumerate(c.labels) if isinstance(v, str) and v.strip() in tokens]
+    if not hit:
+        return
+    keep = np.ones(len(c.labels), dtype=bool)
+    keep[hit] = False
+    lut = np.full(len(c.labels) + 1, -1, dtype=np.int64)
+    lut[:-1][keep] = np.arange(int(keep.sum()))
+    c.codes = lut[c.codes]
+    c.labels = c.labels[keep]
+
+
+def _text_number(v):
+    """The float a text spells (``'63'``, ``' 1.5e3 '``, ``'-2'``), or None."""
+    if "_" in v:            # Python's float() reads '1_000'; a table's number does not
+        return None
+    try:
+        return float(v)
+    except ValueError:
+        return None
+
+
+def _label_numbers(labels):
+    """``(floats, bad)``: each label as a float (NaN where missing; booleans as 0 and 1,
+    text that spells a number as that number) and the position of the first label that
+    is no number (-1 when none)."""
+    out = np.full(len(labels), np.nan)
+    types = set(map(type, labels))
+    if all(issubclass(t, (numbers.Real, np.bool_)) for t in types):
+        out[:] = labels.astype(np.float64)     # numbers only: one array conversion
+        return out, -1
+    if types <= {str}:
+        try:                                   # text only: one conversion, then a check
+            out[:] = labels.astype(np.float64)
+            if not any("_" in v for v in labels):
+                return out, -1
+        except ValueError:
+            pass
     for u, v in enumerate(labels):
         if is_missing_scalar(v):
             continue
         if isinstance(v, (bool, np.bool_, numbers.Real)):
-            lut[u] = float(v)
+            out[u] = float(v)
+        elif isinstance(v, str) and _text_number(v) is not None:
+            out[u] = _text_number(v)
         else:
-            raise TypeError("column %r is continuous but holds the non-numeric value %r; "
-                            "declare it nominal (nominal=[...])" % (name, v))
+            return out, u
+    return out, -1
+
+
+def _labels_to_float(labels, codes, name, declared=False):
+    """A factorized column of a continuous attribute -> float64 (text spelling a number
+    read as that number), or a TypeError naming the column and the first value that is
+    no number.  ``declared``: named in ``continuous=`` at fit (else: continuous in fit,
+    queried now)."""
+    vals, bad = _label_numbers(labels)
+    if bad >= 0:
+        v = labels[bad]
+        if declared:
+            raise TypeError(
+                "column %r is declared continuous but holds the value %r, which is not a "
+                "number; convert the column first (pandas.to_numeric(column, "
+                "errors='coerce') makes such values missing) or leave it out of "
+                "continuous=" % (name, v))
+        raise TypeError(
+            "column %r was continuous in fit but holds the value %r, which is not a "
+            "number; convert the column first (pandas.to_numeric(column, errors='coerce') "
+            "makes such values missing)" % (name, v))
+    lut = np.append(vals, np.nan)
     return lut[codes]
 
 
@@ -397,30 +530,192 @@ def _caller_level():
     return level
 
 
+def infer_kind(c):
+    """The kind the data give column ``c`` (missing-value text already removed): a
+    numeric dtype, or text and objects whose every observed value is a number or spells
+    one (booleans are not numbers), is continuous; an ordered categorical is continuous
+    on its positions; text, categories, booleans and a column with no observed value of
+    its own type are nominal.  Returns ``(kind, floats)``: the values as float64 when an
+    object column was read as numbers, else None."""
+    if c.hint in ("numeric", "ordered"):
+        return CONTINUOUS, None
+    if c.hint != "object":
+        return NOMINAL, None
+    codes, labels = c.factorized()
+    if not labels.size or any(isinstance(v, (bool, np.bool_)) for v in labels):
+        return NOMINAL, None
+    vals, bad = _label_numbers(labels)
+    if bad >= 0 or np.isnan(vals).all():
+        return NOMINAL, None
+    return CONTINUOUS, np.append(vals, np.nan)[codes]
+
+
+def _code_like(c, vals, w=None):
+    """Why a whole-number column inferred continuous looks like codes ("" if not):
+    ``FEW_CODES`` or fewer distinct values among at least twice as many rows, text with
+    leading zeros (``'02139'``), or a different number in every row over a span under
+    twice the rows (an identifier).  ``w``: the rows' weights (a row of weight m counts
+    as m rows; None: 1 each)."""
+    ok = ~np.isnan(vals)
+    if w is not None:
+        ok &= w > 0
+    obs = vals[ok]
+    if not obs.size or not np.array_equal(obs, np.floor(obs)):
+        return ""
+    if c.hint == "object" and any(
+            isinstance(v, str) and len(v.strip().lstrip("+-")) > 1
+            and v.strip().lstrip("+-")[0] == "0" and v.strip().lstrip("+-")[1].isdigit()
+            for v in c.labels):
+        return "continuous: numbers written with leading zeros"
+    u, inv = np.unique(obs, return_inverse=True)
+    counts = np.bincount(inv.ravel(), weights=None if w is None else w[ok])
+    distinct, rows = len(u), float(counts.sum())
+    if distinct <= FEW_CODES and rows >= 2 * distinct:
+        return "continuous: %d distinct whole numbers" % distinct
+    if rows >= ID_MIN_ROWS and counts.max() <= 1 and u[-1] - u[0] < 2 * rows:
+        return "continuous: a different whole number in every row, like an identifier"
+    return ""
+
+
+#: a column inferred nominal whose labels are numbers but for at most this many distinct
+#: texts draws a ``ColumnKindWarning`` (those texts may mark missing values)
+FEW_TEXTS = 2
+
+
+def _stray_text(c):
+    """Why a column inferred nominal looks like numbers ("" if not): at least three
+    distinct numbers among its labels and no more than ``FEW_TEXTS`` other texts."""
+    if c.hint != "object" or c.codes is None:
+        return ""
+    labels = c.labels
+    texts = [v for v in labels if not (isinstance(v, str) and _text_number(v) is not None)
+             and not (isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)))]
+    if not texts or len(texts) > FEW_TEXTS or len(labels) - len(texts) < 3:
+        return ""
+    return "nominal: numbers, and the text %s" % " and ".join(repr(v) for v in texts)
+
+
+def _column_set(spec, names, param):
+    """The positions a ``nominal=`` / ``continuous=`` value names: a set, or the words
+    "all" / "rest"; a boolean mask is returned as ``("mask", positions)``."""
+    m = len(names)
+    if spec is None:
+        return set()
+    if isinstance(spec, str):
+        if spec in ("all", "rest") and spec not in names:
+            return spec
+        spec = [spec]
+    spec = list(spec) if not isinstance(spec, np.ndarray) else list(spec.tolist())
+    if spec and all(isinstance(v, (bool, np.bool_)) for v in spec):
+        if len(spec) != m:
+            raise ValueError("%s: a boolean mask must have one entry per column (%d), got %d"
+                             % (param, m, len(spec)))
+        return ("mask", {i for i, v in enumerate(spec) if v})
+    out = set()
+    for v in spec:
+        if isinstance(v, (int, np.integer)) and not isinstance(v, (bool, np.bool_)):
+            i = int(v)
+            if i < -m or i >= m:
+                raise ValueError("%s: position %d is out of range for %d columns"
+                                 % (param, i, m))
+            out.add(i % m)
+        elif isinstance(v, str):
+            if v not in names:
+                raise ValueError("%s: no column named %r (columns: %r)" % (param, v, names))
+            out.add(names.index(v))
+        else:
+            raise TypeError("%s: entries must be column names or positions, got %r"
+                            % (param, v))
+    return out
+
+
+def declared_kinds(nominal, continuous, names):
+    """``{position: kind}`` of the columns ``nominal=`` and ``continuous=`` name (the
+    others are inferred): lists of names or positions override those columns; ``"all"``
+    names every column; ``"rest"`` every column the other parameter does not name (so
+    ``nominal=[...], continuous="rest"`` is the exact set of nominal columns); a boolean
+    mask ``nominal=[True, False, ...]`` gives every column's kind."""
+    m = len(names)
+    nom = _column_set(nominal, names, "nominal")
+    con = _column_set(continuous, names, "continuous")
+    if isinstance(nom, tuple) or isinstance(con, tuple):
+        mask, other, which = (nom, con, "nominal") if isinstance(nom, tuple) \
+            else (con, nom, "continuous")
+        if other != set():
+            raise ValueError("%s: a boolean mask gives every column's kind; leave the other "
+                             "parameter out" % which)
+        kind = NOMINAL if which == "nominal" else CONTINUOUS
+        flip = CONTINUOUS if kind == NOMINAL else NOMINAL
+        return {i: (kind if i in mask[1] else flip) for i in range(m)}
+    if nom == con and nom in ("all", "rest"):
+        raise ValueError("nominal=%r and continuous=%r leave no column to either kind"
+                         % (nominal, continuous))
+    for word, mine, other, name in (("all", nom, con, "nominal"),
+                                    ("all", con, nom, "continuous")):
+        if mine == word and other not in (set(), None):
+            raise ValueError("%s='all' names every column; continuous= and nominal= cannot "
+                             "both be given with it" % name)
+    out = {}
+    if nom == "all":
+        return {i: NOMINAL for i in range(m)}
+    if con == "all":
+        return {i: CONTINUOUS for i in range(m)}
+    both = sorted(nom & con) if isinstance(nom, set) and isinstance(con, set) else []
+    if both:
+        raise ValueError("column(s) %s are named both in nominal= and in continuous="
+                         % ", ".join(repr(names[i]) for i in both))
+    if nom == "rest":
+        out = {i: NOMINAL for i in range(m) if i not in con}
+    elif con == "rest":
+        out = {i: CONTINUOUS for i in range(m) if i not in nom}
+    for i in (nom if isinstance(nom, set) else ()):
+        out[i] = NOMINAL
+    for i in (con if isinstance(con, set) else ()):
+        out[i] = CONTINUOUS
+    return out
+
+
 class Schema:
     """Kinds and categories of the columns seen in ``fit``; frozen afterwards.
 
     Parameters
     ----------
-    nominal : None, "all", list of names or positions, or boolean mask
-        Which columns are nominal.  ``None`` infers kinds from dtypes: pandas
-        ``category``/``object``/``string``/``bool`` and numpy object/bool are nominal,
-        numbers continuous, an ordered categorical is continuous on its codes.
-        A list gives the exact set of nominal columns (an ordered categorical listed
-        there is nominal on its labels).
+    nominal, continuous : None, "all", "rest", list of names or positions, or boolean mask
+        Columns to take as nominal / continuous whatever their values (docs/metrics.md,
+        section 1).  The columns neither names are inferred (:func:`infer_kind`): a
+        numeric dtype, or text and objects whose every observed value is a number or
+        spells one, is continuous; text, categories and booleans are nominal; an ordered
+        categorical is continuous on its positions (nominal on its labels when named in
+        ``nominal``).  ``"all"``: every column; ``"rest"``: every column the other
+        parameter does not name (``nominal=[...], continuous="rest"``: exactly these
+        are nominal).  A boolean mask gives every column's kind (True: that kind).
+    na_values : None or list of str
+        Text read as a missing value in every column, at fit and at predict (spaces
+        around ignored).  None: :data:`NA_VALUES`; ``[]``: none.
+
+    A whole-number column inferred continuous whose values look like codes
+    (:func:`_code_like`) draws one :class:`ColumnKindWarning` per ``fit``, naming every
+    such column.
 
     Values are matched to the categories seen in ``fit`` by label, column-wise: a query
     value equal to a fitted label takes its code; a number and a text spelling the same
     number (``10`` and ``'10'``, ``1.0`` and ``'1'``) match when exactly one fitted label
-    does (several -> ValueError naming the column); other values are unseen.
+    does (several -> ValueError naming the column); other values are unseen.  Text in a
+    continuous column is read as the number it spells; other text is a TypeError naming
+    the column.
     """
 
     #: ``encode`` warns when more than half of a nominal column's observed query values
     #: are unseen, among at least this many observed values
     unseen_warn_min = 10
+    #: the missing-value text of a schema fitted before there was any (a pickle of
+    #: hdist 0.1 encodes as it did then)
+    na_values_ = frozenset()
 
-    def __init__(self, nominal=None):
+    def __init__(self, nominal=None, continuous=None, na_values=None):
         self.nominal = nominal
+        self.continuous = continuous
+        self.na_values = na_values
 
     # -- fit ---------------------------------------------------------------
     def fit(self, X, allow_empty=False):
@@ -429,12 +724,23 @@ class Schema:
         self._fit_columns(X, allow_empty)
         return self
 
-    def fit_encode(self, X, allow_empty=False):
-        """``fit(X)`` then ``encode(X)``, reading ``X`` once."""
-        cols = self._fit_columns(X, allow_empty)
+    def fit_encode(self, X, allow_empty=False, sample_weight=None):
+        """``fit(X)`` then ``encode(X)``, reading ``X`` once.  ``sample_weight`` (None,
+        ``[n]`` or per-column ``[n, m]``) counts the rows for the code-like check."""
+        cols = self._fit_columns(X, allow_empty, sample_weight)
         return self._encode_columns(cols, None, "X", warn=False)
 
-    def _fit_columns(self, X, allow_empty):
+    def _tokens(self):
+        na = self.na_values
+        if na is None:
+            return frozenset(NA_VALUES)
+        if isinstance(na, str) or not all(isinstance(v, str) for v in na):
+            raise TypeError("na_values must be a list of strings (the text read as "
+                            "missing), got %r" % (na,))
+        return frozenset(v.strip() for v in na)
+
+    def _fit_columns(self, X, allow_empty, sample_weight=None):
+        tokens = self._tokens()
         names, cols, by_name = to_columns(X)
         for c in cols:
             if c.hint.startswith("bad:"):
@@ -445,15 +751,24 @@ class Schema:
             raise ValueError("X has no columns")
         if len(cols[0]) == 0:
             raise ValueError("X has 0 rows; at least 2 are needed to fit")
-        nominal_set = self._resolve_nominal(names, cols)
+        declared = declared_kinds(self.nominal, self.continuous, names)
         self.names_ = names
         self.by_name_ = by_name
+        self.na_values_ = tokens
         self.kinds_ = []
         self.categories_ = []
         self._index = []
         self._alt = {}
+        doubtful = []
         for i, c in enumerate(cols):
-            if i in nominal_set:
+            _drop_tokens(c, tokens)
+            kind, vals = declared.get(i), None
+            if kind is None:
+                kind, vals = infer_kind(c)
+            if kind == NOMINAL:
+                why = "" if i in declared else _stray_text(c)
+                if why:
+                    doubtful.append((c.name, why))
                 self.kinds_.append(NOMINAL)
                 cats, index = self._learn_categories(c)
                 if not cats and not allow_empty:
@@ -461,56 +776,34 @@ class Schema:
                                      % c.name)
                 self.categories_.append(cats)
                 self._index.append(index)
-            else:
-                self.kinds_.append(CONTINUOUS)
-                if c.hint == "ordered":
-                    vals = c.codes.astype(np.float64)
-                    vals[c.codes < 0] = np.nan
-                elif c.hint == "numeric":
-                    vals = c.values
-                else:
-                    vals = _labels_to_float(c.labels, c.codes, c.name)
-                _check_finite(vals, c.name)
-                if np.isnan(vals).all() and not allow_empty:
-                    raise ValueError("column %r has no observed value in the training data"
-                                     % c.name)
-                self.categories_.append(c.ordered_categories)
-                self._index.append(None)
+                continue
+            self.kinds_.append(CONTINUOUS)
+            if c.hint == "ordered":
+                vals = c.codes.astype(np.float64)
+                vals[c.codes < 0] = np.nan
+            elif c.hint == "numeric":
+                vals = c.values
+            elif vals is None:
+                vals = _labels_to_float(c.labels, c.codes, c.name, declared=True)
+            _check_finite(vals, c.name)
+            if np.isnan(vals).all() and not allow_empty:
+                raise ValueError("column %r has no observed value in the training data"
+                                 % c.name)
+            if i not in declared and c.hint != "ordered":
+                why = _code_like(c, vals, column_weights(sample_weight, i))
+                if why:
+                    doubtful.append((c.name, why))
+            if c.hint not in ("numeric", "ordered"):
+                # read as numbers once: encoding this table again needs no parsing
+                cols[i] = _Column(c.name, "numeric", values=vals)
+            self.categories_.append(c.ordered_categories)
+            self._index.append(None)
         self.n_features_in_ = len(names)
         self.continuous_ = np.array([k == CONTINUOUS for k in self.kinds_], dtype=bool)
+        if doubtful:
+            import warnings
+            warnings.warn(ColumnKindWarning(doubtful), stacklevel=_caller_level())
         return cols
-
-    def _resolve_nominal(self, names, cols):
-        m = len(cols)
-        nom = self.nominal
-        if nom is None:
-            return {i for i, c in enumerate(cols) if c.hint in ("object", "bool", "category")}
-        if isinstance(nom, str):
-            if nom == "all":
-                return set(range(m))
-            nom = [nom]
-        nom = list(nom) if not isinstance(nom, np.ndarray) else list(nom.tolist())
-        if nom and all(isinstance(v, (bool, np.bool_)) for v in nom):
-            if len(nom) != m:
-                raise ValueError("nominal: a boolean mask must have one entry per column "
-                                 "(%d), got %d" % (m, len(nom)))
-            return {i for i, v in enumerate(nom) if v}
-        out = set()
-        for v in nom:
-            if isinstance(v, (int, np.integer)) and not isinstance(v, bool):
-                i = int(v)
-                if i < -m or i >= m:
-                    raise ValueError("nominal: position %d is out of range for %d columns"
-                                     % (i, m))
-                out.add(i % m)
-            elif isinstance(v, str):
-                if v not in names:
-                    raise ValueError("nominal: no column named %r (columns: %r)" % (v, names))
-                out.add(names.index(v))
-            else:
-                raise TypeError("nominal: entries must be column names or positions, got %r"
-                                % (v,))
-        return out
 
     @staticmethod
     def _learn_categories(c):
@@ -565,6 +858,8 @@ class Schema:
             if len(cols) != m:
                 raise ValueError("%s has %d columns; the metric was fitted on %d"
                                  % (what, len(cols), m))
+        for c in cols:
+            _drop_tokens(c, self.na_values_)
         return self._encode_columns(cols, unseen, what)
 
     def _encode_columns(self, cols, unseen, what, warn=True):
@@ -603,7 +898,7 @@ class Schema:
                 vals = c.codes.astype(np.float64)
                 vals[c.codes < 0] = np.nan
                 return vals
-            return _labels_to_float(c.labels, c.codes, name)
+            return _labels_to_float(c.labels, c.codes, name)     # numbers as text too
         if c.hint == "ordered" and list(c.ordered_categories) == list(cats):
             vals = c.codes.astype(np.float64)
             vals[c.codes < 0] = np.nan
@@ -823,6 +1118,22 @@ def column_weights(sw, j):
     return sw if sw is None or sw.ndim == 1 else sw[:, j]
 
 
+def _non_number_kind(values):
+    """The kind of value (``"bool"``, ``"str"``, ...) that makes ``values`` not numbers,
+    or None: numpy would read booleans and numeric text as floats without a word."""
+    dt = getattr(values, "dtype", None)
+    kind = getattr(dt, "kind", None)
+    if isinstance(kind, str) and kind != "O":
+        return None if kind in "iuf" else ("bool" if kind == "b" else str(dt))
+    flat = np.asarray(values, dtype=object).ravel()
+    for v in flat:
+        if isinstance(v, (bool, np.bool_)):
+            return "bool"
+        if isinstance(v, (str, bytes)):
+            return "str"
+    return None
+
+
 def check_sample_weight(sample_weight, n):
     """``sample_weight`` as a float array ``[n]`` (None stays None; a scalar is repeated).
 
@@ -830,6 +1141,9 @@ def check_sample_weight(sample_weight, n):
     non-negative, not all zero; a ValueError / TypeError naming ``sample_weight`` else."""
     if sample_weight is None:
         return None
+    kind = _non_number_kind(sample_weight)
+    if kind is not None:
+        raise TypeError("sample_weight must hold numbers, got %s values" % kind)
     try:
         sw = np.asarray(sample_weight, dtype=np.float64)
     except (TypeError, ValueError):

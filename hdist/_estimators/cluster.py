@@ -51,6 +51,7 @@ from .._search.metric import METRICS, Metric
 try:  # with scikit-learn installed, the estimators are scikit-learn estimators
     from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
     from sklearn.exceptions import NotFittedError
+    from sklearn.utils.metadata_routing import UNUSED
     from .neighbors import _check_table
     _SKLEARN = True
 except ImportError:  # pragma: no cover - exercised only without scikit-learn
@@ -143,6 +144,87 @@ def _weighted_seeds(n, k, rng, dist_from, weight=None):
     return np.array(chosen, dtype=np.intp)
 
 
+def _first_max(score):
+    """Position of the largest entry of ``score`` (ties: the smallest position)."""
+    return int(np.flatnonzero(score == score.max())[0])
+
+
+def cao_seeds(nom, k, to_rows, weight=None):
+    """Cao, Liang & Bai's (2009) initial modes: ``k`` data rows chosen by density and
+    distance, deterministically.
+
+    The density of row ``i`` is the average frequency of its values,
+    ``Dens(x_i) = Σ_a |{j : x_ja = x_ia}| / (n m)`` (``nom``: ``[n, m]`` schema codes, a
+    missing value, code -1, matching nothing; with row weights the counts and ``n`` are
+    sums of weights).  The first mode is the densest row; each next one the row that
+    maximizes ``min_c d(x_i, c) · Dens(x_i)`` over the modes ``c`` chosen so far
+    (``to_rows(idx)``: distances ``[len(idx), n]`` of rows ``idx`` to every row).  Ties go
+    to the smaller row index; chosen rows and rows of weight 0 are never chosen again."""
+    n, m = nom.shape
+    w = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    dens = np.zeros(n)
+    for a in range(m):
+        codes = nom[:, a]
+        ok = codes >= 0
+        freq = np.bincount(codes[ok], weights=w[ok])
+        dens[ok] += freq[codes[ok]]
+    dens /= w.sum() * max(m, 1)
+    allowed = w > 0
+    chosen = [_first_max(np.where(allowed, dens, -np.inf))]
+    dmin = to_rows([chosen[0]])[0]
+    for _ in range(1, k):
+        score = np.where(allowed, dmin * dens, -np.inf)
+        score[chosen] = -np.inf
+        nxt = _first_max(score)
+        chosen.append(nxt)
+        dmin = np.minimum(dmin, to_rows([nxt])[0])
+    return np.array(chosen, dtype=np.intp)
+
+
+def huang_modes(nom, n_values, k, rng, weight=None):
+    """Steps 1 and 2 of Huang's (1998) initialization: ``k`` synthetic modes whose value
+    of each attribute is drawn among the attribute's observed values with probability
+    proportional to its frequency (weighted by the row weights), so that the frequent
+    categories are spread over the modes.  ``n_values``: the number of learned values of
+    each column.  Returns schema codes ``[k, m]`` (-1 for a column with no observed
+    value)."""
+    n, m = nom.shape
+    w = np.ones(n) if weight is None else np.asarray(weight, dtype=np.float64)
+    out = np.full((k, m), -1, dtype=np.int64)
+    for a in range(m):
+        codes = nom[:, a]
+        ok = (codes >= 0) & (w > 0)
+        freq = np.bincount(codes[ok], weights=w[ok], minlength=n_values[a])
+        if freq.sum() > 0:
+            out[:, a] = rng.choice(freq.size, size=k, p=freq / freq.sum())
+    return out
+
+
+def huang_seeds(nom, categories, k, rng, to_modes, weight=None):
+    """Huang's (1998) initialization: synthetic modes (:func:`huang_modes`), then step 3:
+    mode 1, 2, ... in turn is replaced by the data row nearest to it (``to_modes(codes)``:
+    distances ``[k, n]`` of the modes to every row; ties: the smaller row index) among the
+    rows not chosen yet whose values differ from every row chosen so far ("Q_l ≠ Q_t"),
+    or, when every such row is a duplicate of a chosen one, the nearest row not chosen.
+    Rows of weight 0 are never chosen."""
+    modes = huang_modes(nom, [len(c) for c in categories], k, rng, weight)
+    D = to_modes(modes)
+    n = nom.shape[0]
+    allowed = np.ones(n, dtype=bool) if weight is None else np.asarray(weight) > 0
+    chosen = []
+    same = np.zeros(n, dtype=bool)        # rows equal to a chosen row
+    for c in range(k):
+        free = allowed.copy()
+        free[chosen] = False
+        cand = free & ~same
+        if not cand.any():
+            cand = free
+        i = _first_max(np.where(cand, -D[c], -np.inf))
+        chosen.append(i)
+        same |= (nom == nom[i]).all(axis=1)
+    return np.array(chosen, dtype=np.intp)
+
+
 class _Params:
     """scikit-learn's parameter protocol, for when scikit-learn is not installed."""
 
@@ -177,6 +259,9 @@ class _ClusterBase(*_BASES):
 
     _default_metric = "heom"
     _categorical_input = True
+    if _SKLEARN:
+        # ``progress`` is not sample metadata (see hdist.neighbors): never routed
+        __metadata_request__fit = {"progress": UNUSED}
 
     def _check_X(self, X, reset):
         """With scikit-learn: refuse what is not a 2-D table with its messages and check
@@ -350,6 +435,9 @@ class _NominalCenters:
 
 
 class _CenterBase(_ClusterBase):
+    #: the names ``init`` accepts
+    _inits = ("k-means++", "random")
+
     def __init__(self, n_clusters=8, *, metric=None, metric_params=None, init="k-means++",
                  n_init="auto", max_iter=100, nominal_center="cost", random_state=None,
                  n_jobs=None):
@@ -379,17 +467,17 @@ class _CenterBase(_ClusterBase):
         ``(total, total)``.  Returns self."""
         k = _check_int("n_clusters", self.n_clusters, 1)
         explicit = not isinstance(self.init, str)
+        if not explicit and self.init not in self._inits:
+            raise ValueError("init must be %s or a table of n_clusters rows, got %r"
+                             % (", ".join(repr(i) for i in self._inits), self.init))
         if isinstance(self.n_init, str) and self.n_init == "auto":
-            n_init = 1 if explicit else 10
+            n_init = 1 if explicit or self.init == "cao" else 10
         else:
             n_init = _check_int("n_init", self.n_init, 1)
         max_iter = _check_int("max_iter", self.max_iter, 1)
         if self.nominal_center not in ("cost", "mode"):
             raise ValueError("nominal_center must be 'cost' or 'mode', got %r"
                              % (self.nominal_center,))
-        if not explicit and self.init not in ("k-means++", "random"):
-            raise ValueError("init must be 'k-means++', 'random' or a table of n_clusters "
-                             "rows, got %r" % (self.init,))
         if explicit and n_init != 1:
             raise ValueError("init given as a table of centers needs n_init=1, got %d"
                              % n_init)
@@ -444,8 +532,14 @@ class _CenterEngine:
         self.fallback = self._update(everyone, 1, None)
 
     def seed_rows(self, rng, how):
-        """Indices of the k initial rows: uniform without replacement, or k-means++
-        (probability proportional to the reduced distance to the nearest row drawn)."""
+        """Indices of the k initial rows: uniform without replacement, k-means++
+        (probability proportional to the reduced distance to the nearest row drawn),
+        Huang's or Cao's initialization."""
+        if how == "cao":
+            return cao_seeds(self.d.nom, self.k, self._to_rows, self.w)
+        if how == "huang":
+            return huang_seeds(self.d.nom, self.d.metric.schema_.nominal_categories, self.k,
+                               rng, self._to_modes, self.w)
         if self.w is not None:
             return self._seed_weighted(rng, how)
         if how == "random":
@@ -478,6 +572,16 @@ class _CenterEngine:
                 d = self.d.to(self.d.rows.take([nxt]))[0]
                 dmin = d if dmin is None else np.minimum(dmin, d)
         return np.sort(chosen) if how == "random" else np.array(chosen, dtype=np.intp)
+
+    def _to_rows(self, idx):
+        """Reduced distances ``[len(idx), n]`` from data rows ``idx`` to every row."""
+        return self.d.to(self.d.rows.take(np.asarray(idx, dtype=np.intp)))
+
+    def _to_modes(self, nom_codes):
+        """Reduced distances ``[len, n]`` from centers given by their nominal schema
+        codes to every row (KModes: no continuous column)."""
+        cont = np.empty((nom_codes.shape[0], self.d.cont.shape[1]))
+        return self.d.to(self.d.plan.encode(cont, nom_codes))
 
     def assign(self, center_rows):
         D = self.d.to(center_rows)
@@ -577,13 +681,14 @@ _CENTER_DOC = """
         statistics then come from the data it was fitted on).{extra}
     metric_params : dict, optional
         Parameters of a metric given by name.
-    init : {{"k-means++", "random"}} or a table of ``n_clusters`` rows
+    init : {{{inits}}} or a table of ``n_clusters`` rows
         Initial centers: ``n_clusters`` data rows, drawn uniformly or by k-means++ seeding
         (probability proportional to the reduced distance to the nearest row drawn), or
-        the given rows (then ``n_init`` must be 1).  The first assignment is to these rows.
+        the given rows (then ``n_init`` must be 1).  The first assignment is to these
+        rows.{init_extra}
     n_init : int or "auto", default "auto"
         Runs from different initial rows; the one with the least ``inertia_`` is kept.
-        "auto": 1 when ``init`` is a table of centers, else 10.
+        "auto": 1 when ``init`` is a table of centers{cao_one}, else 10.
     max_iter : int, default 100
         Most rounds of (center update, assignment) per run; a run stops earlier when no
         row changes cluster.
@@ -628,6 +733,7 @@ class KModes(_CenterBase):
     """
 
     _default_metric = "smd"
+    _inits = ("k-means++", "random", "huang", "cao")
 
     def _metric_defaults(self, info):
         return {"nominal": "all", "p": 1.0}
@@ -666,11 +772,62 @@ class KPrototypes(_CenterBase):
     _default_metric = "heom"
 
 
+_KMODES_INITS = """
+        ``"huang"`` (Huang 1998): ``n_clusters`` synthetic modes whose value of each
+        attribute is drawn among its observed values with probability proportional to
+        their frequencies, then mode 1, 2, ... in turn replaced by the data row nearest
+        to it among the rows not chosen yet that differ from every row chosen so far
+        (ties: the smaller row index).  ``"cao"`` (Cao, Liang & Bai 2009), deterministic:
+        the density of a row is the mean over the attributes of the share of rows that
+        share its value, ``Dens(x) = Σ_a |{y : y_a = x_a}| / (n m)`` (a missing value
+        shares nothing; with ``sample_weight``, weights instead of counts); the first
+        center is the densest row and each next one the row that maximizes
+        ``Dens(x) · min_c d(x, c)`` over the centers chosen so far (ties: the smaller row
+        index), ``d`` the fitted metric (the number of mismatches for ``"smd"``)."""
+
+
 if KModes.__doc__:   # not under python -OO
     KModes.__doc__ += _CENTER_DOC.format(default="smd", extra=(
         " ``\"smd\"`` (simple matching), ``\"add\"`` (Ahmad & Dey), ``\"hds\"`` "
-        "(Hellinger, Zhao, Liu & Wang 2016) or any other metric over nominal columns."))
-    KPrototypes.__doc__ += _CENTER_DOC.format(default="heom", extra="")
+        "(Hellinger, Zhao, Liu & Wang 2016) or any other metric over nominal columns."),
+        inits='"k-means++", "random", "huang", "cao"', init_extra=_KMODES_INITS,
+        cao_one=' or "cao"')
+    KPrototypes.__doc__ += _CENTER_DOC.format(default="heom", extra="",
+                                              inits='"k-means++", "random"',
+                                              init_extra="", cao_one="")
+    KModes.__doc__ += """
+    See Also
+    --------
+    KPrototypes : mixed data, continuous means beside nominal modes.
+    KMedoids : centers that are data rows, any metric.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hdist.cluster import KModes
+    >>> X = pd.DataFrame({"colour": ["red", "red", "blue", "blue", "blue", "red"],
+    ...                   "size": ["S", "S", "L", "L", "M", "M"]})
+    >>> km = KModes(2, init="cao").fit(X)
+    >>> km.labels_.tolist()
+    [0, 0, 1, 1, 1, 0]
+    >>> km.cluster_centers_.to_numpy().tolist()
+    [['red', 'S'], ['blue', 'L']]
+    """
+    KPrototypes.__doc__ += """
+    See Also
+    --------
+    KModes : nominal data only.
+    KMedoids : centers that are data rows.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hdist.cluster import KPrototypes
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> KPrototypes(2, random_state=0).fit(X).labels_.tolist()
+    [1, 1, 0, 0, 0, 1]
+    """
 
 
 # -- k-medoids -------------------------------------------------------------------------------
@@ -707,13 +864,40 @@ class KMedoids(_ClusterBase):
         ``sample_size=5000`` reached a loss 1.026 times the exact solve's
         (``benchmarks/bench_cluster.py --sampled``).  ``None``: always exact.
     sample_size : int, default 5000
+        Rows of each sample in sampled mode.
     random_state, n_jobs : as in :class:`KModes`
 
     Attributes
     ----------
-    labels_, medoid_indices_, cluster_centers_ (the medoid rows in original values),
-    inertia_ (``Σ_i w_i`` true distance of row ``i`` to its nearest medoid, ``w_i = 1``
-    without ``sample_weight``), n_iter_, metric_.
+    labels_ : int array [n]
+        Cluster of each row: its nearest medoid (ties: the smaller cluster index).
+    medoid_indices_ : int array [n_clusters]
+        Training positions of the medoids.
+    cluster_centers_ : DataFrame (pandas input) or object array [n_clusters, m]
+        The medoid rows in original values.
+    inertia_ : float
+        ``Σ_i w_i d(x_i, nearest medoid)``, true distances as ``metric_.pairwise`` gives
+        them (a medoid with a missing value included), ``w_i = 1`` without
+        ``sample_weight`` (docs/metrics.md, section 11).
+    n_iter_ : int
+        Passes (fasterpam) or medoid updates (alternate) of the kept run.
+    metric_ : Metric
+        The fitted metric.
+
+    See Also
+    --------
+    KPrototypes : centers that are means and modes rather than data rows.
+    KModes : nominal data, centers that are modes.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> from hdist.cluster import KMedoids
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> km = KMedoids(2, random_state=0).fit(X)
+    >>> km.labels_.tolist(), km.medoid_indices_.tolist(), round(km.inertia_, 4)
+    ([1, 1, 0, 0, 0, 1], [3, 0], 2.3224)
     """
 
     #: with at most this many entries, the full distance matrix is computed once
@@ -801,9 +985,7 @@ class KMedoids(_ClusterBase):
                 start = np.array(init_idx, dtype=np.intp) if explicit else self.init
                 med, n_iter = exact.run(k, rng, start, self.method, max_iter)
             Dm = data.true_from(data.rows.take(med))
-            Dm[np.arange(k), med] = 0.0          # each medoid in its own cluster, at 0
             labels = np.argmin(Dm, axis=0)
-            labels[med] = np.arange(k)
             dmin = Dm[labels, np.arange(n)]
             td = float((dmin if w is None else dmin * w).sum())
             if best is None or td < best[0]:
@@ -819,6 +1001,11 @@ class KMedoids(_ClusterBase):
         self.cluster_centers_ = self._decode(data.cont[self.medoid_indices_],
                                              data.nom[self.medoid_indices_])
         return self
+
+    def predict(self, X):
+        """The nearest medoid of each row of ``X`` by ``transform``'s distances (ties: the
+        smaller cluster index): ``labels_`` for the training rows."""
+        return np.argmin(self.transform(X), axis=1)
 
 
 class _MedoidEngine:
@@ -840,19 +1027,16 @@ class _MedoidEngine:
             self.full = np.empty((self.n, self.n))
             pairwise(data.plan.cplan, self.crows, self.crows, self.full, data.threads, True,
                      False)
-            np.fill_diagonal(self.full, 0.0)
 
     def block(self, idx):
-        """True distances ``[len(idx), n]`` from rows ``idx`` to every row, 0 from a row to
-        itself: a medoid costs nothing for itself, even when a missing value puts it at a
-        positive distance from itself (docs/metrics.md)."""
+        """True distances ``[len(idx), n]`` from rows ``idx`` to every row, a row's
+        distance to itself included as the metric gives it (positive when a missing value
+        counts, docs/metrics.md section 11)."""
         if self.full is not None:
             return self.full[idx]
         sub = self.rows.take(idx)
-        out = _distances(self.d.plan, _crows(sub), self.crows, sub.n, self.n, self.d.threads,
-                         False)
-        out[np.arange(sub.n), idx] = 0.0
-        return out
+        return _distances(self.d.plan, _crows(sub), self.crows, sub.n, self.n,
+                          self.d.threads, False)
 
     # -- initial medoids ------------------------------------------------------------------
     def seeds(self, k, rng, how):

@@ -49,15 +49,30 @@ class Embedding:
 
     Attributes
     ----------
-    metric_ : the fitted :class:`hdist.Metric`
-    n_features_in_, feature_names_in_ : the columns of the table
-    n_components_ : the number of output columns
+    metric_ : hdist.Metric
+        The fitted metric.
+    n_features_in_, feature_names_in_ : int, ndarray of str
+        The columns of the table.
+    n_components_ : int
+        The number of output columns.
+
+    See Also
+    --------
+    hdist.Metric.pairwise : the distances the embedding reproduces.
+    hdist.KNeighborsTransformer : a sparse neighbor graph instead of coordinates.
 
     Examples
     --------
+    >>> import pandas as pd
+    >>> import hdist
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> y = ["no", "no", "yes", "yes", "yes", "no"]
     >>> emb = hdist.Embedding("hvdm").fit(X, y)
-    >>> Z = emb.transform(X)                  # float64 [n, n_components_]
-    >>> emb.get_feature_names_out()[:3]       # e.g. ['age', 'color=red', 'color=blue']
+    >>> emb.transform(X).shape
+    (6, 3)
+    >>> emb.get_feature_names_out().tolist()
+    ['age', 'job:no', 'job:yes']
     """
 
     def __init__(self, metric="hvdm", metric_params=None):

@@ -66,6 +66,7 @@ from sklearn.base import BaseEstimator, TransformerMixin
 from sklearn.utils.validation import _check_feature_names_in, _num_samples, check_is_fitted
 
 from .._search import votes as _knn
+from .neighbors import _check_table
 from .._search.index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
 from .._core.information import _discretized, _mi_codes
 from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight
@@ -186,15 +187,43 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
     dtypes (a ``category`` column keeps its categories; a value learned in ``fit`` that
     the column's categories lack is added to them).  Integer columns (``Int64``, numpy
     integers) and ordered categoricals (continuous on their codes) get the imputed value
-    rounded to the nearest integer (half to even) -- a mean of ages stays an age.  A numpy
-    array comes back as float64 when it is numeric, as an object array otherwise; other
-    tables (polars, pyarrow) are read through ``to_pandas()`` and come back as DataFrames.
+    rounded to the nearest integer (half to even) -- a mean of ages stays an age.  A
+    continuous column held as objects or text (numbers in an object column, the numeric
+    text of a CSV read as strings) gets its imputed values in the form of its observed
+    ones: integers (rounded) when they are all integers, text when they are all text.  A
+    float column keeps floats even when its values are whole: a 0/1 flag stored as floats
+    is continuous and gets a mean such as 0.4 unless it is declared nominal
+    (``metric_params={"nominal": [...]}``; ``fit`` warns about such columns,
+    docs/metrics.md section 1).  A numpy array comes back as float64 when it is numeric,
+    as an object array otherwise; other tables (polars, pyarrow) are read through
+    ``to_pandas()`` and come back as DataFrames.
 
     Each cell's donors are the nearest training rows that have its column, so a row
     missing two columns may take them from different donors (scikit-learn's rule;
     ``VIM::kNN`` likewise searches per variable).  Every training row is a possible donor
     of a query row, itself included when the query row is a training row: it never has
     the value being imputed, so it never donates it.
+
+    A pandas Series is refused (``ValueError``), as scikit-learn refuses a 1-D array: a
+    Series may be one column or one row, so pass ``series.to_frame()`` (one column) or
+    ``series.to_frame().T`` (one row).
+
+    See Also
+    --------
+    sklearn.impute.KNNImputer : the same on numeric arrays, Euclidean distance.
+    hdist.KNeighborsRegressor : predicts a whole target column from the neighbors.
+
+    Examples
+    --------
+    >>> import numpy as np, pandas as pd
+    >>> import hdist
+    >>> X = pd.DataFrame({"age": [25.0, np.nan, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> out = hdist.KNNImputer(n_neighbors=2).fit_transform(X)
+    >>> out["age"].tolist()
+    [25.0, 36.0, 47.0, 51.0, 62.0, 23.0]
+    >>> out["job"].tolist()
+    ['clerk', 'clerk', 'manager', 'manager', 'retired', 'clerk']
     """
 
     def __init__(self, *, n_neighbors=5, weights="uniform", metric="heom", metric_params=None,
@@ -281,6 +310,8 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
                 return pd.DataFrame.from_records(X)
             return X
         if hasattr(X, "iloc"):
+            if getattr(X, "ndim", 2) == 1:      # a pandas Series: one column or one row?
+                _check_table(X)
             return X
         if hasattr(X, "to_pandas") and hasattr(X, "schema"):     # polars, pyarrow
             return X.to_pandas()
@@ -625,7 +656,7 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         out = np.array(X, dtype=np.float64 if numeric else object, copy=True)
         for j, (rows, vals) in filled.items():
             if schema.kinds_[j] == CONTINUOUS:
-                out[rows, j] = vals
+                out[rows, j] = vals if numeric else _in_kind(X[:, j], vals, schema)
             else:
                 labels = schema.categories_[j]
                 out[rows, j] = [labels[int(c)] for c in vals]
@@ -675,6 +706,30 @@ def _fill_series(s, rows, vals, schema, j):
     vals = np.asarray(vals, dtype=np.float64)
     if pd.api.types.is_integer_dtype(dtype):
         vals = np.rint(vals)
-    # the column's own width (float32, Int32, Float32 ...); object columns take floats
+    if dtype == object or pd.api.types.is_string_dtype(dtype):
+        # numbers held as objects or text: in the column's own form (module notes)
+        new = _in_kind(s.to_numpy(dtype=object), vals, schema)
+        s.iloc[rows] = pd.array(new, dtype=dtype) if dtype != object else new
+        return s
+    # the column's own width (float32, Int32, Float32 ...)
     s.iloc[rows] = vals.astype(getattr(dtype, "numpy_dtype", dtype))
     return s
+
+
+def _in_kind(column, vals, schema):
+    """Imputed values ``vals`` of a continuous column held as Python objects or text
+    (``column``), in the form of its observed values: integers (rounded, half to even)
+    when every observed value is an integer or spells one, text when every one is text,
+    else floats.  The schema's missing-value text is no observed value."""
+    from .._core.schema import is_missing_scalar
+    seen = [v for v in dict.fromkeys(column.tolist()) if not is_missing_scalar(v)
+            and not (isinstance(v, str) and v.strip() in schema.na_values_)]
+    text = bool(seen) and all(isinstance(v, str) for v in seen)
+    whole = bool(seen) and all(
+        (isinstance(v, numbers.Integral) and not isinstance(v, (bool, np.bool_)))
+        or (isinstance(v, str) and v.strip().lstrip("+-").isdigit()) for v in seen)
+    out = np.empty(len(vals), dtype=object)
+    for i, v in enumerate(np.asarray(vals, dtype=np.float64)):
+        v = int(np.rint(v)) if whole else float(v)
+        out[i] = str(v) if text else v
+    return out

@@ -26,6 +26,7 @@ import numpy as np
 from scipy import sparse
 from sklearn.base import (BaseEstimator, ClassifierMixin, ClassNamePrefixFeaturesOutMixin,
                           RegressorMixin, TransformerMixin)
+from sklearn.utils.metadata_routing import UNUSED
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import (_num_samples, check_array, check_is_fitted,
                                       column_or_1d)
@@ -56,6 +57,28 @@ _PARAMS_DOC = """
         all, ``k`` exactly k.  Results do not depend on it."""
 
 
+_ATTRIBUTES_DOC = """
+    metric_ : hdist.Metric
+        The metric fitted on the training rows (and ``y`` when it learns from classes).
+    n_samples_fit_ : int
+        Number of training rows.
+    n_features_in_ : int
+        Number of columns seen in ``fit``.
+    feature_names_in_ : ndarray of str
+        Column names seen in ``fit`` (named columns only)."""
+
+
+def _shared_params(cls):
+    """Write the parameters and attributes the four estimators share (``_PARAMS_DOC``,
+    ``_ATTRIBUTES_DOC``) where the class's docstring has the line ``    {shared}`` or
+    ``    {shared_attributes}``: a docstring must be one literal, so the
+    class keeps its own ``__doc__`` (``help()`` would show a base class's otherwise)."""
+    if cls.__doc__:          # not under python -OO
+        cls.__doc__ = cls.__doc__.replace("\n    {shared}\n", _PARAMS_DOC + "\n").replace(
+            "\n    {shared_attributes}\n", _ATTRIBUTES_DOC + "\n")
+    return cls
+
+
 def _check_table(X, what="X"):
     """Refuse, with scikit-learn's messages, the inputs that are not 2-D tables."""
     if isinstance(X, np.ndarray) and X.dtype.kind == "c":
@@ -64,6 +87,10 @@ def _check_table(X, what="X"):
     if ndim is None and isinstance(X, (list, tuple)) and len(X) and \
             not isinstance(X[0], (list, tuple, np.ndarray, dict)):
         ndim = 1
+    if ndim == 1 and type(X).__name__ == "Series":
+        raise ValueError("Expected a 2-D table for %s, got a pandas Series. Pass "
+                         "series.to_frame() if it is a single feature, or "
+                         "series.to_frame().T if it is a single row." % what)
     if ndim == 1:
         raise ValueError("Expected a 2-D table for %s, got a 1-D array. Reshape your data "
                          "either using x.reshape(-1, 1) if it has a single feature or "
@@ -72,6 +99,11 @@ def _check_table(X, what="X"):
 
 class _NeighborsBase(MixedTableTags, BaseEstimator):
     """Shared fit / query machinery: a metric, an index, and scikit-learn validation."""
+
+    # ``progress`` is a display option of the call, not sample metadata: scikit-learn
+    # reads every keyword of fit / predict / predict_proba as metadata a meta-estimator
+    # may route (``set_fit_request(progress=...)``) unless the class declares it unused
+    __metadata_request__fit = {"progress": UNUSED}
 
     def __init__(self, n_neighbors=5, *, metric="heom", metric_params=None,
                  algorithm="auto", leaf_size=30, n_jobs=None):
@@ -186,19 +218,46 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
                                  shape=(n_q, self.n_samples_fit_))
 
 
+@_shared_params
 class NearestNeighbors(_NeighborsBase):
     """Unsupervised nearest-neighbor search with an hdist metric.
 
+    The rows of a mixed table (continuous and nominal columns, missing values) are
+    indexed under a heterogeneous metric; :meth:`kneighbors` and
+    :meth:`radius_neighbors` return the training rows nearest to each query, ordered by
+    (distance, training position), identical for every ``algorithm`` and ``n_jobs``.
+
     Parameters
-    ----------""" + _PARAMS_DOC + """
+    ----------
+    {shared}
     radius : float, default=1.0
         Default radius of :meth:`radius_neighbors`.
 
     Attributes
     ----------
-    metric_ : hdist.Metric
-        The fitted metric.
-    n_samples_fit_, n_features_in_, feature_names_in_ (named columns only)
+    {shared_attributes}
+
+    See Also
+    --------
+    KNeighborsClassifier : vote of the neighbors' classes.
+    KNeighborsRegressor : mean of the neighbors' targets.
+    KNeighborsTransformer : the neighbors as a sparse graph.
+    hdist.NeighborsIndex : the index underneath, with incremental ``insert``.
+    sklearn.neighbors.NearestNeighbors : the same interface on numeric arrays.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import hdist
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> q = pd.DataFrame({"age": [30.0, 55.0], "job": ["clerk", "retired"]})
+    >>> nn = hdist.NearestNeighbors(n_neighbors=2).fit(X)
+    >>> dist, ind = nn.kneighbors(q)
+    >>> ind.tolist(), dist.round(3).tolist()
+    ([[1, 0], [4, 3]], [[0.051, 0.128], [0.179, 1.005]])
+    >>> [rows.tolist() for rows in nn.radius_neighbors(q, radius=0.5)[1]]
+    [[1, 0], [4]]
     """
 
     def __init__(self, *, n_neighbors=5, radius=1.0, metric="heom", metric_params=None,
@@ -249,6 +308,8 @@ class NearestNeighbors(_NeighborsBase):
 
 class _SupervisedBase(_NeighborsBase):
     """Weights, leave-one-out choice of k, and shared predict plumbing."""
+
+    __metadata_request__predict = {"progress": UNUSED}
 
     def __init__(self, n_neighbors=5, *, weights="uniform", metric="heom", metric_params=None,
                  algorithm="auto", leaf_size=30, n_jobs=None, select_k=None, ties="include"):
@@ -332,11 +393,13 @@ class _SupervisedBase(_NeighborsBase):
         return _knn.tie_weights(dist, k, self.weights, self.ties), ind
 
 
+@_shared_params
 class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
     """k-nearest-neighbor classification with an hdist metric (docs/metrics.md, section 8).
 
     Parameters
-    ----------""" + _PARAMS_DOC + """
+    ----------
+    {shared}
     weights : {"uniform", "distance", "dudani"} or callable, default="uniform"
         Vote weights: equal; ``1/d`` (exact zero distances win outright); Dudani's
         linear ``(d_k - d_j) / (d_k - d_1)`` (S. A. Dudani, IEEE Trans. SMC 6, 1976); or
@@ -362,7 +425,14 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
         The ``k`` used by predict (``n_neighbors``, or the leave-one-out choice).
     loo_scores_ : ndarray [n_neighbors]
         Leave-one-out accuracy of k = 1..n_neighbors (``select_k="loo"`` only).
-    metric_, n_samples_fit_, n_features_in_, feature_names_in_
+    {shared_attributes}
+
+    See Also
+    --------
+    KNeighborsRegressor : the mean of the neighbors' targets.
+    NearestNeighbors : the neighbors themselves.
+    PrototypeClassifier : a few prototypes per class instead of every training row.
+    sklearn.neighbors.KNeighborsClassifier : the same interface on numeric arrays.
 
     Notes
     -----
@@ -378,6 +448,20 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
     predictions of repeated rows.  The metric is fitted with the same weights
     (:meth:`hdist.Metric.fit`): its scales and value tables count a row of weight ``m``
     ``m`` times, and rows of weight 0 are left out of them.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import hdist
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> y = ["no", "no", "yes", "yes", "yes", "no"]
+    >>> clf = hdist.KNeighborsClassifier(n_neighbors=3).fit(X, y)
+    >>> q = pd.DataFrame({"age": [30.0, 55.0], "job": ["clerk", "retired"]})
+    >>> clf.predict(q).tolist()
+    ['no', 'yes']
+    >>> clf.predict_proba(q).round(3).tolist()
+    [[1.0, 0.0], [0.0, 1.0]]
     """
 
     def fit(self, X, y, sample_weight=None, *, progress=None):
@@ -402,6 +486,8 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
         self._choose_k(self._y, "classification")
         return self
 
+    __metadata_request__predict_proba = {"progress": UNUSED}
+
     def predict_proba(self, X, *, progress=None):
         """Weighted vote shares ``[n_queries, n_classes]``, columns in ``classes_``
         order.  ``progress`` as for :meth:`kneighbors`."""
@@ -416,12 +502,14 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
         return self.classes_[_knn.vote_winner(votes)]
 
 
+@_shared_params
 class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
     """k-nearest-neighbor regression with an hdist metric: the (weighted) mean of the
     neighbors' targets (docs/metrics.md, section 8).
 
     Parameters
-    ----------""" + _PARAMS_DOC + """
+    ----------
+    {shared}
     weights : {"uniform", "distance", "dudani"} or callable, default="uniform"
         As for :class:`KNeighborsClassifier`.
     select_k : {None, "loo"}, default=None
@@ -431,12 +519,39 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
         As for :class:`KNeighborsClassifier`: ``"include"`` averages every row at a
         distance at most the k-th one's.
 
+    Attributes
+    ----------
+    n_neighbors_ : int
+        The ``k`` used by predict (``n_neighbors``, or the leave-one-out choice).
+    loo_scores_ : ndarray [n_neighbors]
+        Leave-one-out mean absolute error of k = 1..n_neighbors (``select_k="loo"``
+        only).
+    {shared_attributes}
+
+    See Also
+    --------
+    KNeighborsClassifier : the vote of the neighbors' classes.
+    hdist.KNNImputer : fills missing cells from the neighbors.
+    sklearn.neighbors.KNeighborsRegressor : the same interface on numeric arrays.
+
     Notes
     -----
     A metric that learns from classes (``hvdm``, VDM family) is fitted with the targets
     as class labels, so each distinct target value is a class; that suits targets with a
     few distinct values, and a metric that needs no labels suits the others.
     Multi-output targets ``[n, t]`` are supported by metrics that do not need labels.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import hdist
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> reg = hdist.KNeighborsRegressor(n_neighbors=2, weights="distance")
+    >>> reg = reg.fit(X, [1.0, 2.0, 3.0, 4.0, 5.0, 6.0])
+    >>> q = pd.DataFrame({"age": [30.0, 55.0], "job": ["clerk", "retired"]})
+    >>> reg.predict(q).round(3).tolist()
+    [1.714, 4.848]
     """
 
     def __sklearn_tags__(self):
@@ -472,20 +587,41 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
         return _knn.weighted_mean(self._y[ind], w)
 
 
+@_shared_params
 class KNeighborsTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _NeighborsBase):
     """Rows into a sparse k-nearest-neighbor graph, for estimators that take
     ``metric="precomputed"`` sparse input (DBSCAN, Isomap, TSNE, scikit-learn's own
     KNeighborsClassifier...).
+
+    ``transform(X)`` returns a CSR matrix ``[n_queries, n_samples_fit_]`` whose rows hold
+    their neighbors in (distance, index) order, explicit zero distances included.
 
     Parameters
     ----------
     mode : {"distance", "connectivity"}, default="distance"
         Store distances or ones.  As in scikit-learn, ``"distance"`` finds
         ``n_neighbors + 1`` neighbors because each training row is its own nearest
-        neighbor when the training rows are transformed.""" + _PARAMS_DOC + """
+        neighbor when the training rows are transformed.
+    {shared}
 
-    ``transform(X)`` returns a CSR matrix ``[n_queries, n_samples_fit_]`` whose rows hold
-    their neighbors in (distance, index) order, explicit zero distances included.
+    Attributes
+    ----------
+    {shared_attributes}
+
+    See Also
+    --------
+    NearestNeighbors : the same neighbors as arrays.
+    sklearn.neighbors.KNeighborsTransformer : the same interface on numeric arrays.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import hdist
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> G = hdist.KNeighborsTransformer(n_neighbors=2).fit_transform(X)
+    >>> G.shape, G.nnz
+    ((6, 6), 18)
     """
 
     def __init__(self, *, mode="distance", n_neighbors=5, metric="heom", metric_params=None,

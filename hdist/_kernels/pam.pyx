@@ -116,13 +116,7 @@ cdef double _pam_swap(const double* row, intp n, intp k, intp b, intp j, double*
         Dm[b * n + o] = row[o]
     for o in range(n):
         d = row[o]
-        if o == j:
-            if near[o] != b:
-                seco[o] = near[o]
-                ds[o] = dn[o]
-            near[o] = b
-            dn[o] = 0.0
-        elif near[o] == b:           # its nearest medoid is replaced
+        if near[o] == b:             # its nearest medoid is replaced
             if d < ds[o]:
                 dn[o] = d
             else:
@@ -146,14 +140,23 @@ cdef double _pam_swap(const double* row, intp n, intp k, intp b, intp j, double*
     return loss
 
 
+cdef inline bint _is_medoid(intp k, const intp* med, intp j) noexcept nogil:
+    cdef intp i
+    for i in range(k):
+        if med[i] == j:
+            return True
+    return False
+
+
 @cython.boundscheck(HDIST_DEBUG)
 @cython.wraparound(False)
 def pam_assign(const double[:, ::1] Dm, const intp[::1] med, intp[::1] near, intp[::1] seco,
                double[::1] dn, double[::1] ds, const double[::1] w):
-    """Nearest and second nearest medoid slot of every row (ties: the smaller slot; a medoid
-    is its own nearest, at distance 0, whatever ``Dm`` holds for it: a row with missing
-    values is at a positive distance from itself).  ``Dm[i, o]``: distance of medoid i to
-    row o; ``w`` empty for unit weights.  Returns the loss ``sum w dn``."""
+    """Nearest and second nearest medoid slot of every row, by the distances ``Dm``
+    (ties: the smaller slot).  ``Dm[i, o]``: distance of medoid i to row o, taken as it
+    is for the medoid's own row too (a row with missing values is at a positive distance
+    from itself, and may then be nearer another medoid); ``w`` empty for unit weights.
+    Returns the loss ``sum w dn``."""
     cdef intp k = Dm.shape[0], n = Dm.shape[1], o, i
     cdef double d, loss = 0.0
     cdef const double* wp = &w[0] if w.shape[0] else NULL
@@ -163,12 +166,12 @@ def pam_assign(const double[:, ::1] Dm, const intp[::1] med, intp[::1] near, int
     with nogil:
         for o in range(n):
             near[o] = 0
-            dn[o] = 0.0 if o == med[0] else Dm[0, o]
+            dn[o] = Dm[0, o]
             seco[o] = -1
             ds[o] = INFINITY
             for i in range(1, k):
                 d = Dm[i, o]
-                if d < dn[o] or o == med[i]:
+                if d < dn[o]:
                     seco[o] = near[o]
                     ds[o] = dn[o]
                     near[o] = i
@@ -176,8 +179,6 @@ def pam_assign(const double[:, ::1] Dm, const intp[::1] med, intp[::1] near, int
                 elif seco[o] < 0 or d < ds[o]:
                     seco[o] = i
                     ds[o] = d
-            if o == med[near[o]]:
-                dn[o] = 0.0
             if wp == NULL:
                 loss += dn[o]
             else:
@@ -193,8 +194,8 @@ def pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand
               double[::1] loss, intp n_visit, int n_threads):
     """FasterPAM's eager swaps over the candidate rows ``cand`` in order.
 
-    ``D[rows[t]]`` holds the distances of candidate ``cand[t]`` to every row, 0 at its own
-    position (a medoid is at distance 0 from itself, as in :func:`pam_assign`); ``Dm`` the
+    ``D[rows[t]]`` holds the distances of candidate ``cand[t]`` to every row, its own
+    included (positive for a row with missing values, as in :func:`pam_assign`); ``Dm`` the
     medoids' rows, ``med`` their row indices, ``near/seco/dn/ds`` the assignment of
     :func:`pam_assign`, ``w`` the row weights (empty: all 1), ``loss`` ``[1]`` the current
     loss.  ``state = [visited since the last swap, swaps]``.  Stops early once ``n_visit``
@@ -234,9 +235,9 @@ def pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand
             _pam_removal(n, k, &near[0], &dn[0], &ds[0], wp, removal)
             while pos < T and since < n_visit and not stop:
                 nb = min(bcur, T - pos, n_visit - since)
-                for t in range(nb):   # a medoid is its own nearest: not a candidate
+                for t in range(nb):   # a medoid is not a candidate
                     j = cand[pos + t]
-                    skip[t] = med[near[j]] == j
+                    skip[t] = _is_medoid(k, &med[0], j)
                 if nb == 1 or n_threads == 1:
                     for t in range(nb):
                         if not skip[t]:

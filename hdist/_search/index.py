@@ -194,14 +194,40 @@ class NeighborsIndex:
 
     Attributes
     ----------
-    metric_ : the fitted Metric; algorithm_ : the algorithm in use; n_train_ : rows
-    indexed; depth_, n_nodes_ : tree shape (0 for brute force); build_time_ : seconds
-    spent in the last (re)build; n_distance_evaluations_ : pair distances computed for
-    each query of the last kneighbors / radius_neighbors call (brute force counts every
-    pair); tree_nbytes_ : memory of the tree (nodes, permutation and the rows in tree
-    order); search_ : which path the last search ran (a dict: ``algorithm``, ``path``
-    -- "kd_tree", "ball_tree", or for brute force "filter" / "direct" --, ``threads``,
-    ``why``).
+    metric_ : Metric
+        The fitted metric.
+    algorithm_ : str
+        The algorithm in use.
+    n_train_ : int
+        Rows indexed.
+    depth_, n_nodes_ : int
+        Tree shape (0 for brute force).
+    build_time_ : float
+        Seconds spent in the last (re)build.
+    n_distance_evaluations_ : ndarray of int
+        Pair distances computed for each query of the last kneighbors /
+        radius_neighbors call (brute force counts every pair).
+    tree_nbytes_ : int
+        Memory of the tree (nodes, permutation and the rows in tree order).
+    search_ : dict
+        Which path the last search ran: ``algorithm``, ``path`` ("kd_tree",
+        "ball_tree", or for brute force "filter" / "direct"), ``threads``, ``why``.
+
+    See Also
+    --------
+    Metric.kneighbors : the same search from a fitted metric.
+    hdist.NearestNeighbors : the scikit-learn estimator over this index.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import hdist
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> index = hdist.NeighborsIndex("heom").fit(X)
+    >>> dist, ind = index.kneighbors(X.iloc[:2], 2)
+    >>> ind.tolist(), dist.round(3).tolist()
+    ([[0, 1], [1, 0]], [[0.0, 0.179], [0.0, 0.179]])
     """
 
     def __init__(self, metric="heom", algorithm="auto", leaf_size=32, metric_params=None):

@@ -30,7 +30,8 @@ from .._core import statistics as est
 from .._core.plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan, TableComponent,
                     IGNORE, MAX, ONE, SYMBOL)
 from .._core.presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
-from .._core.schema import (CONTINUOUS, NotFittedError, Schema, check_sample_weight, column_weights,
+from .._core.schema import (CONTINUOUS, NA_VALUES, ColumnKindWarning,  # noqa: F401
+                            NotFittedError, Schema, check_sample_weight, column_weights,
                       encode_labels,
                       n_rows, take_rows, to_columns)
 from .._core.threads import built_once, effective_n_jobs
@@ -71,7 +72,29 @@ def balanced_accuracy(y_true, y_pred):
     that class's rows predicted as it (the mean recall; Brodersen et al., "The balanced
     accuracy and its posterior distribution", ICPR 2010).  Equal to scikit-learn's
     ``balanced_accuracy_score`` without sample weights; a class predicted but absent from
-    ``y_true`` only lowers the recall of the classes it was confused with."""
+    ``y_true`` only lowers the recall of the classes it was confused with.
+
+    Parameters
+    ----------
+    y_true, y_pred : 1-D array-like
+        True and predicted labels.
+
+    Returns
+    -------
+    float
+        The mean over the classes present in ``y_true`` of the share of their rows
+        predicted right.
+
+    See Also
+    --------
+    sklearn.metrics.balanced_accuracy_score : the same on scikit-learn's side.
+
+    Examples
+    --------
+    >>> from hdist.metrics import balanced_accuracy
+    >>> balanced_accuracy(["a", "a", "b", "b"], ["a", "b", "b", "b"])
+    0.75
+    """
     y_true = np.asarray(y_true)
     y_pred = np.asarray(y_pred)
     if y_true.ndim != 1 or y_pred.shape != y_true.shape:
@@ -86,7 +109,36 @@ def balanced_accuracy(y_true, y_pred):
 
 
 def get_metric(name, **params):
-    """The metric preset ``name`` with parameters ``params`` (unfitted)."""
+    """The metric preset ``name`` with parameters ``params`` (unfitted).
+
+    Parameters
+    ----------
+    name : str
+        A preset of ``hdist.METRICS`` (or an alias).
+    **params : dict
+        The preset's parameters (``p``, ``nominal``, ``missing``, ...).
+
+    Returns
+    -------
+    Metric
+        Unfitted.
+
+    Raises
+    ------
+    ValueError
+        Unknown name, or a parameter the preset does not take.
+
+    See Also
+    --------
+    Metric : the class; ``Metric(name, **params)`` is the same.
+
+    Examples
+    --------
+    >>> import hdist
+    >>> hdist.get_metric("heom", p=1).params
+    {'p': 1}
+    
+    """
     return Metric(name, **params)
 
 
@@ -98,8 +150,19 @@ class Metric:
     name : str
         Preset: one of ``hdist.METRICS`` (``heom``, ``hvdm``, ``vdm``, ``minkowski``,
         ``euclidean``, ``manhattan``, ``chebyshev``, ``fractional``, ``gower``, ...).
-    nominal : None, "all", list of names/positions, or boolean mask
-        Nominal columns (default: inferred from dtypes; docs/metrics.md, section 1).
+    nominal, continuous : None, "all", "rest", list of names/positions, or boolean mask
+        Columns taken as nominal / continuous whatever their values; every other column's
+        kind is inferred (docs/metrics.md, section 1): numbers (numeric dtypes, and text or
+        objects whose every observed value is or spells a number) are continuous; text,
+        categories and booleans nominal.  ``"all"``: every column; ``"rest"``: the
+        columns the other parameter does not name (``nominal=[...],
+        continuous="rest"``: exactly these columns are nominal).  A whole-number column
+        inferred continuous that looks like codes draws a ``ColumnKindWarning``.
+    na_values : None or list of str
+        Text read as a missing value in every column, at fit and at predict (default
+        ``NA_VALUES``: ``""``, ``"?"``, ``"NA"``, ``"N/A"``, ``"n/a"``, ``"NaN"``,
+        ``"None"``, ``"null"``, ... -- pandas' ``read_csv`` list and ``?``; not ``-``, a
+        label too); ``[]`` reads no text as missing.
     p : float > 0 or inf
         Minkowski exponent (docs/metrics.md, section 2); fractional ``0 < p < 1`` allowed.
         Every distance is within 1e-12 relative of the exact value whenever that value is a
@@ -129,11 +192,49 @@ class Metric:
     aggregate : {"sum", "mean"}
         ``"mean"`` divides ``Σ w_a d_a^p`` by ``Σ w_a`` before the root (Gower's average).
 
-    Attributes (after ``fit``)
-    --------------------------
-    schema_, plan_, n_features_in_, feature_names_in_, kinds_, classes_ (when y was
-    used), delta_ (δ per continuous column), vdm_probabilities_, value_tables_,
-    weights_, n_train_.
+    Attributes
+    ----------
+    kinds_ : list of str
+        ``"continuous"`` or ``"nominal"`` per column, after ``fit``.
+    delta_ : dict
+        ``δ_a`` per continuous column (the normalization factor).
+    weights_ : ndarray of float
+        The attribute weights ``w_a``.
+    classes_ : ndarray
+        The class labels, when ``fit`` was given ``y``.
+    vdm_probabilities_, value_tables_ : dict
+        The learned class probabilities and value distances of the nominal columns (VDM
+        presets).
+    n_train_ : int
+        Rows fitted on.
+    n_features_in_ : int
+        Number of columns.
+    feature_names_in_ : ndarray of str
+        Column names (named columns only).
+    schema_, plan_ : objects
+        The column schema and the compiled plan of the kernels (advanced use).
+
+    See Also
+    --------
+    get_metric : a preset by name.
+    NeighborsIndex : search structures over a metric.
+    Metric.explain : one distance, attribute by attribute.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import hdist
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0, 51.0, 62.0, 23.0],
+    ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
+    >>> y = ["no", "no", "yes", "yes", "yes", "no"]
+    >>> m = hdist.Metric("hvdm").fit(X, y)
+    >>> m.kinds_
+    ['continuous', 'nominal']
+    >>> m.pairwise(X.iloc[:2], X.iloc[:3]).round(3).tolist()
+    [[0.0, 0.111, 1.457], [0.111, 0.0, 1.434]]
+    >>> dist, ind = m.kneighbors(X.iloc[[5]], 2)     # row 5 is its own nearest
+    >>> ind.tolist()
+    [[5, 0]]
     """
 
     def __init__(self, name="heom", **params):
@@ -258,6 +359,10 @@ class Metric:
                 check(self)
             except (TypeError, ValueError) as exc:
                 raise type(exc)("metric %r: %s" % (self.name, exc)) from None
+        na = self._param("na_values")
+        if na is not None and (isinstance(na, str) or not all(isinstance(v, str) for v in na)):
+            raise TypeError("na_values must be None or a list of strings (the text read as "
+                            "missing), got %r" % (na,))
         w = self._param("weights")
         if isinstance(w, str) and w != "mi":
             raise ValueError("weights must be None, 'mi', an array or a dict, got %r" % w)
@@ -310,9 +415,10 @@ class Metric:
         ``keep`` (None: all rows), or per-column weights ``[n, m]`` (``_fit_summary``)."""
         info = self.info
         p, pol_c, pol_n, agg, norm, trim = self.check_params()
-        schema = Schema(self._param("nominal"))
+        schema = Schema(self._param("nominal"), self._param("continuous"),
+                        self._param("na_values"))
         cont, nom = schema.fit_encode(X if keep is None else take_rows(X, keep),
-                                      allow_empty=True)
+                                      allow_empty=True, sample_weight=sw)
         m_attr = len(schema.names_)
         report = _progress.reporter(progress, 2 * m_attr, "fit", unit="steps")
         if report is not None:
@@ -762,60 +868,282 @@ class Metric:
                             columns=pd.Index(labels, name=names[j]))
 
     def explain(self, x, y):
-        """Per-attribute terms of ``d(x, y)`` for two single rows.
+        """How ``d(x, y)`` is made, attribute by attribute, for two single rows.
 
-        Returns an :class:`Explanation` whose ``terms`` add up to ``reduced`` (``Σ`` of
-        ``w_a d_a^p``, rescaled for "ignore" and divided by ``Σ w`` for the mean), with
-        ``distance = reduced ** (1/p)`` (``max`` of the terms for p = inf)."""
+        Parameters
+        ----------
+        x, y : row
+            Single rows: 1-D sequences (by position), dicts or pandas Series (by name) or
+            1-row tables.
+
+        Returns
+        -------
+        Explanation
+            Each attribute's two values side by side, its distance ``d_a``, its weight
+            ``w_a`` and its term ``w_a d_a^p``, then the reduction that gives the
+            distance: the terms summed (the largest taken for ``p = inf``), rescaled by
+            ``Σ w / Σ w (compared)`` when the "ignore" policy skipped attributes, divided
+            by ``Σ w`` for ``aggregate="mean"``, and the ``p``-th root.  ``print()`` it to
+            check the distance by hand.
+
+        Raises
+        ------
+        ValueError
+            A row is not a single row, or its columns do not match the fitted ones.
+        RuntimeError
+            The metric is not fitted.
+
+        See Also
+        --------
+        Explanation : the fields and the printed form.
+        hdist.plot.explain : the terms as a bar chart.
+
+        Examples
+        --------
+        >>> import pandas as pd, hdist
+        >>> X = pd.DataFrame({"age": [20.0, 40.0, 60.0], "colour": ["red", "blue", "red"]})
+        >>> e = hdist.Metric("heom").fit(X).explain(X.iloc[0], X.iloc[1])
+        >>> print(e)  # doctest: +NORMALIZE_WHITESPACE
+        column  x    y     d_a  w_a  w_a*d_a^2
+        age     20   40    0.5  1       0.2500
+        colour  red  blue  1    1       1.0000
+        sum of the terms                1.2500
+        distance = 1.2500^(1/2) = 1.1180
+        >>> round(e.distance, 4)
+        1.118
+        """
         self._check_fitted()
         unseen = [dict() for _ in self.schema_.nominal_names]
-        A = self.encode(_one_row(x, self.schema_), unseen, "x")
-        B = self.encode(_one_row(y, self.schema_), unseen, "y")
+        rx, ry = _one_row(x, self.schema_), _one_row(y, self.schema_)
+        A = self.encode(rx, unseen, "x")
+        B = self.encode(ry, unseen, "y")
         if A.n != 1 or B.n != 1:
             raise ValueError("explain takes single rows; got %d and %d rows" % (A.n, B.n))
         from .._kernels import CRows, pair_terms, finalize_array
         plan = self.plan_
         tc, to, tt, te, sc, so, st, se, red = pair_terms(plan.cplan, CRows(A), 0, CRows(B), 0)
         m = plan.m
-        terms = np.zeros(m)
+        raw = np.zeros(m)
         skipped = np.zeros(m, dtype=bool)
         for attr, t, s in ((plan.c_attr, tc, sc), (plan.o_attr, to, so), (plan.t_attr, tt, st),
                            (plan.e_attr, te, se)):
-            terms[attr] = t
+            raw[attr] = t
             skipped[attr] = s
+        scale = 1.0
+        compared = None
         if skipped.any():
-            kw = plan.weights[~skipped].sum()
-            if not kw > 0:
-                terms = plan.weights.copy()     # nothing known: every component is 1
+            compared = float(plan.weights[~skipped].sum())
+            if not compared > 0:
+                raw = plan.weights.copy()       # nothing known: every component is 1
             elif plan.pmode != 0:
-                terms = terms * (plan.w_all / kw)
+                scale = plan.w_all / compared
         if plan.mean and plan.pmode != 0:
-            terms = terms / plan.w_all
-            red_shown = red / plan.w_all
-        else:
-            red_shown = red
+            scale = scale / plan.w_all
+        red_shown = red / plan.w_all if (plan.mean and plan.pmode != 0) else red
         dist = float(finalize_array(plan.cplan, np.array([red]))[0])
-        return Explanation(list(self.schema_.names_), terms, skipped, float(red_shown), dist,
-                           plan.p)
+        w = plan.weights
+        with np.errstate(divide="ignore", invalid="ignore"):
+            d = raw / w
+            if plan.pmode >= 2:
+                d = np.power(d, 1.0 / plan.p)
+        d = np.where(w > 0, d, np.nan)
+        if compared is None or compared > 0:
+            d[skipped] = np.nan
+        return Explanation(list(self.schema_.names_), raw * scale, skipped, float(red_shown),
+                           dist, plan.p, x=self._row_values(rx, unseen),
+                           y=self._row_values(ry, unseen), d=d, weights=w.copy(), raw=raw,
+                           mean=bool(plan.mean), compared=compared)
+
+    def _row_values(self, row, unseen):
+        """The values of a single row as the metric reads them, in column order
+        (``None`` where missing): floats, and nominal labels (unseen ones included)."""
+        schema = self.schema_
+        cont, nom = schema.encode(row, unseen=unseen, what="x")
+        out = []
+        ic = inom = 0
+        for j, kind in enumerate(schema.kinds_):
+            if kind == CONTINUOUS:
+                v = float(cont[0, ic])
+                out.append(None if v != v else v)
+                ic += 1
+                continue
+            code = int(nom[0, inom])
+            cats = schema.categories_[j]
+            if code < 0:
+                out.append(None)
+            elif code < len(cats):
+                out.append(cats[code])
+            else:
+                out.append(next((k for k, c in unseen[inom].items() if c == code), None))
+            inom += 1
+        return out
+
+
+def _fmt_value(v):
+    """A value as the printed explanation shows it (``?`` for a missing one)."""
+    if v is None:
+        return "?"
+    if isinstance(v, (float, np.floating)):
+        return "%.6g" % v
+    return str(v)
+
+
+def _decimals(values):
+    """Decimals that give the largest of ``values`` five significant digits (4 at least,
+    12 at most): the terms and every step of the reduction are printed with the same
+    ones, so that the printed terms add up to the printed sum to within rounding."""
+    big = max([abs(v) for v in values if np.isfinite(v)] + [0.0])
+    if big == 0.0:
+        return 4
+    return int(min(12, max(4, 4 - math.floor(math.log10(big)))))
 
 
 @dataclass
 class Explanation:
-    """Per-attribute terms of one distance (see :meth:`Metric.explain`)."""
+    """How one distance is made (returned by :meth:`Metric.explain`).
+
+    ``print(explanation)`` shows one line per attribute -- its two values side by side,
+    the attribute's distance ``d_a``, its weight ``w_a`` and its term ``w_a d_a^p`` --
+    and below them the reduction to the distance, one step per line with the number it
+    gives: the sum of the terms (the largest for ``p = inf``), the rescaling of the
+    "ignore" policy, the division of ``aggregate="mean"``, the ``p``-th root.  The terms
+    and the steps are printed with the same decimals, so the printed terms add up to the
+    printed sum to within rounding and the distance can be checked by hand.
+
+    Attributes
+    ----------
+    columns : list
+        Column names (positions for unnamed tables).
+    terms : ndarray of float
+        What each attribute adds to ``reduced``: ``w_a d_a^p``, times ``Σ w / Σ w
+        (compared)`` when the "ignore" policy skipped attributes and divided by ``Σ w``
+        for ``aggregate="mean"`` (``w_a d_a`` for ``p = inf``); 0 where skipped.
+    skipped : ndarray of bool
+        Attributes left out by the "ignore" missing-value policy.
+    reduced : float
+        The sum of ``terms`` (their maximum for ``p = inf``).
+    distance : float
+        The true distance ``reduced ** (1/p)``.
+    p : float
+        The Minkowski exponent.
+    x, y : list
+        The two rows' values as the metric reads them (``None`` where missing).
+    d : ndarray of float
+        Each attribute's distance ``d_a`` (NaN where skipped or of weight 0).
+    weights : ndarray of float
+        The attribute weights ``w_a``.
+    raw : ndarray of float
+        ``w_a d_a^p`` before the rescaling and the mean: the printed terms.
+    mean : bool
+        ``aggregate="mean"``: the sum is divided by ``Σ w``.
+    compared : float or None
+        ``Σ w`` of the attributes compared, when the "ignore" policy skipped some.
+
+    See Also
+    --------
+    Metric.explain : computes it.
+    hdist.plot.explain : draws the terms.
+
+    Examples
+    --------
+    >>> import numpy as np, hdist
+    >>> X = np.array([[0.0, 1.0], [2.0, np.nan], [4.0, 3.0]])
+    >>> e = hdist.Metric("gower").fit(X).explain(X[0], X[1])
+    >>> e.skipped.tolist(), round(e.distance, 4)
+    ([False, True], 0.5)
+    >>> print(e)  # doctest: +NORMALIZE_WHITESPACE
+    column  x  y  d_a      w_a  w_a*d_a
+    0       0  2  0.5      1     0.5000
+    1       1  ?  skipped  1     0.0000
+    sum of the terms             0.5000
+    x Σw / Σw compared = 2 / 1   1.0000
+    / Σw = 2                     0.5000
+    distance = 0.5000
+    """
     columns: list
     terms: np.ndarray
     skipped: np.ndarray
     reduced: float
     distance: float
     p: float
+    x: list = None
+    y: list = None
+    d: np.ndarray = None
+    weights: np.ndarray = None
+    raw: np.ndarray = None
+    mean: bool = False
+    compared: float = None
 
     def to_dict(self):
+        """``{column: term}`` (the terms that add up to ``reduced``)."""
         return dict(zip(self.columns, self.terms.tolist()))
 
     def to_frame(self):
+        """A pandas DataFrame indexed by column: ``x``, ``y``, ``d_a``, ``weight``,
+        ``raw`` (``w_a d_a^p``), ``term`` (what it adds to ``reduced``), ``skipped``."""
         import pandas as pd
-        return pd.DataFrame({"term": self.terms, "skipped": self.skipped},
-                            index=pd.Index(self.columns, name="column"))
+        n = len(self.columns)
+        nan = np.full(n, np.nan)
+        data = {"x": self.x if self.x is not None else [None] * n,
+                "y": self.y if self.y is not None else [None] * n,
+                "d_a": nan if self.d is None else self.d,
+                "weight": nan if self.weights is None else self.weights,
+                "raw": self.terms if self.raw is None else self.raw,
+                "term": self.terms, "skipped": self.skipped}
+        return pd.DataFrame(data, index=pd.Index(self.columns, name="column"))
+
+    def _lines(self, names=("x", "y")):
+        """The printed table and reduction, as lines (``names``: the headers of the two
+        value columns)."""
+        n = len(self.columns)
+        raw = np.asarray(self.terms if self.raw is None else self.raw, dtype=np.float64)
+        inf = not np.isfinite(self.p)
+        head = "w_a*d_a" + ("" if (inf or self.p == 1) else "^" + _fmt_value(float(self.p)))
+        x = self.x if self.x is not None else [None] * n
+        y = self.y if self.y is not None else [None] * n
+        d = self.d if self.d is not None else np.full(n, np.nan)
+        w = self.weights if self.weights is not None else np.full(n, np.nan)
+        w_all = float(np.sum(w))
+        # the reduction, step by step: (what is done, its result)
+        total = float(np.max(raw)) if (inf and n) else float(np.sum(raw))
+        steps = [("largest term" if inf else "sum of the terms", total)]
+        if self.compared is not None and not inf:
+            if self.compared > 0:
+                total = total * w_all / self.compared
+                steps.append(("x Σw / Σw compared = %.6g / %.6g" % (w_all, self.compared),
+                              total))
+            else:
+                steps[0] = ("nothing compared: every d_a counts as 1, sum", total)
+        if self.mean and not inf:
+            total = total / w_all
+            steps.append(("/ Σw = %.6g" % w_all, total))
+        num = "%%.%df" % _decimals(list(raw) + [v for _, v in steps])
+        rows = [["column", names[0], names[1], "d_a", "w_a"]]
+        terms = [head]
+        for j in range(n):
+            if self.skipped[j] and self.compared != 0.0:
+                da = "skipped"
+            else:
+                da = "%.6g" % d[j] if np.isfinite(d[j]) else "-"
+            rows.append([str(self.columns[j]), _fmt_value(x[j]), _fmt_value(y[j]), da,
+                         "%.6g" % w[j]])
+            terms.append(num % raw[j])
+        widths = [max(len(r[c]) for r in rows) for c in range(5)]
+        left = ["  ".join(r[c].ljust(widths[c]) for c in range(5)) for r in rows]
+        labels = [lab for lab, _ in steps]
+        lw = max(len(s) for s in left + labels) + 2
+        tw = max(len(t) for t in terms + [num % v for _, v in steps])
+        out = [a.ljust(lw) + t.rjust(tw) for a, t in zip(left, terms)]
+        out += [lab.ljust(lw) + (num % v).rjust(tw) for lab, v in steps]
+        if inf or self.p == 1:
+            out.append("distance = %s" % (num % self.distance))
+        else:
+            out.append("distance = %s^(1/%s) = %s" % (num % total, _fmt_value(float(self.p)),
+                                                        num % self.distance))
+        return out
+
+    def __str__(self):
+        return "\n".join(self._lines())
 
 
 class FitState:

@@ -11,7 +11,8 @@ ordinal columns ordered ``category`` and numeric columns ``float64`` (``NaN`` mi
 ``y`` a categorical Series.  Otherwise it returns ``(X, y, nominal)``: ``X`` a 2-D numpy
 object array (floats for numeric columns, ``str`` for nominal ones, ``NaN`` / ``None``
 missing, ordinal columns as float level positions), ``y`` a 1-D object array and
-``nominal`` the positions of the nominal columns, ready for ``Metric(..., nominal=nominal)``.
+``nominal`` the positions of the nominal columns, ready for
+``Metric(..., nominal=nominal, continuous="rest")`` (the schema's kinds exactly).
 
 >>> from hdist.datasets import load_credit_a
 >>> X, y = load_credit_a()
@@ -107,7 +108,24 @@ _NOMINAL_TYPES = ("nominal", "logical")
 
 
 def list_datasets():
-    """Names of the bundled datasets (``adult`` has the splits ``train`` and ``test``)."""
+    """Names of the bundled datasets (``adult`` has the splits ``train`` and ``test``).
+
+    Returns
+    -------
+    list of str
+        The names :func:`load_dataset` takes, sorted.
+
+    See Also
+    --------
+    load_dataset : load one.
+    describe : what a dataset is.
+
+    Examples
+    --------
+    >>> from hdist.datasets import list_datasets
+    >>> list_datasets()
+    ['adult', 'credit-a', 'credit_data', 'german', 'iris', 'wine']
+    """
     return sorted(_DATASETS)
 
 
@@ -239,6 +257,25 @@ def load_dataset(name, *, split=None, as_frame=True):
     ------
     ValueError
         Unknown name or split.
+
+    Returns
+    -------
+    (X, y) or (X, y, nominal)
+        ``X`` the attributes (DataFrame, or a 2-D object array), ``y`` the class (a
+        categorical Series, or an array), ``nominal`` the positions of the nominal
+        columns (numpy form only).
+
+    See Also
+    --------
+    list_datasets : the names.
+    describe : what a dataset is, its source and licence.
+
+    Examples
+    --------
+    >>> from hdist.datasets import load_dataset
+    >>> X, y = load_dataset("credit-a")
+    >>> X.shape, sorted(y.unique())
+    ((690, 15), ['+', '-'])
     """
     _, stem = _resolve(name, split)
     schema = _schema(stem)
@@ -247,34 +284,80 @@ def load_dataset(name, *, split=None, as_frame=True):
     return _load_numpy(stem, schema)
 
 
+_LOADER_DOC = """
+
+    Parameters
+    ----------
+{split}    as_frame : bool, default=True
+        A DataFrame and a Series; ``False``: ``(X, y, nominal)`` arrays.
+
+    Returns
+    -------
+    (X, y) or (X, y, nominal)
+        As for :func:`load_dataset`.
+
+    See Also
+    --------
+    load_dataset : every dataset by name.
+    describe : what it is, its source and licence.
+
+    Examples
+    --------
+    >>> from hdist.datasets import {name}
+    >>> X, y = {name}({call})
+    >>> X.shape
+    {shape}
+    """
+
+
+def _loader(shape, call=""):
+    """Complete a loader's one-paragraph docstring with the sections every loader shares
+    (``shape``: what the example prints, ``call``: its arguments)."""
+    split = ('    split : {"train", "test"}, default="train"\n        Which part.\n'
+             if call else "")
+
+    def deco(f):
+        if f.__doc__:                   # not under python -OO
+            f.__doc__ = f.__doc__.rstrip() + _LOADER_DOC.format(
+                split=split, name=f.__name__, call=call, shape=shape)
+        return f
+    return deco
+
+
+@_loader("(16281, 14)", call='split="test"')
 def load_adult(split="train", *, as_frame=True):
     """UCI Adult, ``split="train"`` (32561 rows) or ``"test"`` (16281 rows); 8 nominal +
     6 numeric attributes, class ``<=50K`` / ``>50K``.  See :func:`load_dataset`."""
     return load_dataset("adult", split=split, as_frame=as_frame)
 
 
+@_loader("(690, 15)")
 def load_credit_a(*, as_frame=True):
     """UCI credit approval (690 rows, 9 nominal + 6 numeric, 67 missing cells, class
     ``+`` / ``-``).  See :func:`load_dataset`."""
     return load_dataset("credit-a", as_frame=as_frame)
 
 
+@_loader("(1000, 20)")
 def load_german(*, as_frame=True):
     """Statlog German credit (1000 rows, 13 nominal + 7 numeric, class ``1`` good /
     ``2`` bad).  See :func:`load_dataset`."""
     return load_dataset("german", as_frame=as_frame)
 
 
+@_loader("(150, 4)")
 def load_iris(*, as_frame=True):
     """Fisher's iris (150 rows, 4 numeric).  See :func:`load_dataset`."""
     return load_dataset("iris", as_frame=as_frame)
 
 
+@_loader("(178, 13)")
 def load_wine(*, as_frame=True):
     """Wine recognition (178 rows, 13 numeric, 3 classes).  See :func:`load_dataset`."""
     return load_dataset("wine", as_frame=as_frame)
 
 
+@_loader("(4454, 13)")
 def load_credit_data(*, as_frame=True):
     """modeldata ``credit_data`` (4454 rows, 4 nominal + 9 integer attributes, 455
     missing cells, class ``Status`` good / bad).  See :func:`load_dataset`."""
@@ -303,7 +386,34 @@ def summary(name, split=None):
 
 def describe(name):
     """A printable description of a dataset: what it is, its shape and kinds, where the
-    bundled copy comes from (and its licence), and how to cite it."""
+    bundled copy comes from (and its licence), and how to cite it.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`list_datasets` (or an alias :func:`load_dataset` takes).
+
+    Returns
+    -------
+    str
+
+    Raises
+    ------
+    ValueError
+        Unknown name.
+
+    See Also
+    --------
+    load_dataset : the data.
+
+    Examples
+    --------
+    >>> from hdist.datasets import describe
+    >>> print(describe("credit-a"))  # doctest: +ELLIPSIS
+    Credit approval (crx) (credit-a)
+    ...
+    690 rows; 9 nominal + 6 numeric attributes; 67 missing cells; class 'Class' ...
+    """
     key, _ = _resolve(name)
     info = _DATASETS[key]
     lines = ["%s (%s)" % (info.title, key), "", info.description, ""]

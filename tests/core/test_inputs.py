@@ -208,7 +208,7 @@ def test_cli_csv_booleans_and_codes_match_between_files(tmp_path, capsys):
     assert status == 0, err
     tr = f.iloc[:40].drop(columns="y").astype({"code": str, "b": object})
     q = f.iloc[40:].drop(columns="y").astype({"code": str, "b": object})
-    nn = NearestNeighbors(n_neighbors=2).fit(tr)
+    nn = NearestNeighbors(n_neighbors=2, metric_params={"nominal": ["code"]}).fit(tr)
     assert nn.metric_.kinds_ == KINDS + [NOMINAL]
     d, i = nn.kneighbors(q)
     out = pd.read_csv(tmp_path / "o.csv")

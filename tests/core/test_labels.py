@@ -150,7 +150,7 @@ def test_numbers_in_fit_text_in_query_and_floats_for_ints():
     for q in ("2", 2.0, np.int64(2), "2.0"):
         assert m.explain({"code": q, "x": 1.0}, X.iloc[1]).distance == 0.0
     Xs = pd.DataFrame({"code": ["1", "2", "3", "2"], "x": [0.0, 1, 2, 3]})
-    ms = Metric("heom").fit(Xs)
+    ms = Metric("heom", nominal=["code"]).fit(Xs)
     for q in (2, 2.0, np.float64(2.0)):
         assert ms.explain({"code": q, "x": 1.0}, Xs.iloc[1]).distance == 0.0
     assert ms.explain({"code": 7, "x": 1.0}, Xs.iloc[1]).distance == 1.0   # still unseen
@@ -158,7 +158,7 @@ def test_numbers_in_fit_text_in_query_and_floats_for_ints():
 
 def test_ambiguous_match_is_refused_naming_the_column():
     X = pd.DataFrame({"grade": ["1", "1.0", "2", "01"], "x": [0.0, 1, 2, 3]})
-    m = Metric("heom").fit(X)
+    m = Metric("heom", nominal=["grade"]).fit(X)
     with pytest.raises(ValueError, match="'grade'.*several"):
         m.kneighbors(pd.DataFrame({"grade": [1], "x": [0.0]}), 1)
     # 2 matches only '2'

@@ -123,6 +123,9 @@ def test_mass_weights_by_hand():
     (np.ones(59), "one weight per training row"),
     (np.zeros(60), "all zero"),
     (np.array(["a"] * 60, dtype=object), "numbers"),
+    (np.ones(60, dtype=bool), "numbers, got bool"),
+    (np.array([True] * 60, dtype=object), "numbers, got bool"),
+    (np.array(["1"] * 60), "numbers"),
     (np.full(60, 1e308), "infinity"),
 ])
 def test_bad_sample_weight(sw, message):

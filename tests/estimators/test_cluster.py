@@ -143,7 +143,9 @@ def test_kmodes_rejects_continuous_and_bad_parameters():
     with pytest.raises(TypeError, match="n_init"):
         KModes(2, n_init=1.5).fit(Xn)
     with pytest.raises(ValueError, match="init"):
-        KModes(2, init="cao").fit(Xn)
+        KModes(2, init="farthest").fit(Xn)
+    with pytest.raises(ValueError, match="init"):
+        KPrototypes(2, init="cao").fit(Xn)
     with pytest.raises(ValueError, match="n_init=1"):
         KModes(2, init=Xn.iloc[:2], n_init=3).fit(Xn)
     with pytest.raises(ValueError, match="nominal_center"):
@@ -255,11 +257,10 @@ def test_prefit_metric_is_used_as_is():
 
 # -- KMedoids ----------------------------------------------------------------------------------
 def total_deviation(D, med):
-    """Σ over rows of the distance to the nearest medoid, a medoid at 0 from itself (a row
-    with missing values is at a positive distance from itself under hds)."""
-    Dm = D[list(med)].copy()
-    Dm[np.arange(len(med)), list(med)] = 0.0
-    return Dm.min(axis=0).sum()
+    """Σ over rows of the distance to the nearest medoid, as the metric gives it: a medoid
+    with a missing value is at a positive distance from itself under hds, and costs it
+    (docs/metrics.md section 11)."""
+    return D[list(med)].min(axis=0).sum()
 
 
 @pytest.mark.parametrize("method", ["fasterpam", "alternate"])
@@ -275,6 +276,36 @@ def test_kmedoids_against_brute_force(method):
     med = model.medoid_indices_
     np.testing.assert_array_equal(model.labels_, np.argmin(D[med], axis=0))
     assert model.inertia_ == pytest.approx(total_deviation(D, med), rel=1e-12)
+
+
+def census_like(n):
+    """Rows of benchmarks/make_census_like.py (30 nominal + 10 continuous columns, 5 % of
+    the cells missing), without the identifier and the class."""
+    import importlib.util
+    spec = importlib.util.spec_from_file_location(
+        "make_census_like", ROOT / "benchmarks" / "make_census_like.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.make(n, 0).drop(columns=["person_id", "income"])
+
+
+def test_kmedoids_inertia_is_the_true_loss_on_census_like_data():
+    """Most rows have a missing value, so most rows are at a positive distance from
+    themselves under heom: inertia_ is the loss of metric_.pairwise, medoids included, and
+    FasterPAM's result is a local optimum of that loss (hdist 0.1 counted a medoid at 0
+    from itself: inertia_ 1679.45 where pairwise gives 1681.45, and swapping one medoid
+    lowered the true loss to 1681.08)."""
+    X = census_like(400)
+    km = KMedoids(8, random_state=0).fit(X)
+    D = km.metric_.pairwise(X)
+    med = km.medoid_indices_
+    assert (np.diag(D)[med] > 0).any()
+    loss = D[med].min(axis=0).sum()
+    assert km.inertia_ == pytest.approx(loss, rel=1e-12)
+    np.testing.assert_array_equal(km.labels_, np.argmin(D[med], axis=0))
+    best = min(D[np.r_[med[:i], j, med[i + 1:]]].min(axis=0).sum()
+               for i in range(8) for j in range(len(X)) if j not in med)
+    assert best >= loss - 1e-9 * loss
 
 
 def test_fasterpam_result_is_swap_optimal_and_tiles_agree(monkeypatch):
@@ -429,3 +460,85 @@ def test_without_scikit_learn():
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=env, cwd=root, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+# ----------------------------------------------------------------------------------------
+# KModes initialisations: Huang (1998) and Cao, Liang & Bai (2009), by hand
+
+HAND = pd.DataFrame([list(r) for r in ("axp", "axq", "ayp", "byq", "bzp", "czr", "axp")],
+                    columns=["a1", "a2", "a3"])
+
+
+def mismatches(table):
+    """Distances [len(idx), n] of rows ``idx`` of ``table`` to every row: mismatches."""
+    V = table.to_numpy()
+    return lambda idx: np.array([(V != V[i]).sum(axis=1) for i in idx], dtype=float)
+
+
+def test_cao_initialisation_by_hand():
+    from hdist._estimators.cluster import cao_seeds
+    # value frequencies: a1 a4 b2 c1, a2 x3 y2 z2, a3 p4 q2 r1, so n m Dens(row) is
+    # 11 9 10 6 8 4 11.  First: the densest, row 0 (row 6, its duplicate, ties later).
+    # Second: Dens x d(., row 0) = 9 10 18 16 12 0 for rows 1..6 -> row 3.
+    # Third: d to the nearer of rows 0 and 3 = 1 1 . 2 3 0 -> scores 9 10 . 16 12 0 -> row 4
+    codes = np.stack([pd.factorize(HAND[c], sort=True)[0] for c in HAND.columns], axis=1)
+    assert cao_seeds(codes, 3, mismatches(HAND)).tolist() == [0, 3, 4]
+    assert cao_seeds(codes, 2, mismatches(HAND)).tolist() == [0, 3]
+    # a missing value (code -1) shares nothing: row 0 loses 4/21, row 6 becomes the densest
+    miss = codes.copy()
+    miss[0, 0] = -1
+    assert cao_seeds(miss, 1, mismatches(HAND)).tolist() == [6]
+    # row weights count as repeated rows: row 5 three times makes c, z, r frequent
+    w = np.array([1, 1, 1, 1, 1, 3, 1.0])
+    rep = np.r_[np.arange(7), 5, 5]
+    assert cao_seeds(codes, 3, mismatches(HAND), w).tolist() == \
+        [rep[i] for i in cao_seeds(codes[rep], 3, lambda idx: mismatches(HAND)(rep[idx])
+                                   [:, rep])]
+    # the estimator starts from these rows, deterministically, in one run
+    km = KModes(3, init="cao").fit(HAND)
+    ref = KModes(3, init=HAND.iloc[[0, 3, 4]]).fit(HAND)
+    np.testing.assert_array_equal(km.labels_, ref.labels_)
+    assert km.inertia_ == ref.inertia_
+
+
+def test_huang_initialisation_by_hand(monkeypatch):
+    from hdist._estimators import cluster
+    codes = np.stack([pd.factorize(HAND[c], sort=True)[0] for c in HAND.columns], axis=1)
+    # step 3 from given synthetic modes: Q1 = (a, x, p) -> row 0 (distance 0); Q2 = (a, x,
+    # p) again -> rows 0 (taken) and 6 (equal to row 0) are passed over, row 1 (distance
+    # 1, ties with row 2: the smaller index); Q3 = (c, z, q) -> row 5 (distance 1)
+    modes = np.array([[0, 0, 0], [0, 0, 0], [2, 2, 1]])
+    monkeypatch.setattr(cluster, "huang_modes", lambda *a, **k: modes)
+    V = HAND.to_numpy()
+    cats = [sorted(set(HAND[c])) for c in HAND.columns]
+    to_modes = lambda m: np.array([(V != np.array([cats[a][v] for a, v in enumerate(r)]))
+                                   .sum(axis=1) for r in m], dtype=float)
+    got = cluster.huang_seeds(codes, cats, 3, np.random.default_rng(0), to_modes)
+    assert got.tolist() == [0, 1, 5]
+    monkeypatch.undo()
+    # steps 1-2: each attribute's values are drawn with probability proportional to their
+    # frequencies, never a missing or unseen value
+    miss = codes.copy()
+    miss[1, 2] = -1
+    drawn = cluster.huang_modes(miss, [3, 3, 3], 60_000, np.random.default_rng(1))
+    for a in range(3):
+        obs = miss[:, a][miss[:, a] >= 0]
+        want = np.bincount(obs, minlength=3) / obs.size
+        np.testing.assert_allclose(np.bincount(drawn[:, a], minlength=3) / 60_000, want,
+                                   atol=0.01)
+    # the estimator: initial rows are data rows, distinct, reproducible
+    a = KModes(3, init="huang", n_init=1, random_state=4).fit(HAND)
+    b = KModes(3, init="huang", n_init=1, random_state=4).fit(HAND)
+    np.testing.assert_array_equal(a.labels_, b.labels_)
+
+
+def test_cao_initialisation_weights_equal_repeated_rows():
+    rng = np.random.default_rng(3)
+    X = pd.DataFrame({c: rng.choice(list("uvw"), size=40).astype(object) for c in "abcd"})
+    X.loc[rng.random(40) < 0.1, "b"] = None
+    sw = rng.integers(0, 4, size=40)
+    rows = np.repeat(np.arange(40), sw)
+    a = KModes(4, init="cao").fit(X, sample_weight=sw)
+    b = KModes(4, init="cao").fit(X.iloc[rows].reset_index(drop=True))
+    np.testing.assert_array_equal(a.labels_[rows], b.labels_)
+    assert a.inertia_ == pytest.approx(b.inertia_, rel=1e-12)

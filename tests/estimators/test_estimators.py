@@ -497,3 +497,52 @@ def test_import_hdist_stays_light():
     first, second = r.stdout.splitlines()
     assert first.startswith("[] ")
     assert second == "True"
+
+
+# ----------------------------------------------------------------------------------------
+# metadata routing: ``progress`` is a display option, not sample metadata
+
+
+def _public_estimators():
+    from sklearn.base import BaseEstimator
+    return [getattr(hdist, n) for n in sorted(hdist.__all__)
+            if isinstance(getattr(hdist, n), type) and issubclass(getattr(hdist, n),
+                                                                  BaseEstimator)]
+
+
+@pytest.mark.parametrize("cls", _public_estimators(), ids=lambda c: c.__name__)
+def test_progress_is_not_routed_metadata(cls):
+    import pydoc
+    est = cls()
+    req = est._get_metadata_request()
+    for method in ("fit", "partial_fit", "predict", "predict_proba", "transform", "score",
+                   "fit_transform", "fit_predict", "decision_function"):
+        if hasattr(req, method):
+            assert "progress" not in getattr(req, method).requests, method
+    for name in dir(cls):
+        if name.startswith("set_") and name.endswith("_request"):
+            import inspect
+            assert "progress" not in inspect.signature(getattr(est, name)).parameters
+    # the routing methods' boilerplate never lists it
+    assert "progress : str, True, False, or None" not in pydoc.render_doc(
+        cls, renderer=pydoc.plaintext)
+
+
+def test_progress_still_works_and_routing_passes_sample_weight_only():
+    from sklearn import config_context
+    X, y = load_credit_a()
+    X, y = X.iloc[:120], y.iloc[:120]
+    seen = []
+    clf = KNeighborsClassifier(3).fit(X, y, progress=lambda *a: seen.append(a))
+    clf.predict(X.iloc[:5], progress=lambda *a: seen.append(a))
+    assert seen
+    with config_context(enable_metadata_routing=True):
+        routed = KNeighborsClassifier(3).set_fit_request(sample_weight=True) \
+            .set_score_request(sample_weight=False)
+        with pytest.raises(TypeError, match="progress"):
+            routed.set_fit_request(progress=True)
+        w = np.ones(len(X))
+        s = cross_val_score(routed, X, y, cv=3, params={"sample_weight": w}) \
+            if "params" in cross_val_score.__code__.co_varnames else None
+        if s is not None:
+            assert np.isfinite(s).all()

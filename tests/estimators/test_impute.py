@@ -570,6 +570,20 @@ def test_bad_tables():
         KNNImputer().transform(X)
 
 
+def test_a_series_is_refused_with_the_way_out():
+    """A pandas Series is one column or one row: refused as scikit-learn refuses a 1-D
+    array (ValueError), naming ``to_frame()``, at fit and at transform."""
+    s = pd.Series([1.0, np.nan, 3.0, 4.0], name="a")
+    for call in (lambda: KNNImputer(n_neighbors=2).fit_transform(s),
+                 lambda: KNNImputer(n_neighbors=2).fit(s),
+                 lambda: KNNImputer(n_neighbors=2).fit(s.to_frame()).transform(s)):
+        with pytest.raises(ValueError, match=r"pandas Series.*to_frame\(\)"):
+            call()
+    out = KNNImputer(n_neighbors=2).fit_transform(s.to_frame())
+    # a lone column: every donor is as near as any other (ties included), the mean of all
+    assert out["a"].tolist() == pytest.approx([1.0, 8.0 / 3.0, 3.0, 4.0], rel=1e-15)
+
+
 # ----------------------------------------------------------------------------------------
 # scikit-learn's checks
 

@@ -60,7 +60,8 @@ def test_separable_data_one_prototype_per_class(metric, init):
 @pytest.mark.parametrize("init", ["fcm", "kmeans", "kmedoids", "random"])
 def test_constructive_never_lowers_training_accuracy(optimizer, init):
     X, y = blobs(n_per=80, seed=3, sep=1.5, noise_nominal=0.6)
-    clf = PrototypeClassifier("hvdm", optimizer=optimizer, init=init, random_state=0)
+    clf = PrototypeClassifier("hvdm", optimizer=optimizer, init=init, random_state=0,
+                              min_support=0.0, min_accuracy=0.0)      # nothing pruned
     clf.fit(X, y)
     h = np.asarray(clf.history_)
     assert len(h) >= 2
@@ -100,7 +101,8 @@ def test_validation_fraction_judges_additions_on_held_out_rows():
 
 def test_n_prototypes_without_constructive():
     X, y = blobs(seed=5)
-    clf = PrototypeClassifier("hvdm", n_prototypes=3, constructive=False, random_state=0)
+    clf = PrototypeClassifier("hvdm", n_prototypes=3, constructive=False, random_state=0,
+                              min_support=0.0)
     clf.fit(X, y)
     assert clf.n_prototypes_per_class_.tolist() == [3, 3, 3]
     assert list(clf.prototype_labels_) == ["a"] * 3 + ["b"] * 3 + ["c"] * 3
@@ -195,7 +197,8 @@ def test_one_lvq1_epoch_matches_the_reference(rate, metric, weighted):
     weights, so the unweighted reference metric applies)."""
     X, y = blobs(n_per=30, seed=9, sep=1.5, noise_nominal=0.6, nan_rate=0.1)
     sw = np.random.default_rng(2).uniform(0.1, 3.0, len(X)) if weighted else None
-    common = dict(n_prototypes=2, constructive=False, init="random", random_state=3)
+    common = dict(n_prototypes=2, constructive=False, init="random", random_state=3,
+                  min_support=0.0, min_accuracy=0.0)
     start = PrototypeClassifier(metric, optimizer=None, **common).fit(X, y, sample_weight=sw)
     moved = PrototypeClassifier(metric, optimizer="lvq1", n_epochs=1, learning_rate=rate,
                                 **common).fit(X, y, sample_weight=sw)
@@ -381,3 +384,84 @@ def test_a_column_missing_in_every_training_row():
     assert clf.prototypes_["empty"].isna().all()
     assert clf.prototypes_["empty_nom"].isna().all()
     assert clf.score(X, y) >= 0.95
+
+
+# -- rules people read ----------------------------------------------------------------------
+def test_rules_round_to_the_datas_own_precision_and_read_as_if_then():
+    X, y = blobs(n_per=40, seed=21, sep=3.0, noise_nominal=0.3)
+    X = X.assign(age=np.round(X["x1"] * 10 + 50).astype(int), x2=X["x2"].round(1))
+    clf = PrototypeClassifier("hvdm", random_state=0).fit(X, y)
+    assert clf.decimals_ == [None, 1, None, 0]
+    rules = clf.rules_
+    assert rules["age"].tolist() == [round(v) for v in clf.prototypes_["age"]]
+    assert rules["x2"].tolist() == [round(v, 1) for v in clf.prototypes_["x2"]]
+    assert rules["x1"].tolist() == clf.prototypes_["x1"].tolist()     # as precise as data
+    text = clf.rules_text()
+    for c in clf.classes_:
+        assert "\nclass %s\n" % c in text
+    assert text.count("IF the row is nearest to") == len(clf.prototypes_)
+    assert text.count("THEN class = ") == len(clf.prototypes_)
+    for j, row in rules.iterrows():
+        assert "rule %d: IF the row is nearest to (x1 = %s, x2 = %s, color = %s, age = %d)" \
+            % (j, row["x1"], row["x2"], row["color"], row["age"]) in text
+        assert "[wins %g training rows" % row["n_won"] in text
+
+
+def test_decimals_of_a_column():
+    from hdist._estimators.prototypes import _column_decimals
+    schema = Metric("heom").fit(pd.DataFrame({"a": [1.0, 2.5], "b": [0.125, 3.0],
+                                              "c": [np.pi, 1.0], "s": ["u", "v"],
+                                              "e": [1200.0, -3.0]})).schema_
+    cont = np.array([[1.0, 0.125, np.pi, 1200.0], [2.5, 3.0, 1.0, -3.0],
+                     [np.nan, np.nan, np.nan, np.nan]])
+    assert _column_decimals(cont, schema) == [1, 3, None, None, 0]
+
+
+def test_pruning_drops_prototypes_that_win_few_rows_or_misclassify():
+    X, y = blobs(n_per=50, seed=22, sep=2.5, noise_nominal=0.4)
+    keep = PrototypeClassifier("hvdm", n_prototypes=4, constructive=False, random_state=0,
+                               min_support=0.0, min_accuracy=0.0).fit(X, y)
+    assert len(keep.prototypes_) == 12 and keep.n_pruned_ == 0
+    rules = keep.rules_
+    weak = (rules["n_won"] < 0.08 * len(X)) | (rules["accuracy"] < 0.8)
+    assert weak.any() and not weak.all()
+    pruned = PrototypeClassifier("hvdm", n_prototypes=4, constructive=False, random_state=0,
+                                 min_support=0.08, min_accuracy=0.8).fit(X, y)
+    assert pruned.n_pruned_ == 12 - len(pruned.prototypes_) > 0
+    # what remains meets both thresholds, unless it is its class's last prototype
+    r = pruned.rules_
+    last = r.groupby("class")["class"].transform("size") == 1
+    ok = (r["n_won"] >= 0.08 * len(X)) & (r["accuracy"] >= 0.8)
+    assert (ok | last).all()
+    assert sorted(set(r["class"])) == ["a", "b", "c"]
+    # the kept prototypes are a subset of the unpruned ones, in their order
+    full = [tuple(v) for v in keep.prototypes_.itertuples(index=False)]
+    kept = [tuple(v) for v in pruned.prototypes_.itertuples(index=False)]
+    assert [full.index(v) for v in kept] == sorted(full.index(v) for v in kept)
+    # predictions are by the kept prototypes
+    D = pruned.metric_.pairwise(X, pruned.prototypes_)
+    np.testing.assert_array_equal(pruned.predict(X),
+                                  pruned.prototype_labels_[np.argmin(D, axis=1)])
+    for bad in ({"min_support": 1.0}, {"min_support": -0.1}, {"min_accuracy": 1.5}):
+        with pytest.raises(ValueError, match=list(bad)[0]):
+            PrototypeClassifier(**bad).fit(X, y)
+
+
+def test_explain_prints_the_row_and_the_prototype_side_by_side():
+    X, y = blobs(n_per=40, seed=23, sep=3.0, noise_nominal=0.3)
+    X = X.assign(x2=X["x2"].round(2))
+    clf = PrototypeClassifier("heom", random_state=0).fit(X, y)
+    e = clf.explain(X.iloc[7])
+    lines = str(e).splitlines()
+    assert lines[0].startswith("prototype %d (class %s) wins the row" % (e.prototype,
+                                                                        e.label))
+    assert lines[1].split()[:5] == ["column", "row", "prototype", "d_a", "w_a"]
+    proto = clf.prototypes_.iloc[e.prototype]
+    for ln, col in zip(lines[2:5], ["x1", "x2", "color"]):
+        v, p = X.iloc[7][col], proto[col]
+        words = ln.split()
+        assert words[0] == col
+        assert words[1] == ("%.6g" % v if col != "color" else str(v))
+        assert words[2] == ("%.6g" % p if col != "color" else str(p))
+    assert list(e.to_frame().columns[:2]) == ["row", "prototype"]
+    assert lines[-1].endswith("%.4f" % e.distance) or ("%.5f" % e.distance) in lines[-1]

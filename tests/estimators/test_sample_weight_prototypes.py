@@ -255,5 +255,6 @@ def test_n_prototypes_counts_copies_or_rows_of_positive_weight():
     sw[0] = 2
     for init in ("random", "kmedoids", "fcm"):
         clf = PrototypeClassifier("heom", init=init, n_prototypes=2, constructive=False,
-                                  random_state=0).fit(X, y, sample_weight=sw)
+                                  random_state=0, min_support=0.0,
+                                  min_accuracy=0.0).fit(X, y, sample_weight=sw)
         assert clf.n_prototypes_per_class_.tolist() == [2, 2, 2]

@@ -3,6 +3,7 @@
 import contextlib
 import csv
 import io
+import json
 import os
 import subprocess
 import sys
@@ -73,6 +74,16 @@ def one_nn_reference(X, y, nominal, folds):
 # cv, the main job
 
 
+def first_table(out):
+    """The rows of ``hdist cv``'s first table (accuracy or RMSE), by metric."""
+    rows = {}
+    for line in out.splitlines()[3:]:
+        if not line.strip() or line.startswith("*"):
+            break
+        rows[line.split()[0]] = line
+    return rows
+
+
 def test_stratified_folds_keep_class_shares_and_sizes():
     y = np.repeat([0, 1, 2], [50, 33, 7])
     folds = cli.stratified_folds(y, 10, seed=3)
@@ -131,7 +142,7 @@ def test_cv_ties_include_votes_every_row_tied_with_the_nearest(name):
 def test_cv_table_covers_the_registry(capsys):
     status, out, _ = run(["cv", "--datasets", "iris,credit-a", "--folds", "2"], capsys)
     assert status == 0
-    rows = {line.split()[0]: line for line in out.splitlines()[3:] if line.strip()}
+    rows = first_table(out)
     for name in cli.registry_presets():
         assert name in rows
     assert "nominal columns only" in out                 # vdm on credit-a's nominal columns
@@ -249,7 +260,7 @@ def test_knn_params_nominal_and_what(capsys, tmp_path):
     rows = read_out(tmp_path / "o.csv")
     tr = pd.read_csv(tmp_path / "tr.csv", dtype={"job_code": str}).drop(columns="label")
     q = pd.read_csv(tmp_path / "q.csv", dtype={"job_code": str})
-    ref = hdist.Metric("manhattan").fit(tr, None)
+    ref = hdist.Metric("manhattan", nominal=["job_code"]).fit(tr, None)
     assert ref.schema_.kinds_[list(tr.columns).index("job_code")] == "nominal"
     dist, ind = ref.kneighbors(q, 2)
     np.testing.assert_array_equal(np.array([r[1:3] for r in rows[1:]], dtype=int), ind)
@@ -388,14 +399,14 @@ def test_knn_streams_a_million_rows_in_bounded_memory(tmp_path):
     peaks = {}
     for name in ("small", "big"):
         r = subprocess.run([sys.executable, "-c", probe, str(tmp_path / "tr.csv"),
-                            str(tmp_path / (name + ".csv")), str(tmp_path / (name + ".out"))],
+                            str(tmp_path / (name + ".csv")), str(tmp_path / (name + ".out.csv"))],
                            capture_output=True, text=True, env=ENV, timeout=300)
         code, kb = r.stdout.split()
         assert code == "0", r.stderr
         peaks[name] = int(kb) / 1024
         assert "\r" not in r.stderr           # no progress bar when stderr is a pipe
     assert peaks["big"] - peaks["small"] < 80, peaks
-    with open(tmp_path / "big.out") as fh:
+    with open(tmp_path / "big.out.csv") as fh:
         head = [next(fh) for _ in range(1001)]
         rest = sum(1 for _ in fh)
     assert rest == 1_000_000 - 1000
@@ -635,3 +646,213 @@ def test_knn_predictions_vote_like_the_estimator_with_ties(tmp_path):
         got = pd.read_csv(out)["prediction"].tolist()
         est = KNeighborsClassifier(3, ties=ties).fit(train[["a", "b"]], train["cls"])
         assert got == list(est.predict(query))
+
+
+# ----------------------------------------------------------------------------------------
+# what cv reports, the target's kind, identifiers, output names, separators, query errors
+
+
+def test_cv_reports_balanced_accuracy_kappa_and_the_confusion_matrix(capsys, tmp_path):
+    """Beside accuracy, ``hdist cv`` prints balanced accuracy, Cohen's kappa and the
+    confusion matrix of the best metric (Weka's layout), and writes them to --csv; checked
+    against scikit-learn's scores of 1-NN predictions made fold by fold with Metric."""
+    from sklearn.metrics import balanced_accuracy_score, cohen_kappa_score, confusion_matrix
+    status, out, err = run(["cv", "--datasets", "credit-a", "--metrics", "heom,hvdm",
+                            "--folds", "5", "--csv", str(tmp_path / "r.csv")], capsys)
+    assert status == 0, err
+    X, y, nominal = cli._cv_data("credit-a")
+    folds = cli.stratified_folds(y, 5, seed=0)
+    got = pd.read_csv(tmp_path / "r.csv")
+    best = None
+    for name in ("heom", "hvdm"):
+        pred = np.empty_like(y)
+        for f in range(5):
+            te = folds == f
+            m = hdist.Metric(name, nominal=nominal, continuous="rest").fit(X[~te], y[~te])
+            pred[te] = y[~te][m.kneighbors(X[te], 1)[1][:, 0]]
+        row = got[got.metric == name].iloc[0]
+        assert row["accuracy"] == pytest.approx(np.mean(pred == y), abs=1e-15)
+        bal = balanced_accuracy_score(y, pred)
+        assert row["balanced_accuracy"] == pytest.approx(bal, abs=1e-12)
+        assert row["kappa"] == pytest.approx(cohen_kappa_score(y, pred), abs=1e-12)
+        conf = confusion_matrix(y, pred)
+        assert json.loads(row["confusion"]) == conf.tolist()
+        assert "%.2f" % (100 * bal) in out.split("balanced accuracy (%)")[1]
+        if best is None or bal > best[0]:
+            best = (bal, name, conf)
+    assert "Cohen's kappa" in out
+    bal, name, conf = best
+    block = out.split("confusion matrix")[1]
+    assert "credit-a, %s (balanced accuracy %.2f %%" % (name, 100 * bal) in block
+    lines = [ln for ln in block.splitlines() if "|" in ln]
+    assert [[int(v) for v in ln.split("|")[0].split()] for ln in lines] == conf.tolist()
+    assert lines[0].strip().endswith("a = +") and lines[1].strip().endswith("b = -")
+    assert "<-- classified as" in block
+
+
+def regression_files(tmp_path, n=90):
+    rng = np.random.default_rng(5)
+    frame = pd.DataFrame({"size": rng.normal(100, 20, n).round(2),
+                          "kind": rng.choice(["flat", "house", "loft"], n),
+                          "rooms": rng.integers(1, 9, n)})
+    frame["price"] = (3.1 * frame["size"] + 20 * frame["rooms"]
+                      + rng.normal(0, 10, n)).round(2)
+    frame.to_csv(tmp_path / "homes.csv", index=False)
+    return frame
+
+
+def test_cv_refuses_a_continuous_target_or_runs_regression(capsys, tmp_path):
+    frame = regression_files(tmp_path)
+    argv = ["cv", "--train", str(tmp_path / "homes.csv"), "--target", "price",
+            "--metrics", "heom,hvdm", "--folds", "3", "--continuous", "rooms"]
+    status, _, err = run(argv, capsys)
+    assert status == 2
+    assert "--target column 'price' looks continuous" in err and "--task regression" in err
+    status, out, err = run(argv + ["--task", "regression", "--csv", str(tmp_path / "r.csv")],
+                           capsys)
+    assert status == 0, err
+    assert "regression" in out.splitlines()[0] and "mean absolute error" in out
+    X = frame.drop(columns="price")
+    y = frame["price"].to_numpy()
+    folds = cli.kfolds(len(y), 3, 0)
+    assert sorted(np.bincount(folds)) == [30, 30, 30]
+    pred = np.empty(len(y))
+    for f in range(3):
+        te = folds == f
+        m = hdist.Metric("heom", continuous=["rooms"]).fit(X[~te])
+        pred[te] = y[~te][m.kneighbors(X[te], 1)[1][:, 0]]
+    got = pd.read_csv(tmp_path / "r.csv")
+    heom = got[got.metric == "heom"].iloc[0]
+    assert heom["rmse"] == pytest.approx(np.sqrt(np.mean((pred - y) ** 2)), rel=1e-12)
+    assert heom["mae"] == pytest.approx(np.mean(np.abs(pred - y)), rel=1e-12)
+    assert "learns from classes" in got[got.metric == "hvdm"].iloc[0]["note"]
+    # whole numbers taken for classes when asked
+    status, out, err = run(["cv", "--train", str(tmp_path / "homes.csv"), "--target", "rooms",
+                            "--metrics", "heom", "--folds", "3", "--task", "classification"],
+                           capsys)
+    assert status == 0, err
+    status, _, err = run(["cv", "--task", "regression"], capsys)
+    assert status == 2 and "--task regression goes with --train" in err
+
+
+def test_knn_warns_about_identifier_and_code_columns(id_files, capsys, tmp_path):
+    d, _, _ = id_files
+    argv = ["knn", "--train", str(d / "train.csv"), "--query", str(d / "query.csv"),
+            "--target", "Class", "--k", "1", "-o", str(tmp_path / "o.csv")]
+    status, _, err = run(argv, capsys)
+    assert status == 0, err
+    warned = [ln for ln in err.splitlines() if ln.startswith("hdist knn: warning:")]
+    assert len(warned) == 2, err
+    assert "'person'" in warned[0] and "like an identifier" in warned[0] \
+        and "--id person" in warned[0]
+    assert "'noise' (continuous: 7 distinct whole numbers)" in warned[1]
+    assert "'person'" not in warned[1]         # reported once, with the --id advice
+    status, _, err = run(argv + ["--id", "person", "--drop", "noise"], capsys)
+    assert status == 0 and "warning" not in err
+    status, _, err = run(argv + ["--id", "person", "--continuous", "noise"], capsys)
+    assert status == 0 and "warning" not in err
+
+
+@pytest.mark.parametrize("name", ["o.xlsx", "o.json", "predictions"])
+def test_knn_refuses_an_output_name_it_cannot_write(name, credit_files, capsys, tmp_path):
+    d, _, _ = credit_files
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(d / "query.csv"), "--target", "Class", "-o",
+                          str(tmp_path / name)], capsys)
+    assert status == 2, err
+    assert "cannot write" in err and ".csv, .tsv, .csv.gz, .tsv.gz, .parquet, .pq" in err
+    assert not (tmp_path / name).exists()
+
+
+def test_knn_writes_tsv_and_gzip_and_reads_any_separator(credit_files, capsys, tmp_path):
+    import gzip
+    d, train, query = credit_files
+    base = ["--target", "Class", "--k", "2"]
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(d / "query.csv"), "-o", str(tmp_path / "o.csv")] + base, capsys)
+    assert status == 0, err
+    want = (tmp_path / "o.csv").read_text()
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(d / "query.csv"), "-o", str(tmp_path / "o.tsv")] + base, capsys)
+    assert status == 0, err
+    assert (tmp_path / "o.tsv").read_text() == want.replace(",", "\t")
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(d / "query.csv"), "-o", str(tmp_path / "o.csv.gz")] + base,
+                         capsys)
+    assert status == 0, err
+    with gzip.open(tmp_path / "o.csv.gz", "rb") as fh:
+        assert fh.read() == (tmp_path / "o.csv").read_bytes()
+    train.to_csv(tmp_path / "tr.txt", sep=";", index=False)
+    query.to_csv(tmp_path / "q.txt", sep=";", index=False)
+    train.to_csv(tmp_path / "tr.tsv", sep="\t", index=False)
+    query.to_csv(tmp_path / "q.tsv", sep="\t", index=False)
+    for tr, q, sep in (("tr.txt", "q.txt", ["--sep", ";"]), ("tr.tsv", "q.tsv", [])):
+        status, _, err = run(["knn", "--train", str(tmp_path / tr), "--query",
+                              str(tmp_path / q), "-o", str(tmp_path / "s.csv")] + sep + base,
+                             capsys)
+        assert status == 0, err
+        assert (tmp_path / "s.csv").read_text() == want
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(d / "query.csv"), "--sep", ";;"] + base, capsys)
+    assert status == 2 and "--sep must be one character" in err
+
+
+@pytest.mark.parametrize("reader", ["pyarrow", "pandas"])
+def test_query_errors_name_the_column_and_the_row(reader, credit_files, capsys, tmp_path,
+                                                  monkeypatch):
+    d, _, query = credit_files
+    if reader == "pandas":
+        real = cli._have
+        monkeypatch.setattr(cli, "_have", lambda m: False if m == "pyarrow" else real(m))
+    bad = query.astype({"A3": object})
+    bad.iloc[5, bad.columns.get_loc("A3")] = "lots"
+    bad.to_csv(tmp_path / "q.csv", index=False)
+    status, _, err = run(["knn", "--train", str(d / "train.csv"), "--query",
+                          str(tmp_path / "q.csv"), "--target", "Class",
+                          "--chunk-size", "4"], capsys)
+    assert status == 1
+    assert "column 'A3' of the query file" in err and "'lots' in row 5" in err, err
+    assert "#" not in err
+
+
+@pytest.mark.parametrize("reader", ["pyarrow", "pandas"])
+def test_missing_text_in_training_and_query_files(reader, capsys, tmp_path, monkeypatch):
+    """``?`` (and the other documented marks) is missing in a numeric column of the
+    training file and of the query file alike; --na-values replaces the marks."""
+    if reader == "pandas":
+        real = cli._have
+        monkeypatch.setattr(cli, "_have", lambda m: False if m == "pyarrow" else real(m))
+    rng = np.random.default_rng(2)
+    n = 60
+    frame = pd.DataFrame({"bore": rng.normal(3, 0.3, n).round(2).astype(str),
+                          "make": rng.choice(["audi", "bmw", "saab"], n),
+                          "cls": rng.choice(["p", "q"], n)})
+    frame.loc[[3, 17], "bore"] = "?"
+    frame.loc[[5], "bore"] = "n/a"
+    frame.iloc[:40].to_csv(tmp_path / "tr.csv", index=False)
+    q = frame.iloc[40:].drop(columns="cls").copy()
+    q.iloc[[1, 2], 0] = ["?", " NA "]
+    q.to_csv(tmp_path / "q.csv", index=False)
+    argv = ["knn", "--train", str(tmp_path / "tr.csv"), "--query", str(tmp_path / "q.csv"),
+            "--target", "cls", "--k", "3", "--what", "neighbors"]
+    status, _, err = run(argv + ["-o", str(tmp_path / "o.csv")], capsys)
+    assert status == 0, err
+    def number(v):          # Python's correctly rounded parse (pandas 2.0's is not)
+        try:
+            return float(v)
+        except ValueError:
+            return np.nan
+    num = lambda f: f.assign(bore=f["bore"].map(number).astype(float))  # noqa: E731
+    m = hdist.Metric("heom").fit(num(frame.iloc[:40].drop(columns="cls")))
+    assert m.kinds_ == ["continuous", "nominal"]
+    dist, ind = m.kneighbors(num(q), 3)
+    rows = read_out(tmp_path / "o.csv")
+    assert rows[0][1:] == ["neighbor_1", "neighbor_2", "neighbor_3", "distance_1",
+                           "distance_2", "distance_3"]
+    np.testing.assert_array_equal(np.array([r[1:4] for r in rows[1:]], dtype=int), ind)
+    np.testing.assert_array_equal(np.array([r[4:] for r in rows[1:]], dtype=float), dist)
+    # marks replaced: '?' is then a value, the column nominal, the query's ' NA ' too
+    status, _, err = run(argv + ["--na-values", "n/a", "-o", str(tmp_path / "o2.csv")],
+                         capsys)
+    assert status == 0, err
+    assert "'bore' (nominal: numbers, and the text '?')" in err

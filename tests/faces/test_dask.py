@@ -116,7 +116,7 @@ def test_distributed_reference_equals_local_search(client, name):
     ref = dd.from_pandas(R, npartitions=5)
     assert ref.npartitions >= 4
     for queries in (Q, dd.from_pandas(Q, npartitions=3)):
-        d, i = hd.kneighbors(metric, queries, 9, reference=ref, query_block=150)
+        d, i = hd.kneighbors_distributed(metric, queries, 9, reference=ref, query_block=150)
         np.testing.assert_array_equal(i, i0)
         np.testing.assert_array_equal(d, d0)
     # the ties are real: many rows have equal k-th and (k+1)-th distances
@@ -147,14 +147,15 @@ def test_distributed_reference_errors():
     R = tied_table(100, 5)
     metric = hdist.Metric("heom").fit(R)
     with pytest.raises(ValueError, match="fitted on 100 rows but reference holds 60"):
-        hd.kneighbors(metric, R, 3, reference=dd.from_pandas(R.iloc[:60], npartitions=2))
+        hd.kneighbors_distributed(metric, R, 3,
+                                  reference=dd.from_pandas(R.iloc[:60], npartitions=2))
     with pytest.raises(ValueError, match="reference columns"):
-        hd.kneighbors(metric, R, 3, reference=dd.from_pandas(R[["b", "a", "c"]],
-                                                             npartitions=2))
+        hd.kneighbors_distributed(metric, R, 3,
+                                  reference=dd.from_pandas(R[["b", "a", "c"]], npartitions=2))
     with pytest.raises(TypeError, match="Dask DataFrame"):
-        hd.kneighbors(metric, R, 3, reference=R)
+        hd.kneighbors_distributed(metric, R, 3, reference=R)
     with pytest.raises(TypeError, match="fitted hdist Metric"):
-        hd.kneighbors("heom", R, 3, reference=dd.from_pandas(R, npartitions=2))
+        hd.kneighbors_distributed("heom", R, 3, reference=dd.from_pandas(R, npartitions=2))
 
 
 def mixed_table(n, seed):
@@ -192,7 +193,7 @@ def test_fit_metric_equals_a_local_fit(client, name, params):
     np.testing.assert_allclose(dist.pairwise(Q, T[feats].iloc[:300]),
                                local.pairwise(Q, T[feats].iloc[:300]), rtol=1e-12, atol=1e-14)
     d0, i0 = local.kneighbors(Q, 5)
-    d, i = hd.kneighbors(dist, Q, 5, reference=ddf[feats], query_block=64)
+    d, i = hd.kneighbors_distributed(dist, Q, 5, reference=ddf[feats], query_block=64)
     np.testing.assert_array_equal(i, i0)
     np.testing.assert_allclose(d, d0, rtol=1e-12)
 
@@ -202,7 +203,7 @@ def test_kneighbors_fits_an_unfitted_metric_from_the_reference(client):
     ddf = dd.from_pandas(T, npartitions=4)
     Q = mixed_table(100, 14)[list(T.columns)]
     d0, i0 = hdist.Metric("gower").fit(T).kneighbors(Q, 4)
-    d, i = hd.kneighbors(hdist.Metric("gower"), Q, 4, reference=ddf)
+    d, i = hd.kneighbors_distributed(hdist.Metric("gower"), Q, 4, reference=ddf)
     np.testing.assert_array_equal(i, i0)
     np.testing.assert_allclose(d, d0, rtol=1e-12)
 
@@ -219,5 +220,24 @@ def test_fit_metric_errors():
     with pytest.raises(TypeError, match="Dask DataFrame"):
         hd.fit_metric("heom", T)
     with pytest.raises(ValueError, match="needs class labels.*fit_metric"):
-        hd.kneighbors(hdist.Metric("hvdm"), T[["u", "s"]], 3,
-                      reference=dd.from_pandas(T[["u", "s"]], npartitions=2))
+        hd.kneighbors_distributed(hdist.Metric("hvdm"), T[["u", "s"]], 3,
+                                  reference=dd.from_pandas(T[["u", "s"]], npartitions=2))
+
+
+def test_kneighbors_has_one_return_type():
+    """``kneighbors`` returns a lazy Dask DataFrame whatever it is given;
+    ``kneighbors_distributed`` (a reference set in partitions) returns arrays."""
+    import inspect
+    R = tied_table(40, 3)
+    metric = hdist.Metric("heom").fit(R)
+    assert "reference" not in inspect.signature(hd.kneighbors).parameters
+    with pytest.raises(TypeError, match="reference"):
+        hd.kneighbors(metric, dd.from_pandas(R, npartitions=2), 3,
+                      reference=dd.from_pandas(R, npartitions=2))
+    lazy = hd.kneighbors(metric, dd.from_pandas(R, npartitions=2), 3)
+    assert isinstance(lazy, dd.DataFrame)
+    d, i = hd.kneighbors_distributed(metric, R, 3, dd.from_pandas(R, npartitions=2))
+    assert isinstance(d, np.ndarray) and isinstance(i, np.ndarray)
+    got = lazy.compute()
+    np.testing.assert_array_equal(got[["neighbor_1", "neighbor_2", "neighbor_3"]], i)
+    np.testing.assert_array_equal(got[["distance_1", "distance_2", "distance_3"]], d)

@@ -134,3 +134,27 @@ def test_prototypes_are_drawn_at_their_values(tmp_path):
         plot.prototypes(clf, attributes=("nope", 0))
     with pytest.raises(ValueError, match="not fitted"):
         plot.prototypes(hdist.PrototypeClassifier())
+
+
+def test_explain_takes_a_fitted_estimator(tmp_path):
+    """An estimator stands for its fitted metric; a PrototypeClassifier compares a row with
+    the prototype that wins it; anything else is refused with a TypeError naming it."""
+    X, y = load_credit_a()
+    clf = hdist.KNeighborsClassifier(metric="hvdm").fit(X, y)
+    ax = plot.explain(clf, X.iloc[0], X.iloc[5])
+    bars = sorted(b.get_width() for b in ax.patches)
+    assert bars == pytest.approx(sorted(clf.metric_.explain(X.iloc[0], X.iloc[5]).terms),
+                                 rel=1e-12)
+    assert "hvdm" in ax.get_title()
+    rendered(ax, tmp_path / "clf.png")
+    proto = hdist.PrototypeClassifier("hvdm", random_state=0).fit(X, y)
+    e = proto.explain(X.iloc[[3]])
+    ax = plot.explain(proto, X.iloc[3])
+    assert sorted(b.get_width() for b in ax.patches) == pytest.approx(sorted(e.terms.terms))
+    plt.close(ax.figure)
+    with pytest.raises(TypeError, match="needs the second row y"):
+        plot.explain(clf, X.iloc[0])
+    with pytest.raises(TypeError, match="KNeighborsClassifier that is not fitted"):
+        plot.explain(hdist.KNeighborsClassifier(), X.iloc[0], X.iloc[1])
+    with pytest.raises(TypeError, match="got str"):
+        plot.explain("hvdm", X.iloc[0], X.iloc[1])

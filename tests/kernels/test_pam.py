@@ -238,9 +238,19 @@ def test_symmetric_matrix_equals_both_sides_computed(monkeypatch, metric):
     np.testing.assert_array_equal(full, full.T)
 
 
-def test_a_medoid_is_its_own_nearest_in_every_slot():
-    """A row with missing values is at a positive distance from itself; as a medoid it
-    still costs 0 and stays in its own cluster, whatever its slot."""
+def missing_matrix(rng, n, dims=4, missing=0.3):
+    """Manhattan distances under missing="one" between rows with missing values: an
+    attribute missing in either row adds 1, so a row with a missing value is at a
+    positive distance from itself (the diagonal counts its missing values)."""
+    P = rng.random((n, dims))
+    P[rng.random(P.shape) < missing] = np.nan
+    diff = np.abs(P[:, None, :] - P[None, :, :])
+    return np.where(np.isnan(diff), 1.0, diff).sum(axis=2)
+
+
+def test_a_medoid_is_assigned_by_its_distances_like_any_row():
+    """A medoid with missing values is at a positive distance from itself: it costs that
+    distance, and goes to another medoid that is nearer, whatever the slots' order."""
     from hdist._kernels import pam_assign
     D = np.array([[1.0, 0.5, 0.2], [0.5, 0.0, 0.9]])     # row 0 = medoid of slot 0
     out = []
@@ -249,21 +259,57 @@ def test_a_medoid_is_its_own_nearest_in_every_slot():
         dn, ds = np.empty(3), np.empty(3)
         loss = pam_assign(Dm, np.array(med, np.intp), near, seco, dn, ds, np.empty(0))
         out.append((loss, np.array(med)[near].tolist()))
-    assert out[0] == out[1] == (0.2, [0, 1, 0])
+    assert out[0] == out[1] == (0.7, [1, 1, 0])
+
+
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("weighted", [False, True])
+def test_kernel_matches_reference_with_positive_self_distances(seed, weighted):
+    """The swaps minimize Σ_o w_o min_i D[med_i, o] with D's diagonal as it is: against
+    the plain reference, which evaluates every swap's loss from scratch."""
+    rng = np.random.default_rng(50 + seed)
+    n = int(rng.integers(20, 80))
+    k = [1, 2, 3, 5, 8, 4][seed]
+    D = missing_matrix(rng, n)
+    assert (np.diag(D) > 0).any()
+    w = rng.integers(1, 5, n).astype(float) if weighted else None
+    med = rng.choice(n, k, replace=False)
+    order = rng.permutation(n)
+    st = fasterpam_state(D, med, w)
+    np.testing.assert_array_equal(st["dn"], D[med].min(axis=0))
+    np.testing.assert_array_equal(st["near"], np.argmin(D[med], axis=0))
+    ref = eager_swaps(D, med, order, w)
+    got = kernel_swaps(D, med, order, w)
+    np.testing.assert_array_equal(got[0], ref[0])
+    assert got[1] == pytest.approx(ref[1], rel=1e-12)
+    assert got[1] == pytest.approx(loss_of(D, got[0], w), rel=1e-12)
+    assert got[2:] == ref[2:]
+    # a local optimum of the true loss: no single swap lowers it
+    for i in range(k):
+        for j in range(n):
+            if j not in got[0]:
+                trial = got[0].copy()
+                trial[i] = j
+                assert loss_of(D, trial, w) >= got[1] - 1e-12 * got[1]
 
 
 @pytest.mark.parametrize("method", ["fasterpam", "alternate"])
-def test_kmedoids_medoids_with_missing_values_cost_nothing_for_themselves(method):
+def test_kmedoids_loss_is_the_metrics_own_distances(method):
+    """inertia_, labels_, transform and predict all read metric_.pairwise: a medoid with
+    a missing value costs its distance to itself (docs/metrics.md section 11)."""
     from hdist.cluster import KMedoids
     X = np.array([[0.0, np.nan], [1.0, 0.0], [0.0, 1.0]])
     km = KMedoids(3, metric="manhattan", method=method, random_state=0).fit(X)
-    np.testing.assert_array_equal(km.labels_[km.medoid_indices_], np.arange(3))
-    assert km.inertia_ == 0.0
+    D = km.metric_.pairwise(X)
+    assert D[0, 0] == 1.0                      # the missing value counts 1
+    assert km.inertia_ == 1.0
     rng = np.random.default_rng(2)
     X = rng.normal(size=(120, 3))
     X[rng.random(X.shape) < 0.3] = np.nan
     km = KMedoids(4, metric="manhattan", method=method, random_state=1).fit(X)
-    np.testing.assert_array_equal(km.labels_[km.medoid_indices_], np.arange(4))
     D = hdist.Metric("manhattan").fit(X).pairwise(X)
-    np.fill_diagonal(D, 0.0)
-    assert np.isclose(km.inertia_, D[km.medoid_indices_].min(axis=0).sum(), rtol=1e-12)
+    Dm = D[km.medoid_indices_]
+    assert km.inertia_ == pytest.approx(Dm.min(axis=0).sum(), rel=1e-12)
+    np.testing.assert_array_equal(km.labels_, np.argmin(Dm, axis=0))
+    np.testing.assert_array_equal(km.transform(X), Dm.T)
+    np.testing.assert_array_equal(km.predict(X), km.labels_)

@@ -68,3 +68,28 @@ def test_release_pickle_loads_and_answers_alike(name):
 def test_fixture_holds_every_kind():
     kinds = {name.split("-")[0] for name in STORED["objects"]}
     assert kinds >= {"metric", "index", "knn", "imputer", "kmedoids", "kprototypes"}
+
+
+def test_old_module_names_leave_the_moved_module_intact():
+    """Importing a 0.1 module name gives the moved module itself and leaves its import
+    state alone: its ``__spec__`` still names the new module, so a relative import run
+    inside it later resolves from its own package (a spec renamed to the old name made
+    every such import warn "__package__ != __spec__.parent" -- a DeprecationWarning from
+    Python 3.12 -- and would resolve it from ``hdist`` once Python reads the spec)."""
+    import importlib
+
+    for old, new in [("hdist._plan", "hdist._core.plan"), ("hdist._index", "hdist._search.index"),
+                     ("hdist._trees", "hdist._kernels.trees")]:
+        module = importlib.import_module(old)
+        assert module is importlib.import_module(new)
+        assert module.__spec__.name == new
+        assert module.__spec__.parent == module.__package__
+    import hdist._core.plan as plan
+
+    X = np.arange(12.0).reshape(6, 2)
+    metric = __import__("hdist").Metric("euclidean").fit(X)
+    metric.plan_._cplan = None              # the next use imports the kernels again
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert metric.plan_.cplan is not None
+    assert isinstance(metric.plan_, plan.Plan)

@@ -1,0 +1,177 @@
+"""Thread scaling of hdist's brute-force k-NN, beside the same machine's matrix product.
+
+For 1, 2, 4, ... up to the machine's core count, in one process:
+
+- **census-like** (numeric form): 10 continuous + 30 nominal attributes (2-50 values),
+  5 % missing, reference rows x queries of ``--census`` (default 200 000 x 4 000), 5-NN,
+  HEOM and Gower on encoded rows (``NeighborsIndex(algorithm="brute")``: the kernels);
+- **mixed 20k** (DataFrames, the whole ``kneighbors`` call: the queries' encoding and the
+  search): 20 000 reference rows x 2 000 queries, 8 continuous + 8 nominal (text)
+  attributes, 5-NN; Manhattan, Gower, HVDM, and HVDM with 10 % missing values;
+- **ceiling**: numpy's float64 matrix product (``A @ B``, 2 048 x 2 048 by 2 048 x 2 048)
+  under threadpoolctl at the same thread counts -- what the machine's cores and memory give
+  a compute-bound job.
+
+Each row prints the best of ``--repeat`` runs, pairs/s, the speed-up over one thread and
+the matrix product's speed-up at the same count.  The header prints the core count, the
+CPU, the BLAS and the load average before and after: run it on an otherwise idle machine.
+
+    python benchmarks/bench_scaling.py [--quick] [--threads 1,2,4] [--census 200000x4000]
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import time
+
+import numpy as np
+
+import hdist
+
+
+def cpu_name():
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine()
+
+
+def best_of(fn, repeat):
+    best = np.inf
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+def thread_counts(spec):
+    if spec:
+        return sorted({int(t) for t in spec.split(",")})
+    n = os.cpu_count() or 1
+    out, t = [], 1
+    while t < n:
+        out.append(t)
+        t *= 2
+    return out + [n]
+
+
+def census_numeric(n_ref, n_query, seed=5):
+    """10 continuous + 30 nominal (codes, 2-50 values), 5 % missing; returns (X, nominal)."""
+    rng = np.random.default_rng(seed)
+    n = n_ref + n_query
+    cols = [rng.normal(size=n) * (a + 1) for a in range(10)]
+    for _ in range(30):
+        cols.append(rng.integers(0, int(rng.integers(2, 51)), n).astype(np.float64))
+    X = np.column_stack(cols)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    return X, list(range(10, 40))
+
+
+def mixed_frames(n_ref, n_query, missing, seed=0):
+    """8 continuous + 8 nominal (text, 2-12 values) DataFrames with 3 classes."""
+    import pandas as pd
+    rng = np.random.default_rng(seed)
+    n = n_ref + n_query
+    y = rng.integers(0, 3, n)
+    cols = {}
+    for a in range(8):
+        cols["c%d" % a] = (rng.normal(size=n) + rng.normal(size=3)[y]) * (a + 1)
+    for a in range(8):
+        V = int(rng.integers(2, 13))
+        codes = np.where(rng.random(n) < 0.5, rng.integers(0, V, 3)[y], rng.integers(0, V, n))
+        cols["n%d" % a] = np.array(["v%d" % v for v in range(V)], dtype=object)[codes]
+    frame = pd.DataFrame(cols)
+    if missing:
+        for name in frame.columns:
+            frame.loc[rng.random(n) < missing, name] = None
+    return frame.iloc[:n_ref], y[:n_ref], frame.iloc[n_ref:]
+
+
+class Table:
+    def __init__(self, counts, ceiling):
+        self.counts, self.ceiling = counts, ceiling
+        print("  %-34s %7s %9s %11s %8s %8s" % ("job", "threads", "seconds", "pairs/s",
+                                                "speed-up", "matmul"))
+
+    def job(self, label, pairs, run, repeat):
+        base = None
+        out = {}
+        for t in self.counts:
+            s = best_of(lambda: run(t), repeat)
+            rate = pairs / s
+            base = base or rate
+            out[t] = rate / base
+            print("  %-34s %7d %9.3f %11.3e %7.2fx %7.2fx" % (label, t, s, rate, rate / base,
+                                                             self.ceiling[t]))
+        short = [t for t in self.counts if out[t] < self.ceiling[t]]
+        print("  %-34s below the matrix product's speed-up at: %s"
+              % ("", ", ".join(map(str, short)) or "none"))
+        return out
+
+
+def matmul_ceiling(counts, repeat, size=2048):
+    from threadpoolctl import threadpool_info, threadpool_limits
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(size, size))
+    B = rng.normal(size=(size, size))
+    info = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+    if info:
+        print("BLAS: %s %s (%s)" % (info[0].get("internal_api"), info[0].get("version"),
+                                    info[0].get("architecture")))
+    rates = {}
+    for t in counts:
+        with threadpool_limits(t, user_api="blas"):
+            A @ B
+            rates[t] = 2.0 * size ** 3 / best_of(lambda: A @ B, repeat)
+    base = rates[counts[0]]
+    print("  %-34s %s" % ("float64 matmul GFLOP/s", "  ".join(
+        "%d: %.1f" % (t, rates[t] / 1e9) for t in counts)))
+    return {t: rates[t] / base for t in counts}
+
+
+def main(argv=None):
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--quick", action="store_true", help="small shapes, one repeat")
+    p.add_argument("--threads", help="comma-separated thread counts (default 1, 2, 4, ... nproc)")
+    p.add_argument("--census", default="200000x4000", help="reference x query rows")
+    p.add_argument("--repeat", type=int, default=3)
+    args = p.parse_args(argv)
+    counts = thread_counts(args.threads)
+    repeat = 1 if args.quick else args.repeat
+    n_ref, n_q = (20000, 500) if args.quick else map(int, args.census.lower().split("x"))
+    k = 5
+    print("hdist %s, numpy %s, Python %s; nproc %d (%s); load average %.2f %.2f %.2f"
+          % ((hdist.__version__, np.__version__, platform.python_version(), os.cpu_count(),
+              cpu_name()) + os.getloadavg()))
+    hdist.show_config()
+    ceiling = matmul_ceiling(counts, repeat)
+    table = Table(counts, ceiling)
+
+    X, nominal = census_numeric(n_ref, n_q)
+    for name in ("heom", "gower"):
+        index = hdist.NeighborsIndex(name, algorithm="brute",
+                                     metric_params={"nominal": nominal}).fit(X[:n_ref])
+        Q = X[n_ref:]
+        index.kneighbors(Q[:10], k)
+        table.job("census-like %s" % name, n_ref * n_q,
+                  lambda t: index.kneighbors(Q, k, n_jobs=t), repeat)
+
+    m_ref, m_q = (5000, 500) if args.quick else (20000, 2000)
+    for name, missing in (("manhattan", 0.0), ("gower", 0.0), ("hvdm", 0.0), ("hvdm", 0.1)):
+        R, y, Qf = mixed_frames(m_ref, m_q, missing)
+        index = hdist.NeighborsIndex(name, algorithm="brute").fit(R, y)
+        index.kneighbors(Qf[:10], k)
+        # the whole call on a DataFrame: the queries' encoding and the search
+        table.job("mixed 20k %s%s" % (name, ", 10 % missing" if missing else ""),
+                  m_ref * m_q, lambda t: index.kneighbors(Qf, k, n_jobs=t), repeat)
+    print("load average at the end: %s" % (os.getloadavg(),))
+
+
+if __name__ == "__main__":
+    main()
