@@ -60,6 +60,7 @@ from __future__ import annotations
 
 import copy
 import numbers
+import warnings
 
 import numpy as np
 from sklearn.base import BaseEstimator, TransformerMixin
@@ -473,7 +474,9 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         if not w.any():         # a one-column table: any weights (its rows are blank)
             w = np.ones_like(w)
         metric = Metric(base.name, **dict(base.params, weights=w))
-        metric.fit(X, labels, sample_weight=sw)
+        with warnings.catch_warnings():     # the imputer's own metric has said it all
+            warnings.simplefilter("ignore")
+            metric.fit(X, labels, sample_weight=sw)
         rows = np.flatnonzero(self._present[:, j])
         index = _knn.make_index(metric, self.algorithm, int(self.leaf_size))
         index.fit(_take(X, rows))

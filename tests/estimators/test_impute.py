@@ -719,3 +719,16 @@ def test_defaults_beat_mean_and_mode_on_real_data(frac):
     assert new[0] < old[0] and new[1] >= old[1] - 0.01, (new, old)
     if frac == 0.3:
         assert old[0] > base[0], (old, base)
+
+
+def test_one_warning_per_fit():
+    """The per-column searches fit their own metrics on the same table: a warning about
+    the table's columns comes once, from the imputer's metric."""
+    import warnings
+    X = pd.DataFrame({"a": [1.0, 2.0, np.nan, 4.0, 5.0, 6.0], "n": [0, 1, 0, 1, 1, 0],
+                      "c": list("xyxyyx")})
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        KNNImputer(n_neighbors=2).fit(X)
+    kinds = [w for w in seen if issubclass(w.category, hdist.metrics.ColumnKindWarning)]
+    assert len(kinds) == 1 and "'n'" in str(kinds[0].message), [str(w.message) for w in seen]
