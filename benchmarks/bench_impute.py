@@ -1,25 +1,35 @@
-"""k-NN imputation of mixed data: hdist.KNNImputer against scikit-learn's KNNImputer after
-one-hot encoding and scaling, and against mean / mode imputation.
+"""k-NN imputation of mixed data: hdist.KNNImputer against scikit-learn's KNNImputer and
+IterativeImputer after one-hot encoding and scaling, and against mean / mode imputation.
 
-For each dataset (Adult train, 6 numeric + 8 nominal attributes; German credit, 7 + 13) a
-fraction of the observed cells (10 % and 30 %, ``--seed``) is removed at random from the
-attributes (the class column is kept aside), and each method fills them in:
+For each dataset (real tables of the data folder, their class column kept aside, and a
+generated one) a fraction of the observed cells (10 % and 30 %) is removed at random from
+the attributes, for each of ``--seeds`` seeds, and each method fills them in:
 
-- ``hdist <metric>``: ``hdist.KNNImputer(metric=..., n_neighbors=k)`` on the frame as it is
-  (the "ignore" missing-value policy; ``hvdm`` learns its value tables from the class);
-- ``sklearn onehot``: continuous columns standardized (mean and standard deviation of their
+- ``hdist``: ``hdist.KNNImputer(n_neighbors=k)`` with its defaults (HEOM with the
+  "ignore" missing-value policy, uniform donor weights, per-column mutual-information
+  attribute weights, shrinkage 4 towards the column's prior) on the frame as it is;
+- ``hdist 0.1``: the rule of hdist 0.1 (``weights="uniform", attribute_weights=None,
+  shrinkage=0``); ``hdist +distance``, ``hdist +mi``, ``hdist +shrink`` add one change to
+  it (``1/d`` donor weights, the attribute weights, the shrinkage), ``hdist 4std`` is the
+  defaults with the ``4std`` normalization instead of the range (``--ablation`` runs these;
+  ``--methods "hdist shrinkage=2 weights=distance"`` any other setting);
+- ``sklearn knn``: continuous columns standardized (mean and standard deviation of their
   observed values), each nominal column one-hot encoded with a missing value as NaN in its
   whole block, ``sklearn.impute.KNNImputer(n_neighbors=k)`` (``nan_euclidean``), then the
   continuous values scaled back and a nominal value recovered as the argmax over its block
   (ties: the first category in sorted order);
+- ``sklearn iterative``: the same matrix through ``sklearn.impute.IterativeImputer``
+  (BayesianRidge, ``max_iter=10``), decoded the same way;
 - ``mean/mode``: each column's mean (continuous) or most frequent value (nominal).
 
 Scores on the removed cells only: RMSE of the continuous ones in standardized units (each
 column's error divided by the standard deviation of its observed values, pooled over the
-columns) and the accuracy of the nominal ones; time of ``fit_transform`` (the whole job).
-The machine's ``nproc`` and load average are printed before and after.
+columns) and the accuracy of the nominal ones, each the mean over the seeds; time of
+``fit_transform`` (the whole job, mean over the seeds).  The machine's ``nproc`` and load
+average are printed before and after.
 
-Run: ``python benchmarks/bench_impute.py [--rows N] [--k 5] [--seed 0]``.
+Run: ``python benchmarks/bench_impute.py [--datasets ...] [--rows N] [--k 5] [--seeds 5]
+[--ablation]``.
 """
 from __future__ import annotations
 
@@ -37,11 +47,38 @@ sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."
                                 "examples"))
 from adult_workclass_hds import read_table  # noqa: E402
 
-DATASETS = {"adult": "adult_train", "german": "german"}
+DATASETS = {"adult": "adult_train", "german": "german", "credit-a": "credit-a",
+            "credit": "modeldata_credit_data", "pima": "PimaIndiansDiabetes2", "zoo": "Zoo",
+            "glass": "Glass", "generated": None}
+
+
+def generated(n=1000, seed=12345):
+    """A mixed table with structure: three latent factors drive 6 continuous and 4 nominal
+    columns (with noise); 2 continuous and 2 nominal columns are pure noise.  The class
+    is the sign of the first factor."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 3))
+    cols = {}
+    for i in range(6):
+        a = rng.normal(size=3)
+        cols["x%d" % i] = z @ a + 0.5 * rng.normal(size=n)
+    for i in range(2):
+        cols["noise%d" % i] = rng.standard_t(3, size=n)
+    for i in range(4):
+        a = rng.normal(size=3)
+        s = z @ a + 0.7 * rng.normal(size=n)
+        cuts = np.quantile(s, [0.2, 0.5, 0.8])
+        cols["c%d" % i] = np.array(list("abcd"), dtype=object)[np.searchsorted(cuts, s)]
+    for i in range(2):
+        cols["rand%d" % i] = rng.choice(np.array(list("pqr"), dtype=object), n,
+                                        p=[0.5, 0.3, 0.2])
+    df = pd.DataFrame(cols)
+    df["class"] = np.where(z[:, 0] > 0, "pos", "neg")
+    return df, {"class": "class"}
 
 
 def load(name, rows, seed):
-    df, schema = read_table(DATASETS[name])
+    df, schema = generated() if DATASETS[name] is None else read_table(DATASETS[name])
     cls = schema["class"]
     y = df.pop(cls).to_numpy()
     if rows and rows < len(df):
@@ -78,7 +115,7 @@ def score(true, filled, mask, nominal):
             sd = np.nanstd(true[c].to_numpy(dtype=float)[~m])
             sq += float(np.sum(((f.astype(float) - t.astype(float)) / sd) ** 2))
             n_c += int(m.sum())
-    return np.sqrt(sq / n_c), hit / n_n
+    return (np.sqrt(sq / n_c) if n_c else np.nan), (hit / n_n if n_n else np.nan)
 
 
 def mean_mode(df, nominal):
@@ -92,8 +129,9 @@ def mean_mode(df, nominal):
     return out
 
 
-def sklearn_onehot(df, nominal, k):
-    from sklearn.impute import KNNImputer
+def sklearn_onehot(df, nominal, k, imputer="knn", seed=0):
+    from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+    from sklearn.impute import IterativeImputer, KNNImputer
     blocks, cols, info = [], [], []
     for c in df.columns:
         if c in nominal:
@@ -111,7 +149,10 @@ def sklearn_onehot(df, nominal, k):
             blocks.append(((x - mu) / sd)[:, None])
             info.append((c, "num", (mu, sd)))
     Z = np.hstack(blocks)
-    F = KNNImputer(n_neighbors=k).fit_transform(Z)
+    if imputer == "knn":
+        F = KNNImputer(n_neighbors=k).fit_transform(Z)
+    else:
+        F = IterativeImputer(max_iter=10, random_state=seed).fit_transform(Z)
     out = df.copy()
     pos = 0
     for (c, kind, meta), B in zip(info, blocks):
@@ -125,49 +166,88 @@ def sklearn_onehot(df, nominal, k):
     return out
 
 
-def impute(meth, holed, y, nominal, k):
+HDIST = {
+    "hdist": {},
+    "hdist 0.1": dict(weights="uniform", attribute_weights=None, shrinkage=0.0),
+    "hdist +distance": dict(weights="distance", attribute_weights=None, shrinkage=0.0),
+    "hdist +mi": dict(weights="uniform", attribute_weights="mi", shrinkage=0.0),
+    "hdist +shrink": dict(weights="uniform", attribute_weights=None, shrinkage=4.0),
+    "hdist 4std": dict(metric_params={"normalization": "4std"}),
+}
+METHODS = "hdist,hdist 0.1,sklearn knn,sklearn iterative,mean/mode"
+ABLATION = "hdist 0.1,hdist +distance,hdist +mi,hdist +shrink,hdist,hdist 4std"
+
+
+def parse_params(meth):
+    """``"hdist shrinkage=2 weights=uniform"``: the named parameters (numbers, None or
+    words), the others left at their defaults."""
+    out = {}
+    for item in meth.split()[1:]:
+        key, val = item.split("=")
+        for conv in (int, float):
+            try:
+                val = conv(val)
+                break
+            except ValueError:
+                pass
+        out[key] = None if val == "None" else val
+    return out
+
+
+def impute(meth, holed, y, nominal, k, seed):
     if meth == "mean/mode":
         return mean_mode(holed, nominal)
-    if meth == "sklearn onehot":
+    if meth == "sklearn knn":
         return sklearn_onehot(holed, nominal, k)
-    imp = hdist.KNNImputer(n_neighbors=k, metric=meth.split()[1])
+    if meth == "sklearn iterative":
+        return sklearn_onehot(holed, nominal, k, "iterative", seed)
+    params = dict(n_neighbors=k)
+    params.update(HDIST[meth] if meth in HDIST else parse_params(meth))
+    imp = hdist.KNNImputer(**params)
     return imp.fit_transform(holed, y)
 
 
-def run(name, rows, k, seed, fracs, methods):
-    df, y, nominal = load(name, rows, seed)
-    print("\n## %s: %d rows, %d continuous + %d nominal attributes, k = %d"
-          % (name, len(df), df.shape[1] - len(nominal), len(nominal), k))
+def run(name, rows, k, seeds, fracs, methods):
+    df, y, nominal = load(name, rows, 0)
+    print("\n## %s: %d rows, %d continuous + %d nominal attributes, k = %d, %d seeds"
+          % (name, len(df), df.shape[1] - len(nominal), len(nominal), k, seeds))
     print("| removed | method | RMSE (std units), continuous | accuracy, nominal | time (s) |")
     print("|---|---|---|---|---|")
+    for meth in methods:       # warm-up: imports and first calls are not timed
+        impute(meth, remove(df.iloc[:60], 0.1, 0)[0], y[:60], nominal, k, 0)
     for frac in fracs:
-        holed, mask = remove(df, frac, seed)
-        for meth in methods:       # warm-up: imports and first calls are not timed
-            impute(meth, holed.iloc[:50], y[:50], nominal, k)
+        res = {meth: [] for meth in methods}
+        for seed in range(seeds):
+            holed, mask = remove(df, frac, seed)
+            for meth in methods:
+                t0 = time.perf_counter()
+                filled = impute(meth, holed, y, nominal, k, seed)
+                dt = time.perf_counter() - t0
+                res[meth].append(score(df, filled, mask, nominal) + (dt,))
         for meth in methods:
-            t0 = time.perf_counter()
-            filled = impute(meth, holed, y, nominal, k)
-            dt = time.perf_counter() - t0
-            rmse, acc = score(df, filled, mask, nominal)
-            print("| %d %% | %s | %.3f | %.3f | %.2f |" % (round(100 * frac), meth, rmse, acc,
-                                                           dt), flush=True)
+            rmse, acc, dt = np.mean(np.array(res[meth], dtype=float), axis=0)
+            print("| %d %% | %s | %s | %s | %.2f |" % (
+                round(100 * frac), meth, "—" if np.isnan(rmse) else "%.3f" % rmse,
+                "—" if np.isnan(acc) else "%.3f" % acc, dt), flush=True)
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--datasets", default="adult,german")
-    ap.add_argument("--rows", type=int, default=0, help="subsample each dataset (0: all)")
+    ap.add_argument("--datasets", default="adult,german,credit-a,credit,pima,zoo,generated")
+    ap.add_argument("--rows", type=int, default=2000, help="subsample each dataset (0: all)")
     ap.add_argument("--k", type=int, default=5)
-    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--seeds", type=int, default=5)
     ap.add_argument("--fracs", default="0.1,0.3")
-    ap.add_argument("--methods", default="hdist heom,hdist hvdm,hdist gower,sklearn onehot,"
-                                         "mean/mode")
+    ap.add_argument("--methods", default=None)
+    ap.add_argument("--ablation", action="store_true",
+                    help="the hdist variants that take the changes one at a time")
     a = ap.parse_args(argv)
     print("nproc %d, load average %s" % (len(os.sched_getaffinity(0)), " ".join(
         "%.2f" % v for v in os.getloadavg())))
+    methods = a.methods or (ABLATION if a.ablation else METHODS)
     for name in a.datasets.split(","):
-        run(name, a.rows, a.k, a.seed, [float(f) for f in a.fracs.split(",")],
-            a.methods.split(","))
+        run(name, a.rows, a.k, a.seeds, [float(f) for f in a.fracs.split(",")],
+            methods.split(","))
     print("\nload average after: %s" % " ".join("%.2f" % v for v in os.getloadavg()))
 
 

@@ -31,8 +31,10 @@ data_dir() {
 test_installed() {
   local env=$1 src=$2 run=$3 where
   cp -R "$src/tests" "$run/tests"
-  # tests/test_examples_*.py run the examples beside them
+  # tests/test_examples_*.py run the examples beside them; test_cluster.py makes its
+  # census-like rows with benchmarks/make_census_like.py
   cp -R "$src/examples" "$run/examples"
+  mkdir "$run/benchmarks" && cp "$src/benchmarks/make_census_like.py" "$run/benchmarks/"
   # pyproject.toml for pytest's settings alone (deprecation warnings are errors)
   cp "$src/pyproject.toml" "$run/"
   where=$(cd "$run" && "$env/bin/python" -c \

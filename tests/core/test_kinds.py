@@ -264,15 +264,17 @@ def test_code_like_columns_warn_once_naming_them():
 def test_imputer_keeps_an_integer_object_column_integer():
     """A column of Python ints with missing cells (object dtype) is continuous: its
     imputed value is the donors' mean rounded (not their mode, as when it was nominal),
-    and stays an int; a text column of numbers gets text."""
+    and stays an int; a text column of numbers gets text.  The donors alone
+    (``attribute_weights=None, shrinkage=0``), so that the values can be worked by hand."""
+    plain = dict(n_neighbors=3, attribute_weights=None, shrinkage=0)
     X = pd.DataFrame({"n": pd.Series([1, 1, 7, None, 9, 8, 9, 8], dtype=object),
                       "t": pd.Series(["1", "4", "4", "4", "?", "2", "9", "9"], dtype=object),
                       "x": [0.0, 0.1, 0.2, 0.15, 5.0, 5.1, 5.2, 5.3]})
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ColumnKindWarning)
-        imp = KNNImputer(n_neighbors=3).fit(X)
+        imp = KNNImputer(**plain).fit(X)
         out = imp.transform(X)
-        arr = KNNImputer(n_neighbors=3).fit_transform(X.to_numpy())
+        arr = KNNImputer(**plain).fit_transform(X.to_numpy())
     assert imp.metric_.kinds_ == ["continuous"] * 3
     # row 3's donors: rows 1, 2, 0 -> (1 + 7 + 1) / 3 = 3 (their mode is 1); row 4's:
     # rows 6, 5, 7 -> (9 + 2 + 9) / 3 = 6.67 -> "7" (their mode is "9")
@@ -283,7 +285,10 @@ def test_imputer_keeps_an_integer_object_column_integer():
     f = X.assign(n=X["n"].astype(float))
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ColumnKindWarning)
-        assert KNNImputer(n_neighbors=3).fit_transform(f).loc[3, "n"] == 3.0
+        assert KNNImputer(**plain).fit_transform(f).loc[3, "n"] == 3.0
+        # the defaults (per-column weights, shrinkage) keep the column's form too
+        out = KNNImputer(n_neighbors=3).fit_transform(X)
+    assert type(out.loc[3, "n"]) is int and isinstance(out.loc[4, "t"], str)
 
 
 # -- item: nominal= and continuous= override the columns they name -----------------------------

@@ -3,6 +3,7 @@ copies of it (the k donors of a cell are the k nearest copies), checked against 
 reference imputer of tests/test_impute.py on the repeated rows; fractional weights against
 a plain weighted reference written below."""
 import math
+from functools import partial
 
 import numpy as np
 import pandas as pd
@@ -10,9 +11,10 @@ import pytest
 
 import strategies as S
 from hdist.impute import KNNImputer
+from hdist.impute import KNNImputer as KNNImputerClass
 from reference import NOMINAL, is_missing, plain, reference_metric
-from test_impute import (MIXED, check_against_reference, ref_median, reference_impute,
-                         snap)
+from test_impute import (MIXED, OLD, SHRINKAGE, check_against_reference, column_references,
+                         ref_median, reference_impute, snap)
 
 
 def weighted_table(seed, n=50, nq=25):
@@ -24,14 +26,16 @@ def weighted_table(seed, n=50, nq=25):
     return train, queries, y, sw
 
 
-@pytest.mark.parametrize("preset,k,weights,continuous", [
-    ("heom", 1, "uniform", "mean"),
-    ("heom", 4, "uniform", "median"),
-    ("gower", 3, "distance", "mean"),
-    ("hvdm", 5, "uniform", "median"),
-    ("heom", 6, "distance", "median"),
+@pytest.mark.parametrize("preset,k,weights,continuous,new", [
+    ("heom", 1, "uniform", "mean", OLD),
+    ("heom", 4, "uniform", "median", OLD),
+    ("gower", 3, "distance", "mean", OLD),
+    ("hvdm", 5, "uniform", "median", OLD),
+    ("heom", 6, "distance", "median", OLD),
+    ("heom", 4, "distance", "mean", {}),
+    ("hvdm", 3, "uniform", "median", dict(shrinkage=2.0)),
 ])
-def test_integer_weights_equal_repeated_rows(preset, k, weights, continuous):
+def test_integer_weights_equal_repeated_rows(preset, k, weights, continuous, new):
     """Against the reference imputer on the repeated rows (donors by (distance, position):
     the copies of a row sit together, so a donor of weight 3 fills up to 3 of the k
     places) and against the imputer fitted on the repeated rows."""
@@ -39,14 +43,18 @@ def test_integer_weights_equal_repeated_rows(preset, k, weights, continuous):
     rows = np.repeat(np.arange(train.n), sw)
     rep = train.take(rows)
     est = dict(n_neighbors=k, weights=weights, metric=preset, continuous=continuous,
-               metric_params={"nominal": train.override()})
+               metric_params={"nominal": train.override()}, **new)
     imp = KNNImputer(**est).fit(train.frame(), y, sample_weight=sw)
     plain_imp = KNNImputer(**est).fit(rep.frame(), y[rows])
     ref = reference_metric(preset, train.kinds, missing="ignore").fit(rep.columns, list(y[rows]))
+    refs = column_references(preset, rep, list(y[rows]), {},
+                             new.get("attribute_weights", "mi"))
+    np.testing.assert_allclose(imp.attribute_weights_, plain_imp.attribute_weights_,
+                               rtol=1e-12, atol=1e-12)
     for table in (queries, train):
         out = imp.transform(table.frame())
-        check_against_reference(out, reference_impute(ref, rep, table, k, weights,
-                                                      continuous), table)
+        check_against_reference(out, reference_impute(ref, rep, table, k, weights, continuous,
+                                                      new.get("shrinkage", SHRINKAGE), refs), table)
         want = plain_imp.transform(table.frame())
         pd.testing.assert_frame_equal(out, want, check_exact=False, rtol=1e-12, atol=1e-12)
     assert [type(v) for v in imp.statistics_] == [type(v) for v in plain_imp.statistics_]
@@ -92,10 +100,13 @@ def test_zero_and_unit_weights(weights):
                                   rtol=1e-12, atol=1e-12)
 
 
-def ref_weighted_impute(ref, train, queries, k, sw, weights, continuous):
+def ref_weighted_impute(ref, train, queries, k, sw, weights, continuous, shrinkage=0.0):
     """The module's rule written out: donors (observed value, positive weight) in
     (distance, position) order, each counted with min(its weight, what k still needs),
-    times 1/d for ``"distance"`` (donors at distance 0 take it all)."""
+    times 1/d for ``"distance"`` (donors at distance 0 take it all).  ``shrinkage`` s: the
+    donors' weights scaled to sum to min(k, the column's total weight), then a nominal
+    column's votes get s times its weighted label shares, a continuous column one more
+    donor of weight s holding its weighted mean (median)."""
     R = ref.pairwise(queries.rows(), train.rows())
     out = {}
     for i, row in enumerate(queries.rows()):
@@ -124,6 +135,21 @@ def ref_weighted_impute(ref, train, queries, k, sw, weights, continuous):
                 if weights == "distance":
                     zero = any(d == 0 for d in dist)
                     w = [c * (float(d == 0) if zero else 1.0 / d) for c, d in zip(w, dist)]
+                if shrinkage > 0:
+                    total = sum(sw[t] for t in donors)
+                    w = [wt * min(k, total) / sum(w) for wt in w]
+                    obs = [plain(col[t]) for t in donors]
+                    ow = [float(sw[t]) for t in donors]
+                    if train.kinds[j] == NOMINAL:
+                        for x in set(obs):
+                            vals = vals + [x]
+                            w = w + [shrinkage * sum(c for o, c in zip(obs, ow) if o == x)
+                                     / total]
+                    else:
+                        xs = [float(x) for x in obs]
+                        vals = vals + [ref_median(xs, ow) if continuous == "median" else
+                                       sum(c * x for c, x in zip(ow, xs)) / total]
+                        w = w + [float(shrinkage)]
             if train.kinds[j] == NOMINAL:
                 votes = {}
                 for x, wt in zip(vals, w):
@@ -137,27 +163,30 @@ def ref_weighted_impute(ref, train, queries, k, sw, weights, continuous):
     return out
 
 
-@pytest.mark.parametrize("k,weights,continuous", [
-    (1, "uniform", "mean"), (3, "uniform", "median"), (4, "distance", "mean"),
-    (2, "distance", "median")])
-def test_fractional_weights_against_reference(k, weights, continuous):
+@pytest.mark.parametrize("k,weights,continuous,shrinkage", [
+    (1, "uniform", "mean", 0.0), (3, "uniform", "median", 0.0), (4, "distance", "mean", 0.0),
+    (2, "distance", "median", 0.0), (4, "distance", "mean", 1.0),
+    (3, "uniform", "median", 2.5)])
+def test_fractional_weights_against_reference(k, weights, continuous, shrinkage):
     """Positive fractional weights (HEOM's ranges do not depend on them): the last donor
     is counted with the part of its weight that k still needs."""
     train, queries, _, _ = weighted_table(13)
     sw = np.random.default_rng(1).uniform(0.2, 2.5, size=train.n)
     imp = KNNImputer(n_neighbors=k, weights=weights, metric="heom", continuous=continuous,
-                     metric_params={"nominal": train.override()})
+                     metric_params={"nominal": train.override()}, attribute_weights=None,
+                     shrinkage=shrinkage)
     imp.fit(train.frame(), sample_weight=sw)
     ref = reference_metric("heom", train.kinds, missing="ignore").fit(train.columns)
     for table in (queries, train):
-        want = ref_weighted_impute(ref, train, table, k, sw, weights, continuous)
+        want = ref_weighted_impute(ref, train, table, k, sw, weights, continuous, shrinkage)
         check_against_reference(imp.transform(table.frame()), want, table)
 
 
 def test_k_copies_by_hand():
     """One column to impute from donors at x = 0, 1, 2, 3 (weights 3, 0, 1, 2), the query
     at x = 0.4: with k = 4 the donor of weight 3 fills three places and the one at x = 2
-    the fourth; the one of weight 0 is skipped."""
+    the fourth; the one of weight 0 is skipped (hdist 0.1's donor weights and votes)."""
+    KNNImputer = partial(KNNImputerClass, weights="uniform", **OLD)
     X = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0, 0.4], "v": [10.0, 99.0, 20.0, 40.0, np.nan]})
     sw = [3, 0, 1, 2, 1]
     imp = KNNImputer(n_neighbors=4).fit(X, sample_weight=sw)
