@@ -246,15 +246,37 @@ def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, clien
     check_is_fitted(estimator)
     if reference is not None:
         est = copy.copy(estimator)
-        est._query = lambda X, k, progress=None: kneighbors_distributed(
-            estimator.metric_, X, k, reference, n_jobs=n_jobs, client=client,
-            query_block=query_block)
+
+        def search(X, width):
+            return kneighbors_distributed(estimator.metric_, X, width, reference,
+                                          n_jobs=n_jobs, client=client,
+                                          query_block=query_block)
+        est._query = _widening_query(search, estimator.metric_.n_train_)
         return getattr(est, method)(ddf)
     _check_ddf(ddf)
     est = copy.copy(estimator)
     est.n_jobs = n_jobs
     meta = _apply(ddf._meta, est, method)
     return ddf.map_partitions(_apply, _broadcast(est, client), method, meta=meta)
+
+
+def _widening_query(search, n_ref):
+    """An estimator's ``_query`` over ``search(X, width)`` (the spread reference set).
+    ``ties``: the lists hold every row tied with the k-th, as the local search gives them
+    -- searched again at twice the width until no list ends inside its k-th distance's
+    ties, and the rows past those ties blanked (distance ``inf``, index 0)."""
+    def query(X, k, progress=None, ties=False):
+        dist, ind = search(X, k)
+        width = k
+        while ties and width < n_ref and (dist[:, -1] == dist[:, k - 1]).any():
+            width = min(n_ref, 2 * width)
+            dist, ind = search(X, width)
+        if width > k:
+            past = dist > dist[:, k - 1:k]
+            dist = np.where(past, np.inf, dist)
+            ind = np.where(past, 0, ind)
+        return dist, ind
+    return query
 
 
 # ----------------------------------------------------------------------------------------
