@@ -1,8 +1,10 @@
 """Build and runtime configuration report."""
 from __future__ import annotations
 
+import inspect
 import platform
 import sys
+import textwrap
 
 
 def config():
@@ -61,3 +63,17 @@ def show_config(file=None):
     for k, v in cfg.items():
         print("%-*s : %s" % (width, k, v), file=file or sys.stdout)
     return None
+
+
+def extend_doc(doc, *parts):
+    """``doc`` followed by ``parts`` (a blank line between), each without its common
+    indentation: the same text whether the interpreter keeps a docstring's indentation or
+    strips it (Python 3.13 and later strip it when compiling), so that sections written
+    into a docstring line up with its own.  ``None`` (``python -OO``) stays ``None``."""
+    if doc is None:
+        return None
+    text = inspect.cleandoc(doc)
+    for part in parts:
+        part = textwrap.dedent(part).strip("\n")
+        text = text + "\n\n" + part if text else part
+    return text + "\n"

@@ -43,6 +43,7 @@ import numbers
 import numpy as np
 
 from .._core import progress as _progress
+from .._core.config import extend_doc
 from .._core.plan import SYMBOL
 from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight
 from .._core.threads import effective_n_jobs
@@ -787,15 +788,14 @@ _KMODES_INITS = """
 
 
 if KModes.__doc__:   # not under python -OO
-    KModes.__doc__ += _CENTER_DOC.format(default="smd", extra=(
+    KModes.__doc__ = extend_doc(KModes.__doc__, _CENTER_DOC.format(default="smd", extra=(
         " ``\"smd\"`` (simple matching), ``\"add\"`` (Ahmad & Dey), ``\"hds\"`` "
         "(Hellinger, Zhao, Liu & Wang 2016) or any other metric over nominal columns."),
         inits='"k-means++", "random", "huang", "cao"', init_extra=_KMODES_INITS,
-        cao_one=' or "cao"')
-    KPrototypes.__doc__ += _CENTER_DOC.format(default="heom", extra="",
-                                              inits='"k-means++", "random"',
-                                              init_extra="", cao_one="")
-    KModes.__doc__ += """
+        cao_one=' or "cao"'))
+    KPrototypes.__doc__ = extend_doc(KPrototypes.__doc__, _CENTER_DOC.format(
+        default="heom", extra="", inits='"k-means++", "random"', init_extra="", cao_one=""))
+    KModes.__doc__ = extend_doc(KModes.__doc__, """
     See Also
     --------
     KPrototypes : mixed data, continuous means beside nominal modes.
@@ -812,8 +812,8 @@ if KModes.__doc__:   # not under python -OO
     [0, 0, 1, 1, 1, 0]
     >>> km.cluster_centers_.to_numpy().tolist()
     [['red', 'S'], ['blue', 'L']]
-    """
-    KPrototypes.__doc__ += """
+    """)
+    KPrototypes.__doc__ = extend_doc(KPrototypes.__doc__, """
     See Also
     --------
     KModes : nominal data only.
@@ -827,7 +827,7 @@ if KModes.__doc__:   # not under python -OO
     ...                   "job": ["clerk", "clerk", "manager", "manager", "retired", None]})
     >>> KPrototypes(2, random_state=0).fit(X).labels_.tolist()
     [1, 1, 0, 0, 0, 1]
-    """
+    """)
 
 
 # -- k-medoids -------------------------------------------------------------------------------

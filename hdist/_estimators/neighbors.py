@@ -33,6 +33,7 @@ from sklearn.utils.validation import (_num_samples, check_array, check_is_fitted
 
 from .._search import votes as _knn
 from .._core.schema import MixedTableTags, check_sample_weight, missing_mask
+from .._core.config import extend_doc
 from .._search.metric import Metric
 
 __all__ = ["KNeighborsClassifier", "KNeighborsRegressor", "NearestNeighbors",
@@ -74,8 +75,9 @@ def _shared_params(cls):
     ``    {shared_attributes}``: a docstring must be one literal, so the
     class keeps its own ``__doc__`` (``help()`` would show a base class's otherwise)."""
     if cls.__doc__:          # not under python -OO
-        cls.__doc__ = cls.__doc__.replace("\n    {shared}\n", _PARAMS_DOC + "\n").replace(
-            "\n    {shared_attributes}\n", _ATTRIBUTES_DOC + "\n")
+        cls.__doc__ = extend_doc(cls.__doc__).replace(
+            "\n{shared}\n", "\n" + extend_doc("", _PARAMS_DOC)).replace(
+            "\n{shared_attributes}\n", "\n" + extend_doc("", _ATTRIBUTES_DOC))
     return cls
 
 

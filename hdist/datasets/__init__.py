@@ -31,6 +31,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .._core.config import extend_doc
+
 __all__ = ["list_datasets", "describe", "load_dataset", "load_adult", "load_credit_a",
            "load_german", "load_iris", "load_wine", "load_credit_data"]
 
@@ -318,8 +320,8 @@ def _loader(shape, call=""):
 
     def deco(f):
         if f.__doc__:                   # not under python -OO
-            f.__doc__ = f.__doc__.rstrip() + _LOADER_DOC.format(
-                split=split, name=f.__name__, call=call, shape=shape)
+            f.__doc__ = extend_doc(f.__doc__, _LOADER_DOC.format(
+                split=split, name=f.__name__, call=call, shape=shape))
         return f
     return deco
 

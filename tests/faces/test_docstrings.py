@@ -154,3 +154,25 @@ def test_help_reads_like_scikit_learns():
     assert "n_neighbors : int, default=5" in head and "Examples" in head
     assert "Mixin class for all classifiers" not in head
     assert "progress : str, True, False, or None" not in text
+
+
+def test_sections_written_into_a_docstring_line_up_on_every_python():
+    """Python 3.13 strips a docstring's indentation when compiling, earlier versions keep
+    it: the sections hdist writes into its docstrings (the neighbour estimators' shared
+    parameters, the loaders', KModes' and KPrototypes') line up either way (appended
+    indented text was one level deeper than a stripped docstring, and numpydoc sections
+    were lost on 3.13)."""
+    from hdist._core.config import extend_doc
+
+    part = """
+    Parameters
+    ----------
+    x : int
+        A number.
+    """
+    kept = extend_doc("One line.\n\n    More text.\n    ", part)
+    stripped = extend_doc("One line.\n\nMore text.\n", part)
+    assert kept == stripped == ("One line.\n\nMore text.\n\nParameters\n----------\n"
+                                "x : int\n    A number.\n")
+    assert extend_doc(None, part) is None
+    assert _sections(kept)["Parameters"].startswith("x : int")
