@@ -62,12 +62,14 @@ def test_user_choice_wins(env, want):
 @pytest.mark.skipif(not _kernels.openmp_enabled(), reason="built without OpenMP")
 def test_passive_threads_do_not_spin():
     # the default takes effect in the runtime: after a parallel call, the idle worker
-    # sleeps (no CPU time while the main thread sleeps); with OMP_WAIT_POLICY=active it
-    # spins for the whole pause
-    idle = float(_run(SPIN_PROBE)[0])
+    # sleeps (next to no CPU time while the main thread sleeps 0.6 s); with
+    # OMP_WAIT_POLICY=active it spins for the whole pause.  On a loaded machine a sleeping
+    # process still collects a few tens of milliseconds (wake-ups, the interpreter's
+    # exit), so the better of two runs is compared with a spinning worker's share
+    idle = min(float(_run(SPIN_PROBE)[0]) for _ in range(2))
     spinning = float(_run(SPIN_PROBE, OMP_WAIT_POLICY="active")[0])
-    assert idle < 0.03, idle
-    assert spinning > idle + 0.05, (idle, spinning)
+    assert idle < 0.1, idle
+    assert spinning > 3 * idle + 0.05, (idle, spinning)
 
 
 def test_runtime_loaded_before_hdist_is_reported_as_such():
