@@ -19,29 +19,45 @@ import numpy as np
 import pandas as pd
 
 N_NOMINAL, N_CONTINUOUS, MISSING = 30, 10, 0.05
+#: distinct values of each nominal column: 2 to 50
+LEVELS = [2 + (j * 7) % 49 for j in range(N_NOMINAL)]
 
 
-def make(n, seed, start=0):
+def codes(n, seed, missing=MISSING):
+    """The table as numbers: ``(X, y)`` with ``X`` ``[n, 40]`` float64 -- the 30 nominal
+    columns first, as value codes ``0 .. levels - 1`` (``LEVELS``), then the 10 continuous
+    ones -- ``NaN`` for a missing cell (a fraction ``missing`` of each column), and ``y``
+    the class (``True`` for "50000+").  :func:`make` writes the same draws as text."""
     rng = np.random.default_rng(seed)
-    cols = {"person_id": np.char.zfill((start + np.arange(n)).astype(str), 9)}
+    X = np.empty((n, N_NOMINAL + N_CONTINUOUS))
     score = np.zeros(n)
     for j in range(N_NOMINAL):
-        levels = 2 + (j * 7) % 49                   # 2..50 values
-        codes = np.minimum(rng.zipf(1.6, n) - 1, levels - 1)
+        X[:, j] = c = np.minimum(rng.zipf(1.6, n) - 1, LEVELS[j] - 1)
         if j < 5:
-            score += codes % 3 == 0
-        cols["nom_%02d" % j] = np.array(["v%d_%d" % (j, v) for v in range(levels)],
-                                        dtype=object)[codes]
+            score += c % 3 == 0
     for j in range(N_CONTINUOUS):
         x = rng.lognormal(3.0, 1.0, n) if j % 2 else rng.normal(40, 12, n)
         if j < 3:
             score += x > np.median(x)
-        cols["num_%02d" % j] = np.round(x, 2)
-    frame = pd.DataFrame(cols)
-    for name in list(frame.columns[1:]):
-        frame.loc[rng.random(n) < MISSING, name] = None
+        X[:, N_NOMINAL + j] = np.round(x, 2)
+    for j in range(X.shape[1]):
+        X[rng.random(n) < missing, j] = np.nan
     noise = rng.random(n) < 0.1
-    frame["income"] = np.where((score >= 4) ^ noise, "50000+", "-50000")
+    return X, (score >= 4) ^ noise
+
+
+def make(n, seed, start=0, missing=MISSING):
+    X, y = codes(n, seed, missing)
+    cols = {"person_id": np.char.zfill((start + np.arange(n)).astype(str), 9)}
+    for j in range(N_NOMINAL):
+        labels = np.array(["v%d_%d" % (j, v) for v in range(LEVELS[j])] + [None],
+                          dtype=object)
+        cols["nom_%02d" % j] = labels[np.where(np.isnan(X[:, j]), LEVELS[j],
+                                               X[:, j]).astype(np.intp)]
+    for j in range(N_CONTINUOUS):
+        cols["num_%02d" % j] = X[:, N_NOMINAL + j]
+    frame = pd.DataFrame(cols)
+    frame["income"] = np.where(y, "50000+", "-50000")
     return frame
 
 
