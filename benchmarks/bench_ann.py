@@ -237,15 +237,26 @@ class Table:
         return max(ok) if ok else None
 
 
-def sweep(search, settings, n_queries, seconds):
-    """Run ``search(setting)`` -> (ind-or-dist results, recall) over ``settings``, timing
-    each; yields (setting, queries/s, recall).  Stops once recall reaches ``ENOUGH`` or a
-    search took longer than ``seconds``."""
+def run_sweep(table, method, label, search, settings, dist_of, d_exact, n_total, build,
+              note, args):
+    """Add a row to ``table`` for each setting of ``settings``: ``search(setting, n)``
+    returns the rows found [n, k] for the first ``n`` queries, timed; recall on the first
+    ``len(d_exact)``.  ``n`` is every query while the previous setting's rate says they take
+    at most ``--setting-seconds``, else as many as fit (the recall sample at least).  Stops
+    once recall reaches ``ENOUGH``, or when the recall sample alone took longer than
+    ``--sweep-seconds``."""
+    n_ex = d_exact.shape[0]
+    n = n_total
     for s in settings:
-        rec, dt = timed(lambda: search(s))
-        yield s, n_queries / dt, rec
-        if rec >= ENOUGH or dt > seconds:
+        ind, dt = timed(lambda: search(s, n))
+        qps = n / dt
+        rec = recall(ind[:n_ex], dist_of, d_exact)
+        fewer = "" if n == n_total else "%d queries" % n
+        table.add(method, label % s, build, qps, rec, "; ".join(x for x in (note, fewer) if x))
+        note = ""
+        if rec >= ENOUGH or (n == n_ex and dt > args.sweep_seconds):
             return
+        n = int(min(n_total, max(n_ex, qps * args.setting_seconds)))
 
 
 def powers_of_two(top):
@@ -302,14 +313,12 @@ def faiss_ivfflat(faiss, table, X, Q, d_exact, n_lists, args):
     _, t_build = timed(build)
     note = "k-means on %d rows (%d per list)" % (n_train, n_train // n_lists)
 
-    def search(p):
+    def search(p, n):
         ivf.nprobe = p
-        _, I = ivf.search(Eq, K)
-        return recall(I[:n_ex], dist_of, d_exact)
+        return ivf.search(Eq[:n], K)[1]
 
-    for p, qps, rec in sweep(search, powers_of_two(n_lists), len(Eq), args.sweep_seconds):
-        table.add("faiss IndexIVFFlat (embedding)", "nprobe=%d" % p, t_build, qps, rec, note)
-        note = ""
+    run_sweep(table, "faiss IndexIVFFlat (embedding)", "nprobe=%d", search,
+              powers_of_two(n_lists), dist_of, d_exact, len(Eq), t_build, note, args)
 
 
 class GowerRows:
@@ -350,21 +359,16 @@ def faiss_gower_indexes(faiss, table, g, rows, d_exact, rows_note, args):
     """faiss IndexHNSWFlat and IndexIVFFlat with METRIC_GOWER on the first ``rows``."""
     F, Fq, _ = g.faiss(rows)
     dist_of = g.dist_of(rows)
-    n_ex = d_exact.shape[0]
     hnsw = faiss.IndexHNSWFlat(F.shape[1], args.hnsw_m, faiss.METRIC_GOWER)
     _, t_build = timed(lambda: hnsw.add(F))
     note = "M=%d, efConstruction=%d%s" % (args.hnsw_m, hnsw.hnsw.efConstruction, rows_note)
 
-    def search_hnsw(ef):
+    def search_hnsw(ef, n):
         hnsw.hnsw.efSearch = ef
-        _, I = hnsw.search(Fq, K)
-        return recall(I[:n_ex], dist_of, d_exact)
+        return hnsw.search(Fq[:n], K)[1]
 
-    for ef, qps, rec in sweep(search_hnsw, (10, 20, 40, 80, 160, 320), len(Fq),
-                              args.sweep_seconds):
-        table.add("faiss IndexHNSWFlat METRIC_GOWER", "efSearch=%d" % ef, t_build, qps,
-                  rec, note)
-        note = ""
+    run_sweep(table, "faiss IndexHNSWFlat METRIC_GOWER", "efSearch=%d", search_hnsw,
+              (10, 20, 40, 80, 160, 320, 640), dist_of, d_exact, len(Fq), t_build, note, args)
     hnsw.reset()
     # faiss' k-means refuses NaN: the coarse quantizer is trained on the complete rows
     n_lists = max(1, round(4 * math.sqrt(rows)))
@@ -384,22 +388,20 @@ def faiss_gower_indexes(faiss, table, g, rows, d_exact, rows_note, args):
     _, t_build = timed(build)
     note = "%d lists, k-means on %d complete rows%s" % (n_lists, n_train, rows_note)
 
-    def search_ivf(p):
-        ivf.nprobe = p
-        _, I = ivf.search(Fq, K)
-        return recall(I[:n_ex], dist_of, d_exact)
+    largest = max(ivf.invlists.list_size(i) for i in range(n_lists))
+    note += "; the largest list holds %.0f %% of the rows" % (100.0 * largest / rows)
 
-    for p, qps, rec in sweep(search_ivf, powers_of_two(n_lists), len(Fq),
-                             args.sweep_seconds):
-        table.add("faiss IndexIVFFlat METRIC_GOWER", "nprobe=%d" % p, t_build, qps, rec,
-                  note)
-        note = ""
+    def search_ivf(p, n):
+        ivf.nprobe = p
+        return ivf.search(Fq[:n], K)[1]
+
+    run_sweep(table, "faiss IndexIVFFlat METRIC_GOWER", "nprobe=%d", search_ivf,
+              powers_of_two(n_lists), dist_of, d_exact, len(Fq), t_build, note, args)
 
 
 def pynndescent_gower(pynndescent, table, g, rows, d_exact, rows_note, args):
     """pynndescent's NNDescent with the numba Gower on the first ``rows``."""
     G, Gq = g.G[:rows], g.Gq
-    n_ex = d_exact.shape[0]
     gower = gower_function(N_NOMINAL)
     # compile the metric and pynndescent's functions for it on a few rows first
     _, t_compile = timed(lambda: pynndescent.NNDescent(
@@ -416,15 +418,11 @@ def pynndescent_gower(pynndescent, table, g, rows, d_exact, rows_note, args):
     note = "n_neighbors=30 (compiling took %.0f s before)%s" % (t_compile, rows_note)
     dist_of = g.dist_of(rows)
 
-    def search(eps):
-        I, _ = index.query(Gq, K, epsilon=eps)
-        return recall(I[:n_ex], dist_of, d_exact)
+    def search(eps, n):
+        return index.query(Gq[:n], K, epsilon=eps)[0]
 
-    for eps, qps, rec in sweep(search, (0.0, 0.05, 0.1, 0.2, 0.3), len(Gq),
-                               args.sweep_seconds):
-        table.add("pynndescent (numba Gower)", "epsilon=%.2f" % eps, t_build, qps, rec,
-                  note)
-        note = ""
+    run_sweep(table, "pynndescent (numba Gower)", "epsilon=%.2f", search,
+              (0.0, 0.1, 0.2, 0.3, 0.4, 0.5), dist_of, d_exact, len(Gq), t_build, note, args)
 
 
 # -- hdist -----------------------------------------------------------------------------
@@ -568,8 +566,10 @@ def main(argv=None):
     ap.add_argument("--gower-peer-rows", type=int, default=100_000,
                     help="reference rows of the graph and IVF Gower peers (10**5)")
     ap.add_argument("--hnsw-m", type=int, default=32)
+    ap.add_argument("--setting-seconds", type=float, default=5.0,
+                    help="a sweep's setting searches the queries that fit in this (5)")
     ap.add_argument("--sweep-seconds", type=float, default=20.0,
-                    help="a sweep stops after a search longer than this (20)")
+                    help="a sweep stops when its recall sample took longer (20)")
     ap.add_argument("--cases", default=",".join(CASES),
                     help="comma-separated: %s" % ", ".join(CASES))
     ap.add_argument("--peers", default=",".join(PEERS),
