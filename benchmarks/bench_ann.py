@@ -51,7 +51,9 @@ import math
 import os
 import platform
 import sys
+import threading
 import time
+import tracemalloc
 
 import numpy as np
 
@@ -95,6 +97,45 @@ def versions():
 
 
 # -- measuring -------------------------------------------------------------------------
+def rss():
+    """Resident set size of this process in bytes (psutil, else /proc/self/statm)."""
+    try:
+        import psutil
+        return psutil.Process().memory_info().rss
+    except ImportError:
+        with open("/proc/self/statm") as f:
+            return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+def measured(fn, trace=True):
+    """``fn()`` timed, with its peak memory: returns (result, seconds, tracemalloc peak
+    bytes or None, peak resident-set growth in bytes sampled every 5 ms)."""
+    base = rss()
+    peak = [base]
+    stop = threading.Event()
+
+    def sample():
+        while not stop.wait(0.005):
+            peak[0] = max(peak[0], rss())
+
+    th = threading.Thread(target=sample, daemon=True)
+    if trace:
+        tracemalloc.start()
+    th.start()
+    t = time.perf_counter()
+    try:
+        out = fn()
+    finally:
+        dt = time.perf_counter() - t
+        stop.set()
+        th.join()
+        traced = tracemalloc.get_traced_memory()[1] if trace else None
+        if trace:
+            tracemalloc.stop()
+    peak[0] = max(peak[0], rss())
+    return out, dt, traced, peak[0] - base
+
+
 def timed(fn):
     t = time.perf_counter()
     out = fn()
@@ -217,6 +258,7 @@ class Table:
         self.title = title
         self.exact_qps = exact_qps
         self.rows = []
+        self.build = ""
 
     def add(self, method, setting, build, qps, rec, note=""):
         self.rows.append(dict(method=method, setting=setting, build=build, qps=qps,
@@ -238,13 +280,13 @@ class Table:
 
 
 def run_sweep(table, method, label, search, settings, dist_of, d_exact, n_total, build,
-              note, args):
+              note, args, describe=None):
     """Add a row to ``table`` for each setting of ``settings``: ``search(setting, n)``
     returns the rows found [n, k] for the first ``n`` queries, timed; recall on the first
     ``len(d_exact)``.  ``n`` is every query while the previous setting's rate says they take
     at most ``--setting-seconds``, else as many as fit (the recall sample at least).  Stops
     once recall reaches ``ENOUGH``, or when the recall sample alone took longer than
-    ``--sweep-seconds``."""
+    ``--sweep-seconds``.  ``describe()``: more of the note, after each search."""
     n_ex = d_exact.shape[0]
     n = n_total
     for s in settings:
@@ -252,7 +294,9 @@ def run_sweep(table, method, label, search, settings, dist_of, d_exact, n_total,
         qps = n / dt
         rec = recall(ind[:n_ex], dist_of, d_exact)
         fewer = "" if n == n_total else "%d queries" % n
-        table.add(method, label % s, build, qps, rec, "; ".join(x for x in (note, fewer) if x))
+        more = describe() if describe is not None else ""
+        table.add(method, label % s, build, qps, rec,
+                  "; ".join(x for x in (more, note, fewer) if x))
         note = ""
         if rec >= ENOUGH or (n == n_ex and dt > args.sweep_seconds):
             return
@@ -439,8 +483,45 @@ def exact(metric, X, Qs):
     """hdist exact brute force on the rows ``X`` (``None``: the metric's training rows)
     for the query sample ``Qs``: (d, i, queries/s)."""
     index = hdist.NeighborsIndex(metric, algorithm="brute").fit(X)
+    index.kneighbors(Qs[:8], K)                 # warm-up: threads, first calls
     (d, i), dt = timed(lambda: index.kneighbors(Qs, K))
     return d, i, len(Qs) / dt
+
+
+def hdist_ivf(table, metric, X, Q, d_exact, args):
+    """hdist's inverted-file index over ``X`` (``None``: the metric's training rows), its
+    default lists, an ``n_probe`` sweep; returns its number of lists."""
+    index = hdist.NeighborsIndex(metric, algorithm="ivf")
+    _, t_build, traced, grown = measured(lambda: index.fit(X), not args.no_tracemalloc)
+    data = index.data_nbytes_
+    sizes = index.list_sizes_
+    print("  hdist ivf: built in %.2f s (build_time_ %.2f s); %d lists of %d to %d rows, "
+          "n_probe_ %d by default" % (t_build, index.build_time_, index.n_lists_,
+                                      sizes.min(), sizes.max(), index.n_probe_))
+    mem = ["resident set +%.1f MB = %.2fx" % (grown / 1e6, grown / data)]
+    if traced is not None:
+        mem.insert(0, "tracemalloc peak %.1f MB = %.2fx" % (traced / 1e6, traced / data))
+    print("  hdist ivf: encoded reference rows (data_nbytes_) %.1f MB; during the build: %s"
+          % (data / 1e6, ", ".join(mem)))
+    table.build = "hdist ivf build %.1f s, peak memory (%s) %s the encoded rows" % (
+        t_build, " / ".join(m.split(" peak")[0].split(" +")[0] for m in mem),
+        " / ".join(m.split("= ")[1] for m in mem))
+    found = {}
+    index.kneighbors(Q[:8], K, n_probe=1)       # warm-up
+
+    def search(p, n):
+        found["d"], ind = index.kneighbors(Q[:n], K, n_probe=p)
+        return ind
+
+    def scanned():
+        rows = index.search_["rows_scanned"]
+        return "%.0f rows scanned (%.2f %%)" % (rows, 100.0 * rows / index.n_train_)
+
+    run_sweep(table, "hdist ivf", "n_probe=%d", search,
+              sorted(set(powers_of_two(index.n_lists_)) | {index.n_probe_}),
+              lambda ind: found["d"][:len(ind)], d_exact, len(Q),
+              t_build, "", args, scanned)
+    return index.n_lists_
 
 
 def run_case(key, data, args, wanted, tables, curves):
@@ -457,7 +538,7 @@ def run_case(key, data, args, wanted, tables, curves):
     table = Table(title, qps_exact)
     table.add("hdist exact (brute)", "", None, qps_exact, 1.0, "%d queries" % n_ex)
     case_tables = [table]
-    n_lists = max(1, round(4 * math.sqrt(len(X))))
+    n_lists = hdist_ivf(table, metric, None, Q, d_ex, args)
     faiss = available("faiss", wanted)
     if key == "heom" and faiss is not None:
         check_reference("HEOM", lambda ind: heom_pairs(X, Q[:n_ex], ind, Scaled(X)),
@@ -483,6 +564,7 @@ def run_case(key, data, args, wanted, tables, curves):
             check_reference("Gower", g.dist_of(rows), d_sub, i_sub)
             sub = Table("%s, first %d reference rows" % (title, rows), qps_sub)
             sub.add("hdist exact (brute)", "", None, qps_sub, 1.0, "%d queries" % n_ex)
+            hdist_ivf(sub, metric, X[:rows], Q, d_sub, args)
             case_tables.append(sub)
         if faiss is not None:
             faiss_gower_indexes(faiss, sub, g, rows, d_sub, note, args)
@@ -499,7 +581,7 @@ def run_case(key, data, args, wanted, tables, curves):
 def ratios(tables):
     print("\n== ratios")
     for t in tables:
-        lines = []
+        lines = [t.build] if t.build else []
         hd = "hdist ivf"
         for level in LEVELS_OF_RECALL:
             b = t.best(hd, level)
@@ -566,8 +648,8 @@ def main(argv=None):
     ap.add_argument("--gower-peer-rows", type=int, default=100_000,
                     help="reference rows of the graph and IVF Gower peers (10**5)")
     ap.add_argument("--hnsw-m", type=int, default=32)
-    ap.add_argument("--setting-seconds", type=float, default=5.0,
-                    help="a sweep's setting searches the queries that fit in this (5)")
+    ap.add_argument("--setting-seconds", type=float, default=3.0,
+                    help="a sweep's setting searches the queries that fit in this (3)")
     ap.add_argument("--sweep-seconds", type=float, default=20.0,
                     help="a sweep stops when its recall sample took longer (20)")
     ap.add_argument("--cases", default=",".join(CASES),
@@ -576,6 +658,8 @@ def main(argv=None):
                     help="comma-separated peers to run (%s; 'none')" % ", ".join(PEERS))
     ap.add_argument("--plot", default=os.path.join(HERE, "..", "docs", "ann_recall.png"),
                     help="where to save the recall-speed plot ('' for none)")
+    ap.add_argument("--no-tracemalloc", action="store_true",
+                    help="measure the build's memory by the resident set only")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
     n = args.rows or (100_000 if args.quick else 1_000_000)

@@ -26,7 +26,7 @@ def table_rows(out, method):
     (columns: method 34, setting 14, build 9, queries/s 12, recall 9, ...)."""
     rows = []
     for line in out.splitlines():
-        if line[2:36].strip() == method and len(line) > 84:
+        if line[2:3] != " " and line[2:36].strip() == method and len(line) > 84:
             rows.append((line[37:51].strip(), float(line[62:74]), float(line[75:84])))
     return rows
 
@@ -43,6 +43,14 @@ def test_runs_with_hdist_alone(capsys, tmp_path):
         assert "  -- %s\n" % title in out
     exact = table_rows(out, "hdist exact (brute)")
     assert len(exact) == 4 and all(q > 0 and r == 1.0 for _, q, r in exact)
+    ivf = table_rows(out, "hdist ivf")
+    assert ivf[0][0] == "n_probe=1" and len(ivf) >= 4 * 2
+    # the sweep ends at recall >= 0.999 (probing every list at the latest: exact)
+    ends = [r for (s, _, r), nxt in zip(ivf, ivf[1:] + [("n_probe=1",)])
+            if nxt[0] == "n_probe=1"]
+    assert len(ends) == 4 and min(ends) >= 0.999
+    assert len(re.findall(r"hdist ivf: encoded reference rows \(data_nbytes_\) [\d.]+ MB; "
+                          r"during the build: tracemalloc peak [\d.]+ MB = [\d.]+x", out)) == 4
     assert "\n== ratios\n" in out
     assert plot.stat().st_size > 0
 
@@ -70,6 +78,18 @@ def tables():
     X, _ = mod.codes(400, 0, 0.05)
     Q, _ = mod.codes(30, 1, 0.05)
     return mod, X, Q
+
+
+def test_recall_is_the_index_recall(tables):
+    """The script's recall of hdist ivf's rows is NeighborsIndex.recall's."""
+    mod, X, Q = tables
+    m = hdist.Metric("gower", nominal=mod.NOMINAL, continuous="rest").fit(X)
+    d_ex, _ = hdist.NeighborsIndex(m, algorithm="brute").fit().kneighbors(Q, 10)
+    index = hdist.NeighborsIndex(m, algorithm="ivf", n_lists=20).fit()
+    for p in (1, 3, 20):
+        d, i = index.kneighbors(Q, 10, n_probe=p)
+        assert mod.recall(i, lambda ind: d, d_ex) == index.recall(Q, 10, n_probe=p)
+    assert mod.recall(i, lambda ind: d, d_ex) == 1.0
 
 
 def test_reference_heom_is_hdist_heom(tables):
