@@ -204,14 +204,15 @@ class NeighborsIndex:
         the indexed rows is a ValueError.  Centres that end with no row (duplicate
         rows) are dropped, so ``n_lists_`` may be smaller.
     n_probe : int, optional
-        ``"ivf"``: lists scanned per query (at most ``n_lists``); default
-        ``ceil(n_lists_ / 16)`` unless ``target_recall`` is given.  When a query's
+        ``"ivf"``: lists scanned per query (at most ``n_lists``); default: chosen at
+        fit time for ``target_recall`` (0.95 when not given).  When a query's
         probed lists hold fewer than ``k`` rows (``k + 1`` with ``exclude_self``), the
         next lists in order of centre distance are scanned too, until they do: a
         k-NN query always gets ``k`` neighbours.
     target_recall : float in (0, 1], optional
         ``"ivf"``: choose ``n_probe`` at fit time as the smallest whose recall@10 on
-        300 indexed rows drawn at random (each query skipping itself) reaches it.
+        300 indexed rows drawn at random (each query skipping itself) reaches it;
+        0.95 when neither it nor ``n_probe`` is given.
     random_state : int, default 0
         ``"ivf"``: seed of the sample, the first centres and the calibration rows.
 
@@ -415,12 +416,12 @@ class NeighborsIndex:
             report(_ivf.PASSES + 2, _ivf.PASSES + 2)
         if self.n_probe is not None:
             self._n_probe = min(self.n_probe, lists.n_lists)
-        elif self.target_recall is not None:
-            self._n_probe = _ivf.calibrate(self, lists, self.target_recall, threads,
-                                           self.random_state)
-            self._release_brute()
         else:
-            self._n_probe = _ivf.default_n_probe(lists.n_lists)
+            target = self.target_recall
+            if target is None:
+                target = _ivf.DEFAULT_TARGET_RECALL
+            self._n_probe = _ivf.calibrate(self, lists, target, threads, self.random_state)
+            self._release_brute()
         self.build_time_ = time.perf_counter() - t0
 
     def _check_ivf(self):

@@ -51,10 +51,10 @@ def default_n_lists(n):
     return int(max(1, min(n, round(4.0 * math.sqrt(n)))))
 
 
-def default_n_probe(n_lists):
-    """The ``n_probe`` used when neither ``n_probe`` nor ``target_recall`` is given:
-    ``ceil(n_lists / 16)``, at least 1 (docs/ivf.md: measured on census-like data)."""
-    return int(max(1, min(n_lists, math.ceil(n_lists / 16.0))))
+#: the recall@10 that ``n_probe`` is calibrated to when neither ``n_probe`` nor
+#: ``target_recall`` is given (docs/ivf.md: no fixed share of the lists serves both
+#: clustered and unstructured data)
+DEFAULT_TARGET_RECALL = 0.95
 
 
 def check_params(n_lists, n_probe, target_recall):

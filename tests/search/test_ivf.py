@@ -338,7 +338,9 @@ def test_defaults_and_attributes():
     X, Q, y, nom = _data(seed=16, n=2500, nq=5)
     index = NeighborsIndex(Metric("heom", nominal=nom), algorithm="ivf").fit(X)
     assert index.n_lists_ == _ivf.default_n_lists(2500) == 200
-    assert index.n_probe_ == _ivf.default_n_probe(200)
+    # n_probe calibrated to recall@10 >= 0.95 on indexed rows
+    assert index.n_probe_ == _ivf.calibrate(index, index._lists, 0.95, 1, 0)
+    assert index.recall(None, 10) >= 0.9
     assert index.list_sizes_.sum() == 2500 and np.all(index.list_sizes_ > 0)
     assert index.build_time_ > 0
     index.kneighbors(Q, 3)
