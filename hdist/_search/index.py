@@ -421,7 +421,6 @@ class NeighborsIndex:
             if target is None:
                 target = _ivf.DEFAULT_TARGET_RECALL
             self._n_probe = _ivf.calibrate(self, lists, target, threads, self.random_state)
-            self._release_brute()
         self.build_time_ = time.perf_counter() - t0
 
     def _check_ivf(self):
@@ -669,6 +668,8 @@ class NeighborsIndex:
         of the k rows returned that are true k nearest neighbours, by exact brute force
         over the same indexed rows.  A returned row at the exact k-th distance counts as
         found (it is as near as the k-th: any of the rows tied there is a correct answer).
+        The exact search scans every list (brute force, bit for bit), so it needs no
+        other copy of the rows.
 
         ``Q``: query rows; ``None`` draws up to 1000 indexed rows at random
         (``random_state``), each query skipping itself.  ``n_probe``: lists probed
@@ -686,20 +687,11 @@ class NeighborsIndex:
         else:
             rows, self_ids = self._query_rows(Q, False), None
             k = _check_k(k, n)
-        d_ex, _ = _ivf.exact_excluding(self, rows, self_ids, k, threads)
-        self._release_brute()
+        d_ex, _ = _ivf.exact_excluding(self, lists, rows, self_ids, k, threads)
         with self._probing(p):
             d, _, scanned, probed = _ivf.knn(self, lists, rows, k, p, self_ids, threads)
             self._ivf_record(threads, scanned, probed)
         return _ivf.recall_of(d, d_ex, k)
-
-    def _release_brute(self):
-        """Forget what the brute-force search of :meth:`recall` made beside the lists
-        (the kernel's copy of the rows, the filter's features): an ``"ivf"`` index keeps
-        only its rows and its lists."""
-        with self._lock:
-            self._c_rows = None
-            self._gemm_cache = {}
 
     def _kneighbors(self, Q, k, exclude_self=False, n_jobs=None, progress=None, ties=False):
         """``kneighbors``'s ``(dist, ind)``; ``ties`` as for :meth:`hdist.Metric._kneighbors`

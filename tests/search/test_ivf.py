@@ -241,7 +241,12 @@ def test_target_recall_picks_the_smallest_n_probe():
     rng = np.random.default_rng(index.random_state + 1)
     sel = np.sort(rng.choice(rows.n, size=min(rows.n, _ivf.CALIBRATION_ROWS),
                              replace=False))
-    d_ex, _ = _ivf.exact_excluding(index, rows.take(sel), sel, 10, 1)
+    d_ex, i_ex = _ivf.exact_excluding(index, index._lists, rows.take(sel), sel, 10, 1)
+    # the exact search by every list is brute force without the own row
+    bd, bi = NeighborsIndex(index.metric_, algorithm="brute").fit().kneighbors(
+        None, 10, exclude_self=True)
+    np.testing.assert_array_equal(i_ex, bi[sel])
+    np.testing.assert_array_equal(d_ex, bd[sel])
 
     def rec(pp):
         d = _ivf.knn(index, index._lists, rows.take(sel), 10, pp, sel, 1)[0]
