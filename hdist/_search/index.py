@@ -204,14 +204,15 @@ class NeighborsIndex:
         the indexed rows is a ValueError.  Centres that end with no row (duplicate
         rows) are dropped, so ``n_lists_`` may be smaller.
     n_probe : int, optional
-        ``"ivf"``: lists scanned per query (at most ``n_lists``); default
-        ``ceil(n_lists_ / 16)`` unless ``target_recall`` is given.  When a query's
+        ``"ivf"``: lists scanned per query (at most ``n_lists``); default: chosen at
+        fit time for ``target_recall`` (0.95 when not given).  When a query's
         probed lists hold fewer than ``k`` rows (``k + 1`` with ``exclude_self``), the
         next lists in order of centre distance are scanned too, until they do: a
         k-NN query always gets ``k`` neighbours.
     target_recall : float in (0, 1], optional
         ``"ivf"``: choose ``n_probe`` at fit time as the smallest whose recall@10 on
-        300 indexed rows drawn at random (each query skipping itself) reaches it.
+        300 indexed rows drawn at random (each query skipping itself) reaches it;
+        0.95 when neither it nor ``n_probe`` is given.
     random_state : int, default 0
         ``"ivf"``: seed of the sample, the first centres and the calibration rows.
 
@@ -415,12 +416,11 @@ class NeighborsIndex:
             report(_ivf.PASSES + 2, _ivf.PASSES + 2)
         if self.n_probe is not None:
             self._n_probe = min(self.n_probe, lists.n_lists)
-        elif self.target_recall is not None:
-            self._n_probe = _ivf.calibrate(self, lists, self.target_recall, threads,
-                                           self.random_state)
-            self._release_brute()
         else:
-            self._n_probe = _ivf.default_n_probe(lists.n_lists)
+            target = self.target_recall
+            if target is None:
+                target = _ivf.DEFAULT_TARGET_RECALL
+            self._n_probe = _ivf.calibrate(self, lists, target, threads, self.random_state)
         self.build_time_ = time.perf_counter() - t0
 
     def _check_ivf(self):
@@ -668,6 +668,8 @@ class NeighborsIndex:
         of the k rows returned that are true k nearest neighbours, by exact brute force
         over the same indexed rows.  A returned row at the exact k-th distance counts as
         found (it is as near as the k-th: any of the rows tied there is a correct answer).
+        The exact search scans every list (brute force, bit for bit), so it needs no
+        other copy of the rows.
 
         ``Q``: query rows; ``None`` draws up to 1000 indexed rows at random
         (``random_state``), each query skipping itself.  ``n_probe``: lists probed
@@ -685,20 +687,11 @@ class NeighborsIndex:
         else:
             rows, self_ids = self._query_rows(Q, False), None
             k = _check_k(k, n)
-        d_ex, _ = _ivf.exact_excluding(self, rows, self_ids, k, threads)
-        self._release_brute()
+        d_ex, _ = _ivf.exact_excluding(self, lists, rows, self_ids, k, threads)
         with self._probing(p):
             d, _, scanned, probed = _ivf.knn(self, lists, rows, k, p, self_ids, threads)
             self._ivf_record(threads, scanned, probed)
         return _ivf.recall_of(d, d_ex, k)
-
-    def _release_brute(self):
-        """Forget what the brute-force search of :meth:`recall` made beside the lists
-        (the kernel's copy of the rows, the filter's features): an ``"ivf"`` index keeps
-        only its rows and its lists."""
-        with self._lock:
-            self._c_rows = None
-            self._gemm_cache = {}
 
     def _kneighbors(self, Q, k, exclude_self=False, n_jobs=None, progress=None, ties=False):
         """``kneighbors``'s ``(dist, ind)``; ``ties`` as for :meth:`hdist.Metric._kneighbors`

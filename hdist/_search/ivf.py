@@ -51,10 +51,10 @@ def default_n_lists(n):
     return int(max(1, min(n, round(4.0 * math.sqrt(n)))))
 
 
-def default_n_probe(n_lists):
-    """The ``n_probe`` used when neither ``n_probe`` nor ``target_recall`` is given:
-    ``ceil(n_lists / 16)``, at least 1 (docs/ivf.md: measured on census-like data)."""
-    return int(max(1, min(n_lists, math.ceil(n_lists / 16.0))))
+#: the recall@10 that ``n_probe`` is calibrated to when neither ``n_probe`` nor
+#: ``target_recall`` is given (docs/ivf.md: no fixed share of the lists serves both
+#: clustered and unstructured data)
+DEFAULT_TARGET_RECALL = 0.95
 
 
 def check_params(n_lists, n_probe, target_recall):
@@ -146,6 +146,25 @@ class Lists:
         self._derived = None
 
 
+def _block(rows, a, b):
+    """Rows ``a .. b`` of encoded ``rows`` as views (no copy)."""
+    from .._core.plan import Rows
+    return Rows(b - a, rows.c[a:b], rows.cpen[a:b], rows.o[a:b], rows.t[a:b], rows.e[a:b])
+
+
+def _nearest_centre(metric, rows, crow, threads):
+    """Each row's nearest centre (brute-force 1-NN, by blocks of ``ASSIGN_CHUNK`` rows
+    so that the search's temporaries stay small)."""
+    from .._kernels import CRows
+    ccrow = CRows(crow)
+    cache = {}
+    lab = np.empty(rows.n, dtype=np.intp)
+    for a in range(0, rows.n, ASSIGN_CHUNK):
+        part = _block(rows, a, min(rows.n, a + ASSIGN_CHUNK))
+        lab[a:a + part.n] = _nearest(metric, part, crow, ccrow, 1, threads, cache)[1][:, 0]
+    return lab
+
+
 def _nearest(metric, rows, crow, ccrows, k, threads, cache):
     """The ``k`` nearest centres of encoded ``rows`` (brute force), ``(dist, ind)``."""
     return metric._knn_rows(rows, k, False, threads, R=crow, cR=ccrows, cache=cache)
@@ -163,12 +182,9 @@ def build(metric, rows, n_lists, threads, seed, report=None):
     m = min(n, max(n_lists, min(SAMPLE_CAP, SAMPLE_PER_LIST * n_lists)))
     sample = np.sort(rng.choice(n, size=m, replace=False)) if m < n else np.arange(n)
     srows = rows.take(sample)
-    csrows = CRows(srows)
     centres = np.sort(rng.choice(m, size=n_lists, replace=False))   # positions in sample
     for step in range(PASSES):
-        crow = srows.take(centres)
-        _, lab = _nearest(metric, srows, crow, CRows(crow), 1, threads, {})
-        lab = lab[:, 0]
+        lab = _nearest_centre(metric, srows, srows.take(centres), threads)
         members = np.argsort(lab, kind="stable")
         bounds = np.searchsorted(lab[members], np.arange(n_lists + 1))
         new = centres.copy()
@@ -191,15 +207,9 @@ def build(metric, rows, n_lists, threads, seed, report=None):
         n_lists = centres.shape[0]
         if report is not None:
             report(step + 1, total)
-    del csrows
+    del srows
     centres = sample[centres]
-    crow = rows.take(centres)
-    ccrow = CRows(crow)
-    cache = {}
-    lab = np.empty(n, dtype=np.intp)
-    for a in range(0, n, ASSIGN_CHUNK):        # by blocks: bounded temporaries
-        part = rows.take(np.arange(a, min(n, a + ASSIGN_CHUNK)))
-        lab[a:a + part.n] = _nearest(metric, part, crow, ccrow, 1, threads, cache)[1][:, 0]
+    lab = _nearest_centre(metric, rows, rows.take(centres), threads)
     used = np.bincount(lab, minlength=centres.shape[0]) > 0
     if not used.all():          # a centre that lost even itself (a duplicate row)
         remap = np.cumsum(used) - 1
@@ -215,15 +225,8 @@ def insert(metric, lists, rows, new, threads):
     row joins the list of its nearest centre.  The centres stay; the stored copy is made
     again on next use.  Lists drift from a balanced partition as rows are added;
     fitting again re-balances them."""
-    from .._kernels import CRows
-    crow = rows.take(lists.centres)
-    ccrow = CRows(crow)
-    cache = {}
-    lab = np.empty(new.n, dtype=np.int32)
-    for a in range(0, new.n, ASSIGN_CHUNK):
-        part = new.take(np.arange(a, min(new.n, a + ASSIGN_CHUNK)))
-        lab[a:a + part.n] = _nearest(metric, part, crow, ccrow, 1, threads, cache)[1][:, 0]
-    return Lists(lists.centres, np.concatenate([lists.list_of, lab]))
+    lab = _nearest_centre(metric, new, rows.take(lists.centres), threads)
+    return Lists(lists.centres, np.concatenate([lists.list_of, lab.astype(np.int32)]))
 
 
 def probes_from_order(order, sizes, n_probe, need):
@@ -298,21 +301,17 @@ def radius(index, lists, rows, r, n_probe, self_ids, threads):
     return dl, il, scanned, count
 
 
-def exact_excluding(index, rows, self_ids, k, threads):
-    """Brute-force k-NN of encoded ``rows`` over the indexed rows, each query skipping
-    the indexed row ``self_ids[q]`` (None: none)."""
-    n = index._rows.n
-    kk = min(n, k + (1 if self_ids is not None else 0))
-    d, i = index.metric_._knn_rows(rows, kk, False, threads, R=index._rows,
-                                   cR=index._crows(), cache=index._gemm())
-    if self_ids is None:
-        return d[:, :k], i[:, :k]
-    # drop each query's own row (or, when it is not among them, the last)
-    own = i == np.asarray(self_ids)[:, None]
-    drop = np.where(own.any(axis=1), np.argmax(own, axis=1), kk - 1)
-    keep = np.ones_like(own)
-    keep[np.arange(rows.n), drop] = False
-    return d[keep].reshape(rows.n, kk - 1)[:, :k], i[keep].reshape(rows.n, kk - 1)[:, :k]
+def exact_excluding(index, lists, rows, self_ids, k, threads):
+    """Exact k-NN of encoded ``rows`` over the indexed rows, each query skipping the
+    indexed row ``self_ids[q]`` (None: none): every list probed, which is brute force
+    bit for bit, over the list store (no other copy of the rows is made)."""
+    from .._kernels import CRows, knn_lists
+    offsets, ids, store, _, _, _ = lists.derived(index.metric_, index._rows)
+    every = np.broadcast_to(np.arange(lists.n_lists, dtype=np.intp),
+                            (rows.n, lists.n_lists))
+    d, i, _ = knn_lists(index.metric_.plan_.cplan, CRows(rows), store, offsets, ids,
+                        np.ascontiguousarray(every), k, threads, self_ids)
+    return d, i
 
 
 def recall_of(d_found, d_exact, k):
@@ -338,7 +337,7 @@ def calibrate(index, lists, target, threads, seed):
     m = min(n, CALIBRATION_ROWS)
     sel = np.sort(rng.choice(n, size=m, replace=False))
     rows = index._rows.take(sel)
-    d_ex, _ = exact_excluding(index, rows, sel, k, threads)
+    d_ex, _ = exact_excluding(index, lists, rows, sel, k, threads)
     offsets, ids, store, crow, ccrows, cache = lists.derived(index.metric_, index._rows)
     _, order = _nearest(index.metric_, rows, crow, ccrows, L, threads, cache)
     sizes = np.diff(offsets)

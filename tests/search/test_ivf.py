@@ -241,7 +241,12 @@ def test_target_recall_picks_the_smallest_n_probe():
     rng = np.random.default_rng(index.random_state + 1)
     sel = np.sort(rng.choice(rows.n, size=min(rows.n, _ivf.CALIBRATION_ROWS),
                              replace=False))
-    d_ex, _ = _ivf.exact_excluding(index, rows.take(sel), sel, 10, 1)
+    d_ex, i_ex = _ivf.exact_excluding(index, index._lists, rows.take(sel), sel, 10, 1)
+    # the exact search by every list is brute force without the own row
+    bd, bi = NeighborsIndex(index.metric_, algorithm="brute").fit().kneighbors(
+        None, 10, exclude_self=True)
+    np.testing.assert_array_equal(i_ex, bi[sel])
+    np.testing.assert_array_equal(d_ex, bd[sel])
 
     def rec(pp):
         d = _ivf.knn(index, index._lists, rows.take(sel), 10, pp, sel, 1)[0]
@@ -338,7 +343,9 @@ def test_defaults_and_attributes():
     X, Q, y, nom = _data(seed=16, n=2500, nq=5)
     index = NeighborsIndex(Metric("heom", nominal=nom), algorithm="ivf").fit(X)
     assert index.n_lists_ == _ivf.default_n_lists(2500) == 200
-    assert index.n_probe_ == _ivf.default_n_probe(200)
+    # n_probe calibrated to recall@10 >= 0.95 on indexed rows
+    assert index.n_probe_ == _ivf.calibrate(index, index._lists, 0.95, 1, 0)
+    assert index.recall(None, 10) >= 0.9
     assert index.list_sizes_.sum() == 2500 and np.all(index.list_sizes_ > 0)
     assert index.build_time_ > 0
     index.kneighbors(Q, 3)
