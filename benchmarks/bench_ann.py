@@ -327,6 +327,12 @@ def available(name, wanted):
 
 def faiss_ivfflat(faiss, table, X, Q, d_exact, n_lists, args):
     """faiss IndexIVFFlat on the HEOM embedding (HEOM without missing values)."""
+    width = N_CONTINUOUS + sum(LEVELS)
+    gb = 2 * 4 * width * len(X) / 1e9              # the embedding and faiss' copy
+    if gb > args.faiss_max_gb:
+        print("  (faiss IndexIVFFlat skipped: the embedding and its copy in the index would "
+              "take %.3g GB, over --faiss-max-gb %g)" % (gb, args.faiss_max_gb))
+        return
     scaled = Scaled(X)
     n_ex = d_exact.shape[0]
     (E, Eq), t_embed = timed(lambda: (heom_embedding(X, scaled), heom_embedding(Q, scaled)))
@@ -645,6 +651,8 @@ def main(argv=None):
                     help="queries of faiss' exact METRIC_GOWER search (50)")
     ap.add_argument("--faiss-train-per-list", type=int, default=40,
                     help="k-means rows per list for faiss' IVF indexes (40)")
+    ap.add_argument("--faiss-max-gb", type=float, default=8.0,
+                    help="largest HEOM embedding (with faiss' copy) to build, GB (8)")
     ap.add_argument("--gower-peer-rows", type=int, default=100_000,
                     help="reference rows of the graph and IVF Gower peers (10**5)")
     ap.add_argument("--hnsw-m", type=int, default=32)
