@@ -326,7 +326,8 @@ def recall_of(d_found, d_exact, k):
 def calibrate(index, lists, target, threads, seed):
     """The smallest ``n_probe`` whose recall@10 (``CALIBRATION_K``, at most n - 1) on
     ``CALIBRATION_ROWS`` indexed rows drawn at random (each skipping itself) reaches
-    ``target``; bisection over ``n_probe`` (recall can only grow with it)."""
+    ``target``; doubling, then bisection over ``n_probe`` (recall can only grow with
+    it)."""
     from .._kernels import CRows, knn_lists
     n = index._rows.n
     L = lists.n_lists
@@ -348,7 +349,11 @@ def calibrate(index, lists, target, threads, seed):
         d, _, _ = knn_lists(index.metric_.plan_.cplan, cq, store, offsets, ids, pr, k,
                             threads, sel)
         return recall_of(d, d_ex, k)
-    lo, hi = 1, L               # recall(hi) is 1: every list probed is brute force
+    # doubling from 1, then bisection: the checks cost about what the answer costs
+    # (recall(L) is 1: every list probed is brute force)
+    lo, hi = 1, 1
+    while hi < L and recall(hi) < target:
+        lo, hi = hi + 1, min(L, 2 * hi)
     while lo < hi:
         mid = (lo + hi) // 2
         if recall(mid) >= target:
