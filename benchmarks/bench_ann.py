@@ -285,7 +285,8 @@ def run_sweep(table, method, label, search, settings, dist_of, d_exact, n_total,
     returns the rows found [n, k] for the first ``n`` queries, timed; recall on the first
     ``len(d_exact)``.  ``n`` is every query while the previous setting's rate says they take
     at most ``--setting-seconds``, else as many as fit (the recall sample at least).  Stops
-    once recall reaches ``ENOUGH``, or when the recall sample alone took longer than
+    once recall reaches ``ENOUGH``, or the highest of ``LEVELS_OF_RECALL`` at a rate below
+    exact brute force's, or when the recall sample alone took longer than
     ``--sweep-seconds``.  ``describe()``: more of the note, after each search."""
     n_ex = d_exact.shape[0]
     n = n_total
@@ -298,7 +299,8 @@ def run_sweep(table, method, label, search, settings, dist_of, d_exact, n_total,
         table.add(method, label % s, build, qps, rec,
                   "; ".join(x for x in (more, note, fewer) if x))
         note = ""
-        if rec >= ENOUGH or (n == n_ex and dt > args.sweep_seconds):
+        if (rec >= ENOUGH or (rec >= LEVELS_OF_RECALL[-1] and qps < table.exact_qps)
+                or (n == n_ex and dt > args.sweep_seconds)):
             return
         n = int(min(n_total, max(n_ex, qps * args.setting_seconds)))
 
