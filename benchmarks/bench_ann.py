@@ -610,7 +610,7 @@ def ratios(tables):
             print("    " + line)
 
 
-def plot(curves, tables, path):
+def plot(curves, tables, path, heading):
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
@@ -633,6 +633,7 @@ def plot(curves, tables, path):
         ax.legend(fontsize=6)
     for ax in list(axes.flat)[len(tables):]:
         ax.axis("off")
+    fig.suptitle(heading, fontsize=9)
     fig.tight_layout()
     os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
     fig.savefig(path, dpi=120)
@@ -682,7 +683,8 @@ def main(argv=None):
     if wanted - set(PEERS):
         ap.error("unknown peer(s) %s" % ", ".join(sorted(wanted - set(PEERS))))
     print("approximate 10-NN, census-like data: %d reference rows, %d queries" % (n, nq))
-    print("nproc %d; %s" % (os.cpu_count(), load()))
+    start_load = load()
+    print("nproc %d; %s" % (os.cpu_count(), start_load))
     print("machine: %s, %s, %.0f GiB" % (cpu_name(), platform.platform(),
                                          os.sysconf("SC_PAGE_SIZE")
                                          * os.sysconf("SC_PHYS_PAGES") / 2**30))
@@ -701,7 +703,9 @@ def main(argv=None):
         run_case(key, data, args, wanted, tables, curves)
     ratios(tables)
     if args.plot:
-        plot(curves, tables, args.plot)
+        plot(curves, tables, args.plot,
+             "census-like data, %d reference rows, %d queries, 10-NN; %s, nproc %d, %s "
+             "at the start" % (n, nq, cpu_name(), os.cpu_count(), start_load))
     print("\ntotal %.0f s; %s" % (time.perf_counter() - t0, load()))
 
 
