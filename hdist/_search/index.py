@@ -650,7 +650,10 @@ class NeighborsIndex:
         import contextlib
         if n_probe is None:
             return contextlib.nullcontext()
-        lists = self._check_ivf()
+        self._check_fitted()
+        if self.algorithm_ != "ivf":
+            raise ValueError("n_probe is only used with algorithm='ivf'")
+        lists = self._lists
         value = self._probe_arg(n_probe, lists)
 
         @contextlib.contextmanager
@@ -674,7 +677,11 @@ class NeighborsIndex:
         ``Q``: query rows; ``None`` draws up to 1000 indexed rows at random
         (``random_state``), each query skipping itself.  ``n_probe``: lists probed
         (default ``n_probe_``).  Costs one brute-force search of the queries."""
-        lists = self._check_ivf()
+        self._check_fitted()
+        if self.algorithm_ != "ivf":
+            raise ValueError("recall() measures algorithm='ivf'; %r is exact"
+                             % self.algorithm_)
+        lists = self._lists
         self._check_current()
         n = self._rows.n
         p = self._n_probe if n_probe is None else self._probe_arg(n_probe, lists)

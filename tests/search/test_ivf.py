@@ -393,5 +393,11 @@ def test_bad_parameters_name_the_argument():
         index.recall(Q, 2, n_probe=1.5)
     with pytest.raises(ValueError, match="k"):
         index.kneighbors(Q, 51)
+    exact = NeighborsIndex(Metric("heom", nominal=nom), algorithm="brute").fit(X)
     with pytest.raises(AttributeError, match="ivf"):
-        NeighborsIndex(Metric("heom", nominal=nom), algorithm="brute").fit(X).n_lists_
+        exact.n_lists_
+    assert not hasattr(exact, "n_probe_")
+    with pytest.raises(ValueError, match="n_probe"):
+        exact.kneighbors(Q, 2, n_probe=1)
+    with pytest.raises(ValueError, match="ivf"):
+        exact.recall(Q, 2)
