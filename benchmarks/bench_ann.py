@@ -536,8 +536,8 @@ def run_case(key, data, args, wanted, tables, curves):
     name, missing, title = CASES[key]
     X, y, Q = data[missing]
     n_ex = min(len(Q), args.exact_queries)
-    print("\n== %s: %d reference rows x %d queries, 10-NN (%s)" % (
-        title, len(X), len(Q), load()))
+    print("\n== %s: %d reference rows x %d queries, 10-NN (%s; %.0f s into the run)" % (
+        title, len(X), len(Q), load(), time.perf_counter() - args.start))
     metric = hdist.Metric(name, nominal=NOMINAL, continuous="rest")
     _, t_fit = timed(lambda: metric.fit(X, y if name == "hvdm" else None))
     d_ex, i_ex, qps_exact = exact(metric, None, Q[:n_ex])
@@ -690,7 +690,7 @@ def main(argv=None):
                                          * os.sysconf("SC_PHYS_PAGES") / 2**30))
     print(versions())
     hdist.show_config()
-    t0 = time.perf_counter()
+    t0 = args.start = time.perf_counter()
     data = {}
     for key in cases:
         missing = CASES[key][1]
