@@ -283,26 +283,29 @@ def run_sweep(table, method, label, search, settings, dist_of, d_exact, n_total,
               note, args, describe=None):
     """Add a row to ``table`` for each setting of ``settings``: ``search(setting, n)``
     returns the rows found [n, k] for the first ``n`` queries, timed; recall on the first
-    ``len(d_exact)``.  ``n`` is every query while the previous setting's rate says they take
-    at most ``--setting-seconds``, else as many as fit (the recall sample at least).  Stops
-    once recall reaches ``ENOUGH``, or the highest of ``LEVELS_OF_RECALL`` at a rate below
-    exact brute force's, or when the recall sample alone took longer than
+    ``min(n, len(d_exact))``.  ``n`` is every query while the previous setting's rate says
+    they take at most ``--setting-seconds``, else as many as fit, ``--min-queries`` at
+    least.  Stops once recall reaches ``ENOUGH``, or the highest of ``LEVELS_OF_RECALL`` at
+    a rate below exact brute force's, or when ``--min-queries`` took longer than
     ``--sweep-seconds``.  ``describe()``: more of the note, after each search."""
     n_ex = d_exact.shape[0]
+    least = min(n_total, n_ex, args.min_queries)
     n = n_total
     for s in settings:
         ind, dt = timed(lambda: search(s, n))
         qps = n / dt
-        rec = recall(ind[:n_ex], dist_of, d_exact)
-        fewer = "" if n == n_total else "%d queries" % n
+        m = min(n, n_ex)
+        rec = recall(ind[:m], dist_of, d_exact[:m])
+        fewer = "" if n == n_total else "%d queries%s" % (
+            n, " (the recall's too)" if n < n_ex else "")
         more = describe() if describe is not None else ""
         table.add(method, label % s, build, qps, rec,
                   "; ".join(x for x in (more, note, fewer) if x))
         note = ""
         if (rec >= ENOUGH or (rec >= LEVELS_OF_RECALL[-1] and qps < table.exact_qps)
-                or (n == n_ex and dt > args.sweep_seconds)):
+                or (n == least and dt > args.sweep_seconds)):
             return
-        n = int(min(n_total, max(n_ex, qps * args.setting_seconds)))
+        n = int(min(n_total, max(least, qps * args.setting_seconds)))
 
 
 def powers_of_two(top):
@@ -342,7 +345,7 @@ def faiss_ivfflat(faiss, table, X, Q, d_exact, n_lists, args):
           % (E.shape[0], E.shape[1], E.nbytes / 1e9, t_embed))
 
     def dist_of(ind):
-        return heom_pairs(X, Q[:n_ex], ind, scaled)
+        return heom_pairs(X, Q[:len(ind)], ind, scaled)
 
     # the embedding is exact: its flat search finds hdist's neighbours
     n_check = min(n_ex, args.check_queries)
@@ -503,9 +506,11 @@ def hdist_ivf(table, metric, X, Q, d_exact, args):
     _, t_build, traced, grown = measured(lambda: index.fit(X), not args.no_tracemalloc)
     data = index.data_nbytes_
     sizes = index.list_sizes_
-    print("  hdist ivf: built in %.2f s (build_time_ %.2f s); %d lists of %d to %d rows, "
-          "n_probe_ %d by default" % (t_build, index.build_time_, index.n_lists_,
-                                      sizes.min(), sizes.max(), index.n_probe_))
+    print("  hdist ivf: built in %.2f s (build_time_ %.2f s)%s; %d lists of %d to %d rows, "
+          "n_probe_ %d by default" % (t_build, index.build_time_,
+                                      "" if X is None else ", encoding the rows included",
+                                      index.n_lists_, sizes.min(), sizes.max(),
+                                      index.n_probe_))
     mem = ["resident set +%.1f MB = %.2fx" % (grown / 1e6, grown / data)]
     if traced is not None:
         mem.insert(0, "tracemalloc peak %.1f MB = %.2fx" % (traced / 1e6, traced / data))
@@ -661,8 +666,10 @@ def main(argv=None):
     ap.add_argument("--hnsw-m", type=int, default=32)
     ap.add_argument("--setting-seconds", type=float, default=3.0,
                     help="a sweep's setting searches the queries that fit in this (3)")
-    ap.add_argument("--sweep-seconds", type=float, default=20.0,
-                    help="a sweep stops when its recall sample took longer (20)")
+    ap.add_argument("--min-queries", type=int, default=300,
+                    help="fewest queries a sweep's setting searches (300)")
+    ap.add_argument("--sweep-seconds", type=float, default=30.0,
+                    help="a sweep stops when --min-queries took longer (30)")
     ap.add_argument("--cases", default=",".join(CASES),
                     help="comma-separated: %s" % ", ".join(CASES))
     ap.add_argument("--peers", default=",".join(PEERS),
