@@ -212,7 +212,10 @@ class NeighborsIndex:
         Memory of the tree (nodes, permutation and the rows in tree order).
     search_ : dict
         Which path the last search ran: ``algorithm``, ``path`` ("kd_tree",
-        "ball_tree", or for brute force "filter" / "direct"), ``threads``, ``why``.
+        "ball_tree", or for brute force "filter" / "direct"), ``threads``, ``why``; after
+        :meth:`kneighbors` also ``phases``, the call's seconds per phase: ``encode``,
+        ``decide``, ``build``, ``tables``, ``kernel`` (the only parallel one), ``heaps``
+        and ``total`` (:data:`hdist._core.progress.PHASES`, docs/api.md).
 
     See Also
     --------

@@ -680,7 +680,9 @@ class Metric:
         skips training row ``i`` for query row ``i`` (``Q`` must then be the training
         rows).  ``progress``: ``True`` (a tqdm
         bar) or a callable receiving ``(done, total)`` query rows after each block of
-        queries, and a final ``(total, total)`` (docs/api.md, "Progress")."""
+        queries, and a final ``(total, total)`` (docs/api.md, "Progress").  Afterwards
+        ``search_`` says which search ran and why, and ``search_["phases"]`` the call's
+        seconds per phase (:func:`search_record`; docs/api.md)."""
         d, i = self._kneighbors(Q, k, exclude_self, n_jobs, progress)
         return (d, i) if return_distance else i
 
@@ -1308,7 +1310,8 @@ def search_record(algo, why, threads, brute_path=None):
     ``algorithm`` ("brute", "kd_tree", "ball_tree"), ``path`` (the algorithm, or for
     brute force "filter" when the matrix-product filter ran and "direct" for the tile
     kernel alone), ``threads``, and ``why`` in words.  ``brute_path``: (path, reason) of
-    the brute force's last call."""
+    the brute force's last call.  A k-NN call adds ``phases`` (seconds per phase of
+    :data:`hdist._core.progress.PHASES`, and ``total``)."""
     path = algo
     if algo == "brute":
         path, detail = brute_path or ("direct", "")
