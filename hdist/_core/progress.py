@@ -16,12 +16,12 @@ import time
 
 import numpy as np
 
-#: the phases of a k-NN or radius search that ``search_["phases"]`` times, in order:
-#: encoding the query rows, the "auto" rule's decision and the KD-tree it chose (when
-#: the call made them), the per-call tables (the kernels' view of the rows, the matrix-product filter's query
-#: features and the codes of missing values), the kernel pass (products, selection and
-#: exact recheck of the candidates, fused; a tree's traversal) and the heaps' final
-#: order (with the lists of rows tied with the k-th)
+#: the phases of a k-NN search that ``search_["phases"]`` times, in order: encoding the
+#: query rows, the "auto" rule's decision and the KD-tree it chose (when the call made
+#: them), the per-call tables (the kernels' view of the rows, the matrix-product
+#: filter's query features and the codes of missing values), the kernel pass (products,
+#: selection and exact recheck of the candidates, fused; a tree's traversal: the one
+#: parallel phase) and the heaps' final order (with the lists of rows tied with the k-th)
 PHASES = ("encode", "decide", "build", "tables", "kernel", "heaps")
 
 _timing = threading.local()

@@ -42,8 +42,8 @@ AUTO_SURE_BRUTE = {"direct": 0.6, "filter": 0.25}
 #: and its pilot decided for brute force anyway: the whole tree is built once chosen
 AUTO_PILOT_ROWS = 8192
 #: ... the samples growing fourfold while the extrapolated fraction is between
-#: ``AUTO_SURE_TREE`` and ``AUTO_SURE_BRUTE`` and still falls (``a`` below this), up to this many rows (all rows
-#: when they are less than twice the next sample)
+#: ``AUTO_SURE_TREE`` and ``AUTO_SURE_BRUTE`` and still falls (``a`` below this), up to
+#: this many rows (all rows when they are less than twice the next sample)
 AUTO_FLAT = 0.95
 AUTO_PILOT_MAX_ROWS = 1 << 15
 #: Metric.kneighbors / radius_neighbors answer by brute force, without deciding, until
@@ -192,7 +192,6 @@ class KDTree:
                              exclude_self, None)
 
 
-
 class Probe:
     """The ``"auto"`` rule's pilot over the indexed ``rows`` (``crows``: their kernel view,
     or None): KD-trees over growing random samples of them (seed 0), a tree over all
@@ -202,9 +201,9 @@ class Probe:
     every later one.  A sample four times larger is drawn while the fraction the
     evaluations extrapolate to (:meth:`evaluations`) lies between ``AUTO_SURE_TREE`` and
     ``AUTO_SURE_BRUTE`` and still falls with the rows (``a < AUTO_FLAT``), up to
-    ``AUTO_PILOT_MAX_ROWS`` rows:
-    pruning can set in late (uniform values of 12 attributes: 42 % of the rows
-    extrapolated from 2·10^3 and 8·10^3 rows, 6.5 % evaluated by the tree over 2·10^5).
+    ``AUTO_PILOT_MAX_ROWS`` rows: pruning can set in late (uniform values of 12
+    attributes: 42 % of the rows extrapolated from 2·10^3 and 8·10^3 rows, 6.5 %
+    evaluated by the tree over 2·10^5).
     ``pilot_rows`` counts the rows the pilot's trees index, ``tree`` is the last one
     (over all rows when ``full``)."""
 

@@ -145,7 +145,7 @@ def test_the_pilot_builds_no_tree_over_all_rows(tree_builds, monkeypatch):
     assert np.array_equal(d, d0) and np.array_equal(i, i0)
 
 
-def test_small_calls_wait_for_the_decision(tree_builds, monkeypatch):
+def test_small_calls_wait_for_the_decision(tree_builds, even_race, monkeypatch):
     """Metric calls searching fewer pairs than AUTO_DECIDE_PAIRS in all are answered by
     brute force without the pilot; the call that reaches it decides, once."""
     monkeypatch.setattr(hdist._search.choice, "AUTO_DECIDE_PAIRS", 4000 * 60)
