@@ -27,7 +27,8 @@ KEEP_DEBUG = DEBUG or SANITIZE or os.environ.get("HDIST_KEEP_DEBUG", "0") == "1"
 KDIR = os.path.join("hdist", "_kernels")
 MODULES = ["plan", "tiles", "gemm", "pam", "trees"]
 HEADERS = ["tile.h", "tile_body.h", "gemm_body.h", "scan_body.h", "pw.h", "gemm_scan.h", "openmp.h"]
-INCLUDED = ["plan.pxd", "tiles.pxd", "ctile.pxd", "gemm_search.pxi", "tree_query.pxi"]
+INCLUDED = ["plan.pxd", "tiles.pxd", "ctile.pxd", "gemm_search.pxi", "tree_query.pxi",
+            "lists.pxi"]
 
 
 def _openmp_flags(compiler_type):

@@ -721,7 +721,15 @@ def _knn_command(args):
     elif _knn.needs_labels(metric):
         raise CLIError("metric %r learns from classes: give --target" % metric.name,
                        EXIT_USAGE)
-    index = _knn.make_index(metric, args.algorithm)
+    ivf = {k: v for k, v in (("n_lists", args.n_lists), ("n_probe", args.n_probe))
+           if v is not None}
+    if ivf and args.algorithm != "ivf":
+        raise CLIError("--n-lists and --n-probe need --algorithm ivf", EXIT_USAGE)
+    try:
+        index = _knn.make_index(metric, args.algorithm, algorithm_params=ivf)
+    except (TypeError, ValueError) as e:
+        raise CLIError(str(e).replace("n_lists", "--n-lists").replace("n_probe", "--n-probe"),
+                       EXIT_USAGE)
     t_fit = time.perf_counter()
     try:
         with _warnings_to_stderr("knn", reported):
@@ -1327,7 +1335,15 @@ cannot be used.""")
                     "(include, default; Weka's IBk, R's class::knn, the estimators' default) "
                     "or exactly k by training position (index)")
     kn.add_argument("--algorithm", default="auto",
-                    choices=["auto", "brute", "kd_tree", "ball_tree"])
+                    choices=["auto", "brute", "kd_tree", "ball_tree", "ivf"],
+                    help="search structure (default auto); ivf is approximate: inverted "
+                    "lists around training rows, exact distances, some true neighbors "
+                    "may be missed (docs/ivf.md)")
+    kn.add_argument("--n-lists", type=int, default=None,
+                    help="--algorithm ivf: number of lists (default round(4 sqrt(n)))")
+    kn.add_argument("--n-probe", type=int, default=None,
+                    help="--algorithm ivf: lists scanned per query (default: chosen at fit "
+                    "for recall@10 0.95 on training rows)")
     kn.add_argument("--predict", action="store_true",
                     help="write the predicted class of each query row (needs --target)")
     kn.add_argument("--proba", action="store_true",

@@ -8,6 +8,12 @@ embedded in the graph as a single ``dask.delayed`` object that every partition t
 depends on.  Each partition is then scored on its worker exactly as it would be locally,
 so the result equals a local call on the concatenated partitions, row for row.
 
+An ``algorithm="ivf"`` index (approximate, docs/ivf.md) is scored the same way: the
+whole index, its lists included, goes to every worker.  Distributing the reference rows
+by list, so that a query visits only the partitions holding its probed lists, is not
+done yet (it needs a routing step per query batch); the distributed reference searches
+below are exact.
+
 The same call runs on a laptop's ``LocalCluster`` and on a real cluster: connect a client
 to the scheduler (``Client("tcp://scheduler:8786")``) before calling, with hdist installed
 on every worker.

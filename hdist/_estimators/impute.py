@@ -157,9 +157,15 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         Append one boolean column per feature that had missing values in ``fit``, true
         where the value was missing (scikit-learn's ``MissingIndicator``; names
         ``missingindicator_<feature>``).
-    algorithm : {"auto", "brute", "kd_tree", "ball_tree"}, default="auto"
-        Search structure of the donor index; every choice gives the same imputations.
+    algorithm : {"auto", "brute", "kd_tree", "ball_tree", "ivf"}, default="auto"
+        Search structure of the donor index; every exact choice gives the same
+        imputations.  ``"ivf"`` (approximate, docs/ivf.md) finds the donors among the
+        probed lists only.
     leaf_size : int, default=30
+    algorithm_params : dict, default=None
+        Parameters of ``algorithm="ivf"`` (``n_lists``, ``n_probe``, ``target_recall``,
+        ``random_state``; :class:`hdist.NeighborsIndex`), for the donor index and each
+        column's index (``n_lists`` at most the rows holding a column's value).
     n_jobs : int, default=None
         Threads for the neighbor search (``None``: every core the process may use).
 
@@ -229,9 +235,13 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
     [25.0, 36.0, 47.0, 51.0, 62.0, 23.0]
     """
 
+    #: (imputers pickled before ``algorithm_params`` existed read it as None)
+    algorithm_params = None
+
     def __init__(self, *, n_neighbors=5, weights="uniform", metric="heom", metric_params=None,
                  attribute_weights="mi", shrinkage=4.0, continuous="mean",
-                 add_indicator=False, algorithm="auto", leaf_size=30, n_jobs=None):
+                 add_indicator=False, algorithm="auto", leaf_size=30, n_jobs=None,
+                 algorithm_params=None):
         self.n_neighbors = n_neighbors
         self.weights = weights
         self.metric = metric
@@ -243,6 +253,7 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         self.algorithm = algorithm
         self.leaf_size = leaf_size
         self.n_jobs = n_jobs
+        self.algorithm_params = algorithm_params
 
     def __setstate__(self, state):
         """An imputer pickled by hdist 0.1 imputes as it did: one search with the
@@ -366,7 +377,8 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
                 raise ValueError("metric %r learns from classes: call fit(X, y)"
                                  % metric.name)
             labels = y
-        index = _knn.make_index(metric, self.algorithm, int(self.leaf_size))
+        index = _knn.make_index(metric, self.algorithm, int(self.leaf_size),
+                                self.algorithm_params)
         index.fit(X, labels, sample_weight=sw)
         self._index = index
         self.metric_ = index.metric_
@@ -478,7 +490,8 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
             warnings.simplefilter("ignore")
             metric.fit(X, labels, sample_weight=sw)
         rows = np.flatnonzero(self._present[:, j])
-        index = _knn.make_index(metric, self.algorithm, int(self.leaf_size))
+        index = _knn.make_index(metric, self.algorithm, int(self.leaf_size),
+                                self.algorithm_params)
         index.fit(_take(X, rows))
         return index, rows
 

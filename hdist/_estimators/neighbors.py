@@ -48,11 +48,16 @@ _PARAMS_DOC = """
     metric_params : dict, default=None
         Parameters for the metric (``p``, ``nominal``, ``normalization``, ``missing``,
         ...), applied over those of a given :class:`hdist.Metric`.
-    algorithm : {"auto", "brute", "kd_tree", "ball_tree"}, default="auto"
-        Search structure (:class:`hdist.NeighborsIndex`); every choice returns the same
-        neighbors.
+    algorithm : {"auto", "brute", "kd_tree", "ball_tree", "ivf"}, default="auto"
+        Search structure (:class:`hdist.NeighborsIndex`); every exact choice returns
+        the same neighbors.  ``"ivf"`` is approximate (inverted lists, docs/ivf.md):
+        exact distances, but some true neighbors may be missed; ``"auto"`` never
+        picks it.
     leaf_size : int, default=30
         Leaf size of the trees.
+    algorithm_params : dict, default=None
+        Parameters of ``algorithm="ivf"``: ``n_lists``, ``n_probe``,
+        ``target_recall``, ``random_state`` (:class:`hdist.NeighborsIndex`).
     n_jobs : int, default=None
         Threads for neighbor queries: ``None`` every core the process may use, ``-1``
         all, ``k`` exactly k.  Results do not depend on it."""
@@ -106,15 +111,18 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
     # reads every keyword of fit / predict / predict_proba as metadata a meta-estimator
     # may route (``set_fit_request(progress=...)``) unless the class declares it unused
     __metadata_request__fit = {"progress": UNUSED}
+    #: (estimators pickled before ``algorithm_params`` existed read it as None)
+    algorithm_params = None
 
     def __init__(self, n_neighbors=5, *, metric="heom", metric_params=None,
-                 algorithm="auto", leaf_size=30, n_jobs=None):
+                 algorithm="auto", leaf_size=30, n_jobs=None, algorithm_params=None):
         self.n_neighbors = n_neighbors
         self.metric = metric
         self.metric_params = metric_params
         self.algorithm = algorithm
         self.leaf_size = leaf_size
         self.n_jobs = n_jobs
+        self.algorithm_params = algorithm_params
 
     # -- validation ------------------------------------------------------------------
     def _validate_X(self, X, reset):
@@ -163,7 +171,8 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
         metric = self._build_metric()
         if self._sample_weight is not None:
             metric.fit(X, labels, sample_weight=self._sample_weight, progress=progress)
-        index = _knn.make_index(metric, self.algorithm, int(self.leaf_size))
+        index = _knn.make_index(metric, self.algorithm, int(self.leaf_size),
+                                self.algorithm_params)
         index.fit(X, labels, progress=progress)
         self._index = index
         self.metric_ = getattr(index, "metric_", metric)
@@ -266,9 +275,10 @@ class NearestNeighbors(_NeighborsBase):
     """
 
     def __init__(self, *, n_neighbors=5, radius=1.0, metric="heom", metric_params=None,
-                 algorithm="auto", leaf_size=30, n_jobs=None):
+                 algorithm="auto", leaf_size=30, n_jobs=None, algorithm_params=None):
         super().__init__(n_neighbors, metric=metric, metric_params=metric_params,
-                         algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs)
+                         algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs,
+                         algorithm_params=algorithm_params)
         self.radius = radius
 
     def fit(self, X, y=None, *, progress=None):
@@ -317,9 +327,11 @@ class _SupervisedBase(_NeighborsBase):
     __metadata_request__predict = {"progress": UNUSED}
 
     def __init__(self, n_neighbors=5, *, weights="uniform", metric="heom", metric_params=None,
-                 algorithm="auto", leaf_size=30, n_jobs=None, select_k=None, ties="include"):
+                 algorithm="auto", leaf_size=30, n_jobs=None, select_k=None, ties="include",
+                 algorithm_params=None):
         super().__init__(n_neighbors, metric=metric, metric_params=metric_params,
-                         algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs)
+                         algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs,
+                         algorithm_params=algorithm_params)
         self.weights = weights
         self.select_k = select_k
         self.ties = ties
@@ -610,9 +622,10 @@ class KNeighborsTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _
     """
 
     def __init__(self, *, mode="distance", n_neighbors=5, metric="heom", metric_params=None,
-                 algorithm="auto", leaf_size=30, n_jobs=None):
+                 algorithm="auto", leaf_size=30, n_jobs=None, algorithm_params=None):
         super().__init__(n_neighbors, metric=metric, metric_params=metric_params,
-                         algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs)
+                         algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs,
+                         algorithm_params=algorithm_params)
         self.mode = mode
 
     def fit(self, X, y=None, *, progress=None):

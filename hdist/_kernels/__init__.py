@@ -5,7 +5,8 @@ metric or an estimator.
   pair function every path computes a distance with, the (distance, index) order, the
   heaps), OpenMP's presence and the thread count of a call;
 - ``tiles``: the tile kernel (``tile.h``, one variant per instruction set, chosen at
-  import) and the brute-force paths on it: pairwise matrices, k-NN, radius search;
+  import) and the brute-force paths on it: pairwise matrices, k-NN, radius search, and
+  the same searches over the probed lists of an inverted-file store (``lists.pxi``);
 - ``gemm``: the matrix-product filter's products, selection and exact recheck;
 - ``pam``: FasterPAM's assignment and swaps over distance rows (k-medoids);
 - ``trees``: the KD-tree and ball tree (build, insertion, queries).
@@ -21,8 +22,8 @@ from .pam import pam_assign, pam_swaps
 from .plan import (REGION_PAIRS, SAFE_RANGE, SERIAL_PAIRS, CPlan, CRows, TieLists, _c,
                    _region_rows, _threads_for, omp_max_threads, openmp_enabled)
 from .tiles import (ATTR_MAJOR_BYTES, TILE_ROWS, finalize_array, finish_heaps, isa,
-                    isa_variants, knn, pair_terms, pairwise, radius, reduced_radius,
-                    tile_view)
+                    isa_variants, knn, knn_lists, pair_terms, pairwise, radius,
+                    radius_lists, reduced_radius, tile_view)
 
 
 def set_isa(name):

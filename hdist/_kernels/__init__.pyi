@@ -196,6 +196,29 @@ def radius(
     self_offset: int = 0,
     block: int = 0,
 ) -> tuple[list[Float64Array], list[IntpArray]]: ...
+def knn_lists(
+    plan: CPlan,
+    Q: CRows,
+    store: dict[str, npt.NDArray[Any]],
+    offsets: IntpArray,
+    ids: IntpArray,
+    probes: npt.NDArray[np.intp],
+    k: int,
+    n_threads: int,
+    self_ids: IntpArray | None = None,
+    ties: bool = False,
+) -> tuple[Float64Array, IntpArray, IntpArray]: ...
+def radius_lists(
+    plan: CPlan,
+    Q: CRows,
+    store: dict[str, npt.NDArray[Any]],
+    offsets: IntpArray,
+    ids: IntpArray,
+    probes: npt.NDArray[np.intp],
+    r: float,
+    n_threads: int,
+    self_ids: IntpArray | None = None,
+) -> tuple[list[Float64Array], list[IntpArray], IntpArray]: ...
 def pair_terms(
     plan: CPlan, A: CRows, i: int, B: CRows, j: int
 ) -> tuple[

@@ -769,3 +769,6 @@ cdef int tile_block(const void* view, const PlanS* P, const RowsS* Q, intp q,
     Rt.e = R.e
     _tq_row(P, Q, q, &qr)
     return hd_tile(<const hd_tplan*> view, &qr, &Rt, j0, nb, bound, s)
+
+
+include "lists.pxi"

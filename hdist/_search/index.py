@@ -1,4 +1,5 @@
-"""Exact nearest-neighbor index over a fitted metric: brute force, KD-tree or ball tree.
+"""Nearest-neighbor index over a fitted metric: brute force, KD-tree or ball tree (exact),
+or inverted lists (``algorithm="ivf"``, approximate: :mod:`hdist._search.ivf`).
 
 :class:`NeighborsIndex` holds encoded rows (the metric's Plan encodes them once) and,
 for the tree algorithms, a flat tree built by :mod:`hdist._kernels.trees`.  Every algorithm
@@ -26,13 +27,14 @@ import numpy as np
 from .._core import progress as _progress
 from .._core.plan import IGNORE
 from .._core.schema import NotFittedError
+from . import ivf as _ivf
 from .choice import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa: F401
                       AUTO_SURE_DIMS, Probe, auto_algorithm, auto_choice, pilot_queries,
                       race)
 from .._core.threads import built_once, effective_n_jobs
 from .metric import Metric, _check_k, _check_number, search_record
 
-ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree")
+ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree", "ivf")
 TREES = ("kd_tree", "ball_tree")
 
 def _table_is_metric(T, tol=1e-9):
@@ -175,7 +177,8 @@ def _train_unseen(metric):
 
 
 class NeighborsIndex:
-    """Exact k-nearest-neighbor and radius search over a heterogeneous metric.
+    """k-nearest-neighbor and radius search over a heterogeneous metric: exact, or
+    approximate by inverted lists (``algorithm="ivf"``).
 
     Parameters
     ----------
@@ -183,15 +186,36 @@ class NeighborsIndex:
         A preset name (``hdist.METRICS``), an unfitted :class:`Metric` (fitted on ``X``
         by :meth:`fit`; the object passed is not modified) or a fitted one (its learned
         statistics are used as they are).
-    algorithm : {"auto", "brute", "kd_tree", "ball_tree"}, default "auto"
+    algorithm : {"auto", "brute", "kd_tree", "ball_tree", "ivf"}, default "auto"
         ``"kd_tree"`` serves every metric; ``"ball_tree"`` only metrics that satisfy the
         triangle inequality on the indexed rows (:func:`ball_tree_refusal`; otherwise a
         ValueError names the reason); ``"auto"`` follows :func:`auto_algorithm` and never
-        picks an inexact path.  The results are identical for every choice.
+        picks an inexact path.  The results are identical for every exact choice.
+        ``"ivf"`` is approximate (docs/ivf.md): the rows are partitioned into lists
+        around indexed rows chosen as centres (medoids of a sample, under the metric
+        itself), and a query scans only the lists of its ``n_probe`` nearest centres.
+        Every distance returned is exact; some true neighbours may be missed
+        (:meth:`recall` measures how many).  ``"auto"`` never picks it.
     leaf_size : int, default 32
         Rows per tree leaf (a node with more rows is split).
     metric_params : dict, optional
         Parameters of the metric when ``metric`` is a name.
+    n_lists : int, optional
+        ``"ivf"``: number of lists; default ``round(4 sqrt(n))`` (at most n).  More than
+        the indexed rows is a ValueError.  Centres that end with no row (duplicate
+        rows) are dropped, so ``n_lists_`` may be smaller.
+    n_probe : int, optional
+        ``"ivf"``: lists scanned per query (at most ``n_lists``); default: chosen at
+        fit time for ``target_recall`` (0.95 when not given).  When a query's
+        probed lists hold fewer than ``k`` rows (``k + 1`` with ``exclude_self``), the
+        next lists in order of centre distance are scanned too, until they do: a
+        k-NN query always gets ``k`` neighbours.
+    target_recall : float in (0, 1], optional
+        ``"ivf"``: choose ``n_probe`` at fit time as the smallest whose recall@10 on
+        300 indexed rows drawn at random (each query skipping itself) reaches it;
+        0.95 when neither it nor ``n_probe`` is given.
+    random_state : int, default 0
+        ``"ivf"``: seed of the sample, the first centres and the calibration rows.
 
     Attributes
     ----------
@@ -212,10 +236,19 @@ class NeighborsIndex:
         Memory of the tree (nodes, permutation and the rows in tree order).
     search_ : dict
         Which path the last search ran: ``algorithm``, ``path`` ("kd_tree",
-        "ball_tree", or for brute force "filter" / "direct"), ``threads``, ``why``; after
-        :meth:`kneighbors` also ``phases``, the call's seconds per phase: ``encode``,
-        ``decide``, ``build``, ``tables``, ``kernel`` (the only parallel one), ``heaps``
-        and ``total`` (:data:`hdist._core.progress.PHASES`, docs/api.md).
+        "ball_tree", "ivf", or for brute force "filter" / "direct"), ``threads``,
+        ``why``; for ``"ivf"`` also ``n_probe``, ``lists_probed`` and ``rows_scanned``
+        (means per query) and ``lists_probed_per_query``, ``rows_scanned_per_query``;
+        after :meth:`kneighbors` also ``phases``, the call's seconds per phase:
+        ``encode``, ``decide``, ``build``, ``tables``, ``kernel`` (the only parallel one),
+        ``heaps`` and ``total`` (:data:`hdist._core.progress.PHASES`, docs/api.md).
+    n_lists_, n_probe_ : int
+        ``"ivf"``: lists built, and lists probed per query (settable, at most
+        ``n_lists_``).
+    list_sizes_ : ndarray of int
+        ``"ivf"``: rows of each list.
+    centres_ : ndarray of int
+        ``"ivf"``: the indexed row at the centre of each list.
 
     See Also
     --------
@@ -234,7 +267,8 @@ class NeighborsIndex:
     ([[0, 1], [1, 0]], [[0.0, 0.179], [0.0, 0.179]])
     """
 
-    def __init__(self, metric="heom", algorithm="auto", leaf_size=32, metric_params=None):
+    def __init__(self, metric="heom", algorithm="auto", leaf_size=32, metric_params=None,
+                 n_lists=None, n_probe=None, target_recall=None, random_state=0):
         if algorithm not in ALGORITHMS:
             raise ValueError("algorithm must be one of %s, got %r" % (ALGORITHMS, algorithm))
         if isinstance(leaf_size, bool) or not isinstance(leaf_size, numbers.Integral):
@@ -247,12 +281,27 @@ class NeighborsIndex:
         if metric_params is not None and not isinstance(metric, str):
             raise ValueError("metric_params is only used with a metric name; pass the "
                              "parameters to Metric(...) instead")
+        _ivf.check_params(n_lists, n_probe, target_recall)
+        if algorithm != "ivf":
+            for name, v in (("n_lists", n_lists), ("n_probe", n_probe),
+                            ("target_recall", target_recall)):
+                if v is not None:
+                    raise ValueError("%s is only used with algorithm='ivf'" % name)
+        if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
+            raise TypeError("random_state must be an int, got %r" % (random_state,))
         self.metric = metric
         self.algorithm = algorithm
         self.leaf_size = int(leaf_size)
         self.metric_params = metric_params
+        self.n_lists = None if n_lists is None else int(n_lists)
+        self.n_probe = None if n_probe is None else int(n_probe)
+        self.target_recall = None if target_recall is None else float(target_recall)
+        self.random_state = int(random_state)
 
     def __repr__(self):
+        if self.algorithm == "ivf":
+            return "NeighborsIndex(%r, algorithm='ivf', n_lists=%r, n_probe=%r)" % (
+                self.metric, self.n_lists, self.n_probe)
         return "NeighborsIndex(%r, algorithm=%r, leaf_size=%d)" % (
             self.metric, self.algorithm, self.leaf_size)
 
@@ -291,6 +340,9 @@ class NeighborsIndex:
             rows = metric.train_
         if rows.n < 1:
             raise ValueError("X has no rows to index")
+        if self.algorithm == "ivf" and self.n_lists is not None and self.n_lists > rows.n:
+            raise ValueError("n_lists = %d is larger than the %d rows to index"
+                             % (self.n_lists, rows.n))
         self.metric_ = metric
         self._fit_state = metric._fitted()
         self._rows = rows
@@ -338,7 +390,11 @@ class NeighborsIndex:
         self._drop_caches()
         self._tree = None
         self.build_time_ = 0.0
+        self._lists = None
         if self.algorithm_ == "brute":
+            return
+        if self.algorithm_ == "ivf":
+            self._build_ivf(progress)
             return
         from .._kernels import trees as _trees
         t0 = time.perf_counter()
@@ -349,6 +405,63 @@ class NeighborsIndex:
         depth = int(nodes["depth"].max())
         self._tree = {"nodes": nodes, "perm": perm, "rowdist": rowdist, "depth": depth,
                       "fresh_depth": depth}
+
+    def _build_ivf(self, progress=None):
+        t0 = time.perf_counter()
+        n = self._rows.n
+        L = self.n_lists if self.n_lists is not None else _ivf.default_n_lists(n)
+        report = _progress.reporter(progress, _ivf.PASSES + 2, "ivf build", unit="steps")
+        threads = effective_n_jobs(None)
+        lists = _ivf.build(self.metric_, self._rows, L, threads, self.random_state, report)
+        self._lists = lists
+        lists.derived(self.metric_, self._rows)         # the store
+        if report is not None:
+            report(_ivf.PASSES + 2, _ivf.PASSES + 2)
+        if self.n_probe is not None:
+            self._n_probe = min(self.n_probe, lists.n_lists)
+        else:
+            target = self.target_recall
+            if target is None:
+                target = _ivf.DEFAULT_TARGET_RECALL
+            self._n_probe = _ivf.calibrate(self, lists, target, threads, self.random_state)
+        self.build_time_ = time.perf_counter() - t0
+
+    def _check_ivf(self):
+        self._check_fitted()
+        if self.algorithm_ != "ivf":
+            raise AttributeError("only algorithm='ivf' has lists")
+        return self._lists
+
+    @property
+    def n_lists_(self):
+        return self._check_ivf().n_lists
+
+    @property
+    def n_probe_(self):
+        self._check_ivf()
+        return self._n_probe
+
+    @n_probe_.setter
+    def n_probe_(self, value):
+        lists = self._check_ivf()
+        self._n_probe = self._probe_arg(value, lists)
+
+    @staticmethod
+    def _probe_arg(value, lists):
+        if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+            raise TypeError("n_probe must be an int, got %r" % (value,))
+        if not 1 <= value <= lists.n_lists:
+            raise ValueError("n_probe must be in [1, n_lists_ = %d], got %d"
+                             % (lists.n_lists, value))
+        return int(value)
+
+    @property
+    def list_sizes_(self):
+        return self._check_ivf().sizes()
+
+    @property
+    def centres_(self):
+        return self._check_ivf().centres.copy()
 
     # -- state ------------------------------------------------------------------------
     def _check_fitted(self):
@@ -368,6 +481,8 @@ class NeighborsIndex:
         self.__dict__.setdefault("_lock", threading.RLock())
         self._c_rows = None
         self._leaf_rows = None
+        if getattr(self, "_lists", None) is not None:
+            self._lists.drop()          # the stored copy of the rows (remade on use)
         # the matrix-product filter's reference-side features of the indexed rows; its
         # entries are built whole, then stored once (hdist._search.gemm_filter)
         self._gemm_cache = {}
@@ -471,6 +586,10 @@ class NeighborsIndex:
             return np.arange(n_old, rows.n, dtype=np.intp)
         if algo == "brute":
             return np.arange(n_old, rows.n, dtype=np.intp)
+        if algo == "ivf":
+            self._lists = _ivf.insert(self.metric_, self._lists, rows, new,
+                                      effective_n_jobs(None))
+            return np.arange(n_old, rows.n, dtype=np.intp)
         from .._kernels import trees as _trees
         t = self._tree
         nodes, perm, rowdist = _trees.insert(algo, self.metric_.plan_.cplan, self._crows(),
@@ -514,16 +633,75 @@ class NeighborsIndex:
         return _two_sided_rows(self.metric_.plan_, rows)
 
     def kneighbors(self, Q=None, k=5, *, exclude_self=False, return_distance=True,
-                   n_jobs=None, progress=None):
+                   n_jobs=None, progress=None, n_probe=None):
         """The ``k`` nearest indexed rows of each row of ``Q`` (``None``: the indexed rows
         themselves), sorted by true distance, ties broken by the smaller row index.
 
         Returns ``(distances, indices)`` ``[n_q, k]``, or only the indices when
         ``return_distance=False``; ``exclude_self`` skips row ``i`` for query row ``i``
         (with ``Q=None``).  ``progress``: ``True`` (a tqdm bar) or a callable receiving
-        ``(done, total)`` query rows after each block, and a final ``(total, total)``."""
-        d, i = self._kneighbors(Q, k, exclude_self, n_jobs, progress)
+        ``(done, total)`` query rows after each block, and a final ``(total, total)``.
+        ``n_probe`` (``"ivf"`` only): lists probed by this call (default ``n_probe_``).
+        With ``"ivf"`` the neighbours are those found in the probed lists (exact
+        distances, approximate set)."""
+        with self._probing(n_probe):
+            d, i = self._kneighbors(Q, k, exclude_self, n_jobs, progress)
         return (d, i) if return_distance else i
+
+    def _probing(self, n_probe):
+        """Context in which ``n_probe_`` is ``n_probe`` (None: unchanged)."""
+        import contextlib
+        if n_probe is None:
+            return contextlib.nullcontext()
+        self._check_fitted()
+        if self.algorithm_ != "ivf":
+            raise ValueError("n_probe is only used with algorithm='ivf'")
+        lists = self._lists
+        value = self._probe_arg(n_probe, lists)
+
+        @contextlib.contextmanager
+        def probing():
+            old = self._n_probe
+            self._n_probe = value
+            try:
+                yield
+            finally:
+                self._n_probe = old
+        return probing()
+
+    def recall(self, Q=None, k=10, n_probe=None, n_jobs=None):
+        """Recall@k of the ``"ivf"`` search: the mean over the query rows of the fraction
+        of the k rows returned that are true k nearest neighbours, by exact brute force
+        over the same indexed rows.  A returned row at the exact k-th distance counts as
+        found (it is as near as the k-th: any of the rows tied there is a correct answer).
+        The exact search scans every list (brute force, bit for bit), so it needs no
+        other copy of the rows.
+
+        ``Q``: query rows; ``None`` draws up to 1000 indexed rows at random
+        (``random_state``), each query skipping itself.  ``n_probe``: lists probed
+        (default ``n_probe_``).  Costs one brute-force search of the queries."""
+        self._check_fitted()
+        if self.algorithm_ != "ivf":
+            raise ValueError("recall() measures algorithm='ivf'; %r is exact"
+                             % self.algorithm_)
+        lists = self._lists
+        self._check_current()
+        n = self._rows.n
+        p = self._n_probe if n_probe is None else self._probe_arg(n_probe, lists)
+        threads = effective_n_jobs(n_jobs)
+        if Q is None:
+            rng = np.random.default_rng(self.random_state + 2)
+            sel = np.sort(rng.choice(n, size=min(n, 1000), replace=False))
+            rows, self_ids = self._rows.take(sel), sel
+            k = _check_k(k, n - 1)
+        else:
+            rows, self_ids = self._query_rows(Q, False), None
+            k = _check_k(k, n)
+        d_ex, _ = _ivf.exact_excluding(self, lists, rows, self_ids, k, threads)
+        with self._probing(p):
+            d, _, scanned, probed = _ivf.knn(self, lists, rows, k, p, self_ids, threads)
+            self._ivf_record(threads, scanned, probed)
+        return _ivf.recall_of(d, d_ex, k)
 
     def _kneighbors(self, Q, k, exclude_self=False, n_jobs=None, progress=None, ties=False):
         """``kneighbors``'s ``(dist, ind)``; ``ties`` as for :meth:`hdist.Metric._kneighbors`
@@ -557,6 +735,13 @@ class NeighborsIndex:
         """k-NN of encoded query rows (the indexed rows themselves for exclude_self);
         ``ties``: the rows tied with the k-th too (``_kneighbors``)."""
         n = self._rows.n
+        if self.algorithm_ == "ivf":
+            self_ids = np.arange(n, dtype=np.intp) if exclude_self else None
+            with _progress.phase("kernel"):
+                d, i, scanned, probed = _ivf.knn(self, self._lists, rows, k, self._n_probe,
+                                                 self_ids, threads, ties)
+            self._ivf_record(threads, scanned, probed)
+            return d, i
         if self.algorithm_ == "brute":
             d, i = self.metric_._knn_rows(rows, k, bool(exclude_self), threads, R=self._rows,
                                           cR=self._crows(), cache=self._gemm(), ties=ties)
@@ -578,7 +763,8 @@ class NeighborsIndex:
         """Indexed rows within true distance ``r`` (inclusive) of each row of ``Q``,
         sorted by (distance, index).  Returns object arrays of arrays (distances and
         indices), like scikit-learn, or only the indices.  ``progress`` as for
-        :meth:`kneighbors`."""
+        :meth:`kneighbors`.  With ``"ivf"`` it is approximate: only the rows of the
+        ``n_probe_`` lists of the nearest centres are scanned (no widening)."""
         self._check_current()
         r = _check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
         rows = self._query_rows(Q, exclude_self)
@@ -608,6 +794,12 @@ class NeighborsIndex:
     def _radius(self, rows, own, r, exclude_self, threads):
         """Radius lists of encoded query rows (``own``: they are the indexed rows)."""
         plan = self.metric_.plan_
+        if self.algorithm_ == "ivf":
+            self_ids = np.arange(self._rows.n, dtype=np.intp) if exclude_self else None
+            dl, il, scanned, probed = _ivf.radius(self, self._lists, rows, r, self._n_probe,
+                                                  self_ids, threads)
+            self._ivf_record(threads, scanned, probed)
+            return dl, il
         if self.algorithm_ == "brute":
             dl, il = self.metric_._radius_rows(rows, r, exclude_self, threads, R=self._rows,
                                                cR=self._crows(), cache=self._gemm())
@@ -621,3 +813,14 @@ class NeighborsIndex:
         self.search_ = search_record(self.algorithm_, getattr(self, "_why", ""), threads,
                                      getattr(self.metric_, "_brute_path", None))
         return dl, il
+
+    def _ivf_record(self, threads, scanned, probed):
+        """``search_`` and ``n_distance_evaluations_`` of an ``"ivf"`` search (a query
+        computes its distance to every centre, then to the rows it scans)."""
+        self.n_distance_evaluations_ = scanned + self._lists.n_lists
+        rec = search_record("ivf", getattr(self, "_why", ""), threads)
+        rec.update(n_probe=int(self._n_probe),
+                   lists_probed=float(np.mean(probed)) if probed.size else 0.0,
+                   rows_scanned=float(np.mean(scanned)) if scanned.size else 0.0,
+                   lists_probed_per_query=probed, rows_scanned_per_query=scanned)
+        self.search_ = rec

@@ -22,14 +22,20 @@ class NeighborsIndex:
     algorithm: str
     leaf_size: int
     metric_params: dict[str, Any] | None
+    n_lists: int | None
+    n_probe: int | None
+    target_recall: float | None
+    random_state: int
     metric_: Metric
     algorithm_: str
     build_time_: float
     n_distance_evaluations_: IntpArray
     search_: dict[str, Any]
     def __init__(self, metric: str | Metric = "heom",
-                 algorithm: Literal["auto", "brute", "kd_tree", "ball_tree"] = "auto",
-                 leaf_size: int = 32, metric_params: dict[str, Any] | None = None) -> None: ...
+                 algorithm: Literal["auto", "brute", "kd_tree", "ball_tree", "ivf"] = "auto",
+                 leaf_size: int = 32, metric_params: dict[str, Any] | None = None,
+                 n_lists: int | None = None, n_probe: int | None = None,
+                 target_recall: float | None = None, random_state: int = 0) -> None: ...
     def fit(self, X: Table | None = None, y: Any = None, sample_weight: Any = None, *,
             progress: Progress = None) -> NeighborsIndex: ...
     @property
@@ -42,17 +48,31 @@ class NeighborsIndex:
     def tree_nbytes_(self) -> int: ...
     @property
     def data_nbytes_(self) -> int: ...
+    @property
+    def n_lists_(self) -> int: ...
+    @property
+    def n_probe_(self) -> int: ...
+    @n_probe_.setter
+    def n_probe_(self, value: int) -> None: ...
+    @property
+    def list_sizes_(self) -> IntpArray: ...
+    @property
+    def centres_(self) -> IntpArray: ...
+    def recall(self, Q: Table | None = None, k: int = 10, n_probe: int | None = None,
+               n_jobs: int | None = None) -> float: ...
     def insert(self, X: Table) -> IntpArray: ...
     def balanced_depth(self, n: int | None = None) -> int: ...
     @overload
     def kneighbors(self, Q: Table | None = None, k: int = 5, *, exclude_self: bool = False,
                    return_distance: Literal[True] = True,
                    n_jobs: int | None = None,
-                   progress: Any = None) -> tuple[Float64Array, IntpArray]: ...
+                   progress: Any = None,
+                   n_probe: int | None = None) -> tuple[Float64Array, IntpArray]: ...
     @overload
     def kneighbors(self, Q: Table | None = None, k: int = 5, *, exclude_self: bool = False,
                    return_distance: Literal[False],
-                   n_jobs: int | None = None, progress: Any = None) -> IntpArray: ...
+                   n_jobs: int | None = None, progress: Any = None,
+                   n_probe: int | None = None) -> IntpArray: ...
     @overload
     def radius_neighbors(self, Q: Table | None = None, r: float = 1.0, *,
                          exclude_self: bool = False, return_distance: Literal[True] = True,

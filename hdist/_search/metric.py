@@ -1307,7 +1307,7 @@ def _dict_row(d, schema):
 
 def search_record(algo, why, threads, brute_path=None):
     """The ``search_`` attribute of a Metric or NeighborsIndex after a search:
-    ``algorithm`` ("brute", "kd_tree", "ball_tree"), ``path`` (the algorithm, or for
+    ``algorithm`` ("brute", "kd_tree", "ball_tree", "ivf"), ``path`` (the algorithm, or for
     brute force "filter" when the matrix-product filter ran and "direct" for the tile
     kernel alone), ``threads``, and ``why`` in words.  ``brute_path``: (path, reason) of
     the brute force's last call.  A k-NN call adds ``phases`` (seconds per phase of

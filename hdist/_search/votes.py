@@ -242,19 +242,41 @@ class MetricIndex:
                                             progress=progress)
 
 
-ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree")
+ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree", "ivf")
+#: the keys of ``algorithm_params`` (``algorithm="ivf"``'s parameters)
+ALGORITHM_PARAMS = ("n_lists", "n_probe", "target_recall", "random_state")
 
 
-def make_index(metric, algorithm="auto", leaf_size=30):
+def check_algorithm_params(algorithm, params):
+    """``algorithm_params`` as a dict: None or a dict of :data:`ALGORITHM_PARAMS` keys,
+    given with ``algorithm="ivf"`` only."""
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise TypeError("algorithm_params must be a dict or None, got %r" % (params,))
+    bad = sorted(set(params) - set(ALGORITHM_PARAMS))
+    if bad:
+        raise ValueError("algorithm_params: unknown key(s) %s; expected some of %s"
+                         % (bad, list(ALGORITHM_PARAMS)))
+    if params and algorithm != "ivf":
+        raise ValueError("algorithm_params is only used with algorithm='ivf', got "
+                         "algorithm=%r" % (algorithm,))
+    return dict(params)
+
+
+def make_index(metric, algorithm="auto", leaf_size=30, algorithm_params=None):
     """An unfitted neighbor index over ``metric``: :class:`hdist.NeighborsIndex` when the
-    package provides it, else :class:`MetricIndex`."""
+    package provides it, else :class:`MetricIndex`.  ``algorithm_params``: the
+    ``"ivf"`` parameters of :class:`hdist.NeighborsIndex` (``n_lists``, ``n_probe``,
+    ``target_recall``, ``random_state``)."""
     if algorithm not in ALGORITHMS:
         raise ValueError("algorithm must be one of %s, got %r" % (ALGORITHMS, algorithm))
+    params = check_algorithm_params(algorithm, algorithm_params)
     try:
         from .index import NeighborsIndex
     except ImportError:
         return MetricIndex(metric, algorithm, leaf_size)
-    return NeighborsIndex(metric, algorithm=algorithm, leaf_size=leaf_size)
+    return NeighborsIndex(metric, algorithm=algorithm, leaf_size=leaf_size, **params)
 
 
 def needs_labels(metric):

@@ -315,8 +315,8 @@ def test_dataframe_reaches_the_index_untouched(credit, monkeypatch):
     seen = []
     real = _knn.make_index
 
-    def spy(metric, algorithm="auto", leaf_size=30):
-        index = real(metric, algorithm, leaf_size)
+    def spy(metric, algorithm="auto", leaf_size=30, algorithm_params=None):
+        index = real(metric, algorithm, leaf_size, algorithm_params)
         fit = index.fit
 
         def fit_spy(X_, y_=None, **kw):

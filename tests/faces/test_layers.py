@@ -24,7 +24,7 @@ ORDER = {
     "_kernels": ["ctile", "plan", "tiles", "gemm", "pam", "trees", "__init__"],
     "_core": ["presets", "schema", "statistics", "threads", "discretize", "plan", "progress",
               "information", "posteriors", "cooccurrence", "config", "__init__"],
-    "_search": ["gemm_filter", "choice", "metric", "index", "votes", "__init__"],
+    "_search": ["gemm_filter", "choice", "metric", "ivf", "index", "votes", "__init__"],
     "_estimators": ["neighbors", "embedding", "prototypes", "impute", "cluster", "__init__"],
     "": ["_version", "_face", "_moved", "metrics", "discretize", "neighbors", "embedding",
          "prototypes", "impute", "cluster", "datasets", "dask", "plot", "cli", "__init__",

@@ -302,6 +302,9 @@ def _indexes(metric):
                 out.append((algo, index_cls(metric, algorithm=algo, leaf_size=2).fit()))
             except ValueError as exc:   # refused where the triangle inequality fails
                 assert algo == "ball_tree" and "ball_tree" in str(exc), exc
+        # inverted lists probing every list: brute force, bit for bit
+        L = min(3, metric.train_.n)
+        out.append(("ivf", index_cls(metric, algorithm="ivf", n_lists=L, n_probe=L).fit()))
     return out
 
 

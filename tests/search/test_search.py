@@ -172,7 +172,7 @@ def test_search_times_its_phases():
     from hdist._core.progress import PHASES
     X, Q, y, nom = mixed_data(9, 3000, 40, n_cont=3, n_nom=3, p_missing=0.1)
     metric = Metric("hvdm", nominal=nom).fit(X, y)
-    for algo in ("brute", "kd_tree"):
+    for algo in ("brute", "kd_tree", "ivf"):
         idx = NeighborsIndex(metric, algorithm=algo).fit()
         for kw in ({}, {"progress": lambda a, b: None}):
             idx.kneighbors(Q, 5, **kw)

@@ -1,0 +1,359 @@
+# Included by tiles.pyx: searches over inverted lists.
+#
+# The reference rows are stored list by list, attribute-major (value (a, j) at
+# [a * n + j], the layout ``_tref`` makes of a whole reference set), with ``offsets``
+# delimiting the lists and ``ids`` giving each stored row's index in the indexed set.
+# A query scans the lists its ``probes`` row names, in that order, with the tile kernel
+# (``hd_tile``): the same reduced distances, true distances and (distance, index) order
+# as ``knn`` and ``radius`` over the same rows, so that probing every list returns what
+# brute force returns.
+
+
+cdef object _store_array(store, str name, object dtype, intp m, intp n):
+    """``store[name]``, checked: C-contiguous of ``dtype``, ``[m, n]`` (any non-empty
+    array when ``m == 0``)."""
+    a = store[name]
+    if not isinstance(a, np.ndarray) or a.dtype != dtype or not a.flags.c_contiguous:
+        raise ValueError("store[%r] must be a C-contiguous %s array" % (name, np.dtype(dtype)))
+    if m and (a.ndim != 2 or a.shape[0] != m or a.shape[1] != n):
+        raise ValueError("store[%r] has shape %s, expected (%d, %d)" % (name, a.shape, m, n))
+    if not m and a.size < 1:
+        raise ValueError("store[%r] must hold at least one element" % name)
+    return a
+
+
+cdef hd_tr _list_store(CPlan plan, store, intp n) except *:
+    """The kernel's view of a list store: a dict of the attribute-major arrays ``c``,
+    ``cpen`` ([mc, n] float64), ``o`` ([mo, n] intc), ``t`` ([mt, n] intc) and ``e``
+    ([D, n] float64), each C-contiguous (an empty block may be any 1-element array of
+    its dtype).  The arrays stay alive as long as ``store`` does."""
+    cdef const PlanS* P = &plan.s
+    cdef hd_tr T
+    cdef intp D = 0
+    if P.me:
+        D = P.e_off[P.me]
+    T.ld = n
+    T.c = <const double*> cnp.PyArray_DATA(_store_array(store, "c", np.float64, P.mc, n))
+    T.cpen = <const double*> cnp.PyArray_DATA(_store_array(store, "cpen", np.float64, P.mc, n))
+    T.o = <const int*> cnp.PyArray_DATA(_store_array(store, "o", np.intc, P.mo, n))
+    T.t = <const int*> cnp.PyArray_DATA(_store_array(store, "t", np.intc, P.mt, n))
+    T.e = <const double*> cnp.PyArray_DATA(_store_array(store, "e", np.float64, D, n))
+    return T
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+cdef object _check_lists(intp n, intp[::1] offsets, intp[::1] ids, intp[:, ::1] probes):
+    """Refuse offsets that do not delimit ``n`` stored rows, or probes naming no list."""
+    cdef intp L = offsets.shape[0] - 1, l, q, p
+    if L < 1 or offsets[0] != 0 or offsets[L] != n or ids.shape[0] != n:
+        raise ValueError("offsets must run from 0 to the %d stored rows (ids: %d)"
+                         % (n, ids.shape[0]))
+    for l in range(L):
+        if offsets[l + 1] < offsets[l]:
+            raise ValueError("offsets must be non-decreasing")
+    for q in range(probes.shape[0]):
+        for p in range(probes.shape[1]):
+            if probes[q, p] >= L or probes[q, p] < -1:
+                raise ValueError("probes must name lists in [0, %d) or be -1, got %d"
+                                 % (L, probes[q, p]))
+
+
+cdef inline double _stored_true(const PlanS* P, const RowsS* Q, intp q, const hd_tr* S,
+                                intp j, double s, double* scratch) noexcept nogil:
+    """``true_of`` for stored row j: the rare pair whose reduced distance is outside the
+    trusted range is computed again from a row-major copy of row j (in ``scratch``: 2 mc
+    + D doubles, then mo + mt ints)."""
+    cdef RowsS one
+    cdef intp a, D
+    cdef double* c
+    cdef double* cp
+    cdef double* e
+    cdef int* o
+    cdef int* t
+    if not (P.pmode >= 2 and not (s >= 1e-280 and s <= 1e280)):
+        return finalize(P, s)
+    D = Q.D
+    c = scratch
+    cp = c + P.mc
+    e = cp + P.mc
+    o = <int*> (e + D)
+    t = o + P.mo
+    for a in range(P.mc):
+        c[a] = S.c[a * S.ld + j]
+        cp[a] = S.cpen[a * S.ld + j]
+    for a in range(D):
+        e[a] = S.e[a * S.ld + j]
+    for a in range(P.mo):
+        o[a] = S.o[a * S.ld + j]
+    for a in range(P.mt):
+        t[a] = S.t[a * S.ld + j]
+    one.n = 1
+    one.c = c
+    one.cpen = cp
+    one.o = o
+    one.t = t
+    one.e = e
+    one.D = D
+    one.c_nan = 1
+    return pair_true_scaled(P, Q, q, &one, 0)
+
+
+cdef inline intp _scratch_doubles(const PlanS* P, const RowsS* Q) noexcept nogil:
+    return 2 * P.mc + Q.D + (P.mo + P.mt + 1) // 2 + 1
+
+
+cdef intp _knn_probed(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
+                      const hd_tr* S, const intp* off, const intp* ids, const intp* probes,
+                      intp n_probe, double* hd, intp* hi, intp k, intp self_id,
+                      double* scratch, TieList* ties, intp n) noexcept nogil:
+    """Update query q's heap with the rows of its probed lists; returns the rows scanned.
+    ``ties`` (NULL: none): q's tie list (``heap_offer``); ``n``: the sentinel index."""
+    cdef double buf[HD_TB]
+    cdef hd_tq qr
+    cdef intp p, l, t0, t1, e, j, idx, rows = 0
+    cdef double s, bound
+    _tq_row(P, Q, q, &qr)
+    bound = reduced_bound(P, hd[0])
+    for p in range(n_probe):
+        l = probes[p]
+        if l < 0:
+            break
+        t0 = off[l]
+        e = off[l + 1]
+        rows += e - t0
+        while t0 < e:
+            t1 = t0 + HD_TB
+            if t1 > e:
+                t1 = e
+            if hd_tile(T, &qr, S, t0, t1 - t0, bound, buf):
+                t0 = t1
+                continue        # every row of the tile is beyond the k-th distance
+            for j in range(t0, t1):
+                s = buf[j - t0]
+                if s > bound:
+                    continue
+                idx = ids[j]
+                if idx == self_id:
+                    continue
+                s = _stored_true(P, Q, q, S, j, s, scratch)
+                if heap_offer(hd, hi, k, s, idx, ties, n):
+                    bound = reduced_bound(P, hd[0])
+            t0 = t1
+    return rows
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+def knn_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
+              intp[:, ::1] probes, intp k, int n_threads, self_ids=None, bint ties=False):
+    """The ``k`` nearest stored rows of each query row among the lists it probes.
+
+    ``store``, ``offsets`` and ``ids`` describe the rows list by list (see
+    ``_list_store``); query q scans the lists ``probes[q, 0], probes[q, 1], ...`` up to
+    the first -1.  ``self_ids`` (intp [n_q], optional): a stored index each query skips
+    (-1: none).  Returns ``(dist, ind, scanned)``: ``[n_q, k]`` true distances and
+    indices sorted by (distance, index) -- a query that met fewer than ``k`` rows keeps
+    ``(inf, n)`` in its last places, ``n`` the stored rows -- and the rows each query
+    scanned.  ``ties``: the lists also hold, after the k-th, every other scanned row at
+    the k-th distance, as ``knn(..., ties=True)`` (:meth:`TieLists.widen`).  Results do
+    not depend on the thread count."""
+    cdef const PlanS* P = &plan.s
+    cdef const RowsS* QS = &Q.s
+    cdef intp nq = Q.s.n, n = ids.shape[0], np_ = probes.shape[1], b0, b1, c, per = 8
+    cdef intp i, q, lo, hi_, block
+    if probes.shape[0] != nq:
+        raise ValueError("probes has %d rows for %d queries" % (probes.shape[0], nq))
+    if k < 1:
+        raise ValueError("k must be >= 1, got %d" % k)
+    cdef hd_tr S = _list_store(plan, store, n)
+    _check_lists(n, offsets, ids, probes)
+    cdef intp[::1] selfs
+    if self_ids is None:
+        selfs = np.full(max(1, nq), -1, dtype=np.intp)
+    else:
+        selfs = np.ascontiguousarray(self_ids, dtype=np.intp)
+        if selfs.shape[0] != nq:
+            raise ValueError("self_ids has %d entries for %d queries" % (selfs.shape[0], nq))
+    dist = np.full((nq, k), np.inf)
+    ind = np.full((nq, k), n, dtype=np.intp)   # sentinel index > every real index
+    scanned = np.zeros(nq, dtype=np.intp)
+    if nq == 0:
+        return dist, ind, scanned
+    cdef double[:, ::1] D = dist
+    cdef intp[:, ::1] I = ind
+    cdef intp[::1] cnt = scanned
+    cdef hd_tplan TP = _tplan(plan)
+    cdef const intp* off = &offsets[0]
+    cdef const intp* idp = &ids[0] if n else NULL
+    cdef const intp* pr = &probes[0, 0] if np_ else NULL
+    cdef intp sd = _scratch_doubles(P, QS)
+    cdef intp per_q = max(1, n * np_ // max(1, offsets.shape[0] - 1))
+    cdef TieLists tl = TieLists(nq) if ties else None
+    cdef TieList* tq = tl.t if ties else NULL
+    n_threads = _threads_for(n_threads, nq * per_q)
+    block = _region_rows(n_threads, per_q)
+    if np_ == 0:
+        finish_heaps(plan, dist, ind)
+        if ties:
+            dist, ind = tl.widen(dist, ind)
+        return dist, ind, scanned
+    # per-thread room for a row copied out of the store (``_stored_true``)
+    keep_scratch = np.empty((n_threads, sd))
+    cdef double* scratch = <double*> cnp.PyArray_DATA(keep_scratch)
+    for b0 in range(0, nq, block):
+        b1 = min(nq, b0 + block)
+        with nogil:
+            for c in prange((b1 - b0 + per - 1) // per, num_threads=n_threads,
+                            schedule="dynamic"):
+                lo = b0 + c * per
+                hi_ = min(b1, lo + per)
+                for q in range(lo, hi_):
+                    cnt[q] = _knn_probed(&TP, P, QS, q, &S, off, idp, pr + q * np_, np_,
+                                         &D[q, 0], &I[q, 0], k, selfs[q],
+                                         _mem_of(scratch, sd),
+                                         tq + q if tq != NULL else NULL, n)
+        PyErr_CheckSignals()
+    finish_heaps(plan, dist, ind)
+    if ties:
+        dist, ind = tl.widen(dist, ind)
+    return dist, ind, scanned
+
+
+cdef intp _radius_probed(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
+                         const hd_tr* S, const intp* off, const intp* ids,
+                         const intp* probes, intp n_probe, double r, double rred,
+                         intp self_id, double* scratch, Hit** out,
+                         intp* scanned) noexcept nogil:
+    """Stored rows of query q's probed lists within true distance r, sorted, into a new
+    buffer ``*out`` (freed by the caller).  Returns their count, or -1 when out of
+    memory."""
+    cdef double tb[HD_TB]
+    cdef hd_tq qr
+    cdef intp p, l, t0, t1, e, j, cap = 16, cnt = 0, rows = 0
+    cdef double d
+    cdef Hit* tmp
+    cdef Hit* buf = <Hit*> malloc(cap * sizeof(Hit))
+    out[0] = NULL
+    scanned[0] = 0
+    if buf == NULL:
+        return -1
+    _tq_row(P, Q, q, &qr)
+    for p in range(n_probe):
+        l = probes[p]
+        if l < 0:
+            break
+        t0 = off[l]
+        e = off[l + 1]
+        rows += e - t0
+        while t0 < e:
+            t1 = t0 + HD_TB
+            if t1 > e:
+                t1 = e
+            if hd_tile(T, &qr, S, t0, t1 - t0, rred, tb):
+                t0 = t1
+                continue
+            for j in range(t0, t1):
+                if tb[j - t0] > rred or ids[j] == self_id:
+                    continue
+                d = _stored_true(P, Q, q, S, j, tb[j - t0], scratch)
+                if d <= r:
+                    if cnt == cap:
+                        cap = cap * 2
+                        tmp = <Hit*> realloc(buf, cap * sizeof(Hit))
+                        if tmp == NULL:
+                            free(buf)
+                            return -1
+                        buf = tmp
+                    buf[cnt].d = d
+                    buf[cnt].j = ids[j]
+                    cnt = cnt + 1
+            t0 = t1
+    if cnt > 0:
+        qsort(buf, cnt, sizeof(Hit), _cmp_hit)
+    out[0] = buf
+    scanned[0] = rows
+    return cnt
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+def radius_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
+                 intp[:, ::1] probes, double r, int n_threads, self_ids=None):
+    """Stored rows within true distance ``r`` (inclusive) of each query row among the
+    lists it probes (arguments as for ``knn_lists``), sorted by (distance, index).
+    Returns two lists of arrays (distances, indices) and the rows each query scanned."""
+    cdef const PlanS* P = &plan.s
+    cdef const RowsS* QS = &Q.s
+    cdef intp nq = Q.s.n, n = ids.shape[0], np_ = probes.shape[1], q, b0, b1, h, cnt_q
+    cdef intp block
+    cdef double rred = reduced_radius(plan, r)
+    if probes.shape[0] != nq:
+        raise ValueError("probes has %d rows for %d queries" % (probes.shape[0], nq))
+    cdef hd_tr S = _list_store(plan, store, n)
+    _check_lists(n, offsets, ids, probes)
+    cdef intp[::1] selfs
+    if self_ids is None:
+        selfs = np.full(max(1, nq), -1, dtype=np.intp)
+    else:
+        selfs = np.ascontiguousarray(self_ids, dtype=np.intp)
+        if selfs.shape[0] != nq:
+            raise ValueError("self_ids has %d entries for %d queries" % (selfs.shape[0], nq))
+    out_d = []
+    out_i = []
+    scanned = np.zeros(nq, dtype=np.intp)
+    if nq == 0:
+        return out_d, out_i, scanned
+    cdef intp[::1] sc = scanned
+    cdef hd_tplan TP = _tplan(plan)
+    cdef const intp* off = &offsets[0]
+    cdef const intp* idp = &ids[0] if n else NULL
+    cdef const intp* pr = &probes[0, 0] if np_ else NULL
+    cdef intp sd = _scratch_doubles(P, QS)
+    cdef intp per_q = max(1, n * np_ // max(1, offsets.shape[0] - 1))
+    n_threads = _threads_for(n_threads, nq * per_q)
+    block = min(nq, _region_rows(n_threads, per_q))
+    keep_scratch = np.empty((n_threads, sd))
+    cdef double* scratch = <double*> cnp.PyArray_DATA(keep_scratch)
+    cdef Hit** bufs = <Hit**> malloc(block * sizeof(Hit*))
+    cdef intp* counts = <intp*> malloc(block * sizeof(intp))
+    if bufs == NULL or counts == NULL:
+        free(bufs)
+        free(counts)
+        raise MemoryError()
+    for q in range(block):
+        bufs[q] = NULL
+    try:
+        for b0 in range(0, nq, block):
+            b1 = min(nq, b0 + block)
+            for q in range(b1 - b0):
+                bufs[q] = NULL
+                counts[q] = 0
+            if np_:
+                with nogil:
+                    for q in prange(b0, b1, num_threads=n_threads, schedule="dynamic"):
+                        counts[q - b0] = _radius_probed(&TP, P, QS, q, &S, off, idp,
+                                                        pr + q * np_, np_, r, rred, selfs[q],
+                                                        _mem_of(scratch, sd), &bufs[q - b0],
+                                                        &sc[q])
+            for q in range(b1 - b0):
+                if counts[q] < 0:
+                    raise MemoryError("radius search ran out of memory")
+            for q in range(b1 - b0):
+                cnt_q = counts[q]
+                dq = np.empty(cnt_q)
+                iq = np.empty(cnt_q, dtype=np.intp)
+                for h in range(cnt_q):
+                    dq[h] = bufs[q][h].d
+                    iq[h] = bufs[q][h].j
+                free(bufs[q])
+                bufs[q] = NULL
+                out_d.append(dq)
+                out_i.append(iq)
+            PyErr_CheckSignals()
+    finally:
+        for q in range(block):
+            free(bufs[q])
+        free(bufs)
+        free(counts)
+    return out_d, out_i, scanned
