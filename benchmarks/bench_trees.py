@@ -21,8 +21,9 @@ C. The ``auto`` rule against measurements: 2·10^4 and 2·10^5 rows, 4-16 attrib
    the one ``auto`` picks.
 D. ``auto`` on real shapes: the census-like job (``make_census_like.py``: 40 columns, 30
    nominal with up to 50 values, 5 % missing) and synthetic ones, HEOM, HVDM, Gower and
-   Manhattan: every algorithm's time, the KD-tree pilot's fraction of rows evaluated,
-   auto's pick and its time over the best algorithm's.
+   Manhattan: every algorithm's time, the fraction of the rows a KD-tree evaluates as
+   the pilot extrapolates it (from KD-trees over samples of the rows), auto's pick and
+   its time over the best algorithm's.
 
 Run: ``python benchmarks/bench_trees.py [--quick]`` (full run: a few minutes).
 """
@@ -219,7 +220,7 @@ def census_job(n_ref, n_query, seed=7):
 
 def case_d(quick, n_jobs):
     """auto against every algorithm on real and synthetic shapes: one row per (shape,
-    metric) with each algorithm's time, the KD-tree pilot's fraction of rows evaluated,
+    metric) with each algorithm's time, the fraction of rows the pilot extrapolates,
     auto's pick and its time over the best one's."""
     n_ref, n_q = (50_000, 300) if quick else (200_000, 1000)
     k = 5

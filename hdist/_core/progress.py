@@ -9,10 +9,60 @@ of the same kernel, so the result does not depend on whether progress is shown.
 """
 from __future__ import annotations
 
+import contextlib
 import sys
+import threading
 import time
 
 import numpy as np
+
+#: the phases of a k-NN search that ``search_["phases"]`` times, in order: encoding the
+#: query rows, the "auto" rule's decision and the KD-tree it chose (when the call made
+#: them), the per-call tables (the kernels' view of the rows, the matrix-product
+#: filter's query features and the codes of missing values), the kernel pass (products,
+#: selection and exact recheck of the candidates, fused; a tree's traversal: the one
+#: parallel phase) and the heaps' final order (with the lists of rows tied with the k-th)
+PHASES = ("encode", "decide", "build", "tables", "kernel", "heaps")
+
+_timing = threading.local()
+
+
+@contextlib.contextmanager
+def timed_call():
+    """Time the phases (:func:`phase`) of the search run inside, in this thread; yields
+    the dict of seconds per phase of :data:`PHASES` (and ``total``: the whole block,
+    set on leaving it).  Nested calls (an estimator calling its index, an index its
+    metric) add to the outermost one's dict."""
+    outer = getattr(_timing, "rec", None)
+    if outer is not None:
+        yield outer
+        return
+    rec = dict.fromkeys(PHASES, 0.0)
+    _timing.rec = rec
+    t0 = time.perf_counter()
+    try:
+        yield rec
+    finally:
+        _timing.rec = None
+        rec["total"] = time.perf_counter() - t0
+
+
+@contextlib.contextmanager
+def phase(name):
+    """Add the seconds of the block to phase ``name`` of the timed call in progress in
+    this thread (nothing when none is, or inside another phase: the searches the "auto"
+    rule's pilot runs count to "decide")."""
+    rec = getattr(_timing, "rec", None)
+    if rec is None or getattr(_timing, "inside", False):
+        yield
+        return
+    _timing.inside = True
+    t0 = time.perf_counter()
+    try:
+        yield
+    finally:
+        rec[name] += time.perf_counter() - t0
+        _timing.inside = False
 
 
 class _Line:

@@ -352,7 +352,9 @@ def to_columns(X, what="X"):
             names = list(X.columns)
             if len(set(map(str, names))) != len(names):
                 raise ValueError("%s has duplicated column names: %r" % (what, names))
-            cols = [_pandas_column(str(c), X.iloc[:, i]) for i, c in enumerate(names)]
+            # (items(): a column a few times faster than X.iloc[:, i], which the
+            # per-call encoding of a short query frame would spend most of its time on)
+            cols = [_pandas_column(str(c), s) for c, s in X.items()]
             return [str(c) for c in names], cols, True
     if mod == "pandas" and type(X).__name__ == "Series":
         raise ValueError("%s must be 2-D (a table), got a pandas Series; use "

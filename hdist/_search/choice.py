@@ -8,6 +8,7 @@ fitted Metric builds over its training rows when the rule picks it.
 """
 from __future__ import annotations
 
+import math
 import time
 
 import numpy as np
@@ -23,15 +24,33 @@ AUTO_SURE_DIMS = 4
 #: with p = 1 (node bounds included, one thread, 2·10^5 rows of 16 attributes; ~17 ns for
 #: HVDM, whose table attributes' bounds cost more), brute force ~3 ns a pair in the direct
 #: tile kernel and ~1 ns with the matrix-product filter (p = 2)
-AUTO_PILOT_QUERIES = 16
+AUTO_PILOT_QUERIES = 32
 AUTO_BREAK_EVEN = {"direct": 0.3, "filter": 0.08}
 #: ... but the break-even moves with the shape (how costly a node bound and a filtered
 #: pair are): a pilot between these fractions is settled by timing the pilot queries on
 #: the KD-tree and by brute force, when the caller can (``race``).  The upper one is lower
-#: against the filter, whose fixed cost per call makes 16 queries look slow (at 43 % of
+#: against the filter, whose fixed cost per call makes a few queries look slow (at 43 % of
 #: 2·10^4 rows evaluated the race picked the tree, 4x slower on 300 queries)
 AUTO_SURE_TREE = 0.03
 AUTO_SURE_BRUTE = {"direct": 0.6, "filter": 0.25}
+#: The pilot's first KD-trees index a quarter of this many rows, then this many, drawn
+#: at random (seed 0) from the indexed ones (all of them up to this many): the
+#: evaluations of the pilot queries on the two trees give their growth with the number
+#: of rows (``e ~ n^a``, ``0 <= a <= 1``), which extrapolates them to all rows
+#: (:class:`Probe`).  Building them costs 15-30 ms, where the whole tree over 3·10^4
+#: rows of the census-like job cost 100 ms and over 2·10^5 rows 1.2 s (2 shared cores),
+#: and its pilot decided for brute force anyway: the whole tree is built once chosen
+AUTO_PILOT_ROWS = 8192
+#: ... the samples growing fourfold while the extrapolated fraction is between
+#: ``AUTO_SURE_TREE`` and ``AUTO_SURE_BRUTE`` and still falls (``a`` below this), up to
+#: this many rows (all rows when they are less than twice the next sample)
+AUTO_FLAT = 0.95
+AUTO_PILOT_MAX_ROWS = 1 << 15
+#: Metric.kneighbors / radius_neighbors answer by brute force, without deciding, until
+#: their calls have searched this many (query, row) pairs in all (0.1-0.4 s of brute
+#: force on 2 cores): the pilot (20-40 ms there, on 3·10^4 or 2·10^5 rows of the
+#: census-like job) then costs well under half of what the searches before it cost
+AUTO_DECIDE_PAIRS = 1 << 27
 #: rows per leaf of the trees the rule builds
 LEAF_SIZE = 32
 
@@ -56,6 +75,11 @@ def brute_path(plan):
     return "filter" if _gemm.eligible(plan) else "direct"
 
 
+def needs_pilot(plan, n_rows):
+    """Whether :func:`auto_choice` runs its pilot for ``n_rows`` rows of ``plan``."""
+    return n_rows >= AUTO_MIN_ROWS and search_dims(plan) > AUTO_SURE_DIMS
+
+
 def auto_choice(plan, n_rows, pilot=None, race=None):
     """``(algorithm, reason)`` that ``"auto"`` picks for ``n_rows`` indexed rows:
 
@@ -64,7 +88,9 @@ def auto_choice(plan, n_rows, pilot=None, race=None):
     - at most ``AUTO_SURE_DIMS`` search dimensions (:func:`search_dims`): KD-tree (10 to
       1000 times faster than brute force in every such measurement);
     - otherwise ``pilot()`` returns the mean number of distance evaluations of
-      ``AUTO_PILOT_QUERIES`` KD-tree queries (indexed rows), and the KD-tree is kept when
+      ``AUTO_PILOT_QUERIES`` KD-tree queries (indexed rows) over all ``n_rows`` rows,
+      measured on a tree over a sample of them and extrapolated (:class:`Probe`: no
+      tree over all rows is built to decide), and the KD-tree is kept when
       that is at most ``AUTO_BREAK_EVEN`` of the rows (by the brute force's kernel,
       :func:`brute_path`), else brute force.  How well bounds prune depends on the data's
       structure more than on its dimension (class-structured data with 12 attributes
@@ -73,7 +99,8 @@ def auto_choice(plan, n_rows, pilot=None, race=None):
     - where the pilot's fraction lies between ``AUTO_SURE_TREE`` and ``AUTO_SURE_BRUTE``
       (by the brute force's kernel)
       and ``race()`` is given, it returns the seconds the pilot queries take on the
-      KD-tree and by brute force (one thread, caches warm), and the faster one is kept.
+      KD-tree (extrapolated as the evaluations are) and by brute force (one thread,
+      caches warm), and the faster one is kept.
 
     The ball tree is never chosen: it was slower than the KD-tree in almost every measured
     case (its bounds cost a full distance to a pivot) and is not exact for every Plan.
@@ -92,14 +119,14 @@ def auto_choice(plan, n_rows, pilot=None, race=None):
     if race is not None and AUTO_SURE_TREE < frac <= AUTO_SURE_BRUTE[path]:
         t_tree, t_brute = race()
         pick = "kd_tree" if t_tree <= t_brute else "brute"
-        return pick, ("a KD-tree pilot of %d queries evaluated %.3g %% of the rows; timed, "
+        return pick, ("a KD-tree pilot of %d queries evaluates %.3g %% of the rows; timed, "
                       "they took %.3g ms on the KD-tree and %.3g ms by brute force (%s)"
                       % (AUTO_PILOT_QUERIES, 100 * frac, 1e3 * t_tree, 1e3 * t_brute,
                          brute_path(plan)))
     pick = "kd_tree" if frac <= limit else "brute"
     against = {"filter": "brute force with the matrix-product filter",
                "direct": "brute force with the direct kernel"}[path]
-    return pick, ("a KD-tree pilot of %d queries evaluated %.3g %% of the rows (%s "
+    return pick, ("a KD-tree pilot of %d queries evaluates %.3g %% of the rows (%s "
                   "%.3g %%, the break-even against %s)"
                   % (AUTO_PILOT_QUERIES, 100 * frac, "<=" if pick == "kd_tree" else ">",
                      100 * limit, against))
@@ -164,17 +191,82 @@ class KDTree:
         return _trees.radius(*self._args(cq), r, reduced_radius(self.plan.cplan, r), threads,
                              exclude_self, None)
 
-    def pilot(self):
-        """Mean distance evaluations of the pilot's queries (``auto_choice``)."""
+
+class Probe:
+    """The ``"auto"`` rule's pilot over the indexed ``rows`` (``crows``: their kernel view,
+    or None): KD-trees over growing random samples of them (seed 0), a tree over all
+    rows only when they are less than twice the next sample.
+
+    The pilot queries are rows of the first sample (``AUTO_PILOT_ROWS / 4`` rows), so of
+    every later one.  A sample four times larger is drawn while the fraction the
+    evaluations extrapolate to (:meth:`evaluations`) lies between ``AUTO_SURE_TREE`` and
+    ``AUTO_SURE_BRUTE`` and still falls with the rows (``a < AUTO_FLAT``), up to
+    ``AUTO_PILOT_MAX_ROWS`` rows: pruning can set in late (uniform values of 12
+    attributes: 42 % of the rows extrapolated from 2·10^3 and 8·10^3 rows, 6.5 %
+    evaluated by the tree over 2·10^5).
+    ``pilot_rows`` counts the rows the pilot's trees index, ``tree`` is the last one
+    (over all rows when ``full``)."""
+
+    def __init__(self, plan, rows, crows=None):
         from .._kernels import CRows
-        n = self.rows.n
-        q = self.rows.take(pilot_queries(n))
-        return float(np.mean(self.knn(CRows(q), min(5, n), 1)[2]))
+        n = rows.n
+        self.plan, self.rows, self.crows = plan, rows, crows
+        self.n, self.k = n, min(5, n)
+        self.order = np.random.default_rng(0).permutation(n) if n > AUTO_PILOT_ROWS \
+            else None
+        first = n if self.order is None else AUTO_PILOT_ROWS // 4
+        self.tree = self._tree(first)
+        q = pilot_queries(first)
+        self.queries = rows.take(q if self.order is None else np.sort(self.order[:first])[q])
+        self._cq = CRows(self.queries)
+        self._scale = None
+
+    def _tree(self, size):
+        """A KD-tree over ``size`` rows: all of them, or the first ``size`` of ``order``."""
+        from .._kernels import CRows
+        self.full = size >= self.n
+        if self.full:
+            sub = self.rows
+            crows = self.crows if self.crows is not None else CRows(sub)
+        else:
+            sub = self.rows.take(np.sort(self.order[:size]))
+            crows = CRows(sub)
+        self.pilot_rows = getattr(self, "pilot_rows", 0) + sub.n
+        return KDTree(self.plan, sub, crows)
+
+    def _mean(self, tree):
+        return float(np.mean(tree.knn(self._cq, self.k, 1)[2]))
+
+    def evaluations(self):
+        """Mean distance evaluations of the pilot queries on a KD-tree over all rows
+        (measured when :attr:`tree` holds them all, else extrapolated from the last two
+        samples: ``e ~ rows^a``, ``a`` clipped to [0, 1], at least as many evaluations
+        and at most the same fraction as the rows grow)."""
+        e = self._mean(self.tree)
+        self._scale = 1.0
+        while not self.full:
+            s0, e0 = self.tree.rows.n, e
+            size = 4 * s0
+            self.tree = self._tree(size if 2 * size < self.n else self.n)
+            e = self._mean(self.tree)
+            if self.full:
+                return e
+            a = math.log(max(e, 1.0) / max(e0, 1.0)) / math.log(self.tree.rows.n / s0)
+            a = min(1.0, max(0.0, a))
+            self._scale = (self.n / self.tree.rows.n) ** a
+            pred = min(float(self.n), e * self._scale)
+            frac = pred / self.n
+            if frac <= AUTO_SURE_TREE or frac > AUTO_SURE_BRUTE[brute_path(self.plan)] \
+                    or a >= AUTO_FLAT or 4 * self.tree.rows.n > AUTO_PILOT_MAX_ROWS:
+                return pred
+        return e
 
     def race(self, brute):
-        """``race`` of the pilot's queries on this tree and by ``brute(rows, k)``."""
-        from .._kernels import CRows
-        n = self.rows.n
-        q = self.rows.take(pilot_queries(n))
-        cq = CRows(q)
-        return race(lambda: self.knn(cq, min(5, n), 1), lambda: brute(q, min(5, n)))
+        """``race`` of the pilot queries on the last pilot tree, scaled as
+        :meth:`evaluations` scales their evaluations, and by ``brute(rows, k)`` over all
+        rows."""
+        if self._scale is None:
+            self.evaluations()
+        t_tree, t_brute = race(lambda: self.tree.knn(self._cq, self.k, 1),
+                               lambda: brute(self.queries, self.k))
+        return t_tree * self._scale, t_brute

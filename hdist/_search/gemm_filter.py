@@ -489,35 +489,39 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
     ``cache`` (a dict kept by the caller for a fixed reference set ``R``) keeps the
     reference side's features between calls.  ``ties``: the lists also hold every other
     row at the k-th distance (``hdist._kernels.TieLists.widen``), found by the same pass."""
-    F = _prepare(plan, Q, R, {} if cache is None else cache, r_chunk, dtype)
-    if F is None:
-        return None
+    from .._core.progress import phase
     from .._kernels import GemmKnnSelect, TieLists, finish_heaps
-    nq, nr = Q.n, R.n
-    HD = np.full((nq, k), np.inf)
-    HI = np.full((nq, k), nr, dtype=np.intp)
-    cplan = plan.cplan
-    tl = TieLists(nq) if ties else None
-    # the arguments are checked once; each tile then costs one short call, the GIL
-    # released while its rows are selected
-    sel = GemmKnnSelect(cplan, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD, HI, F.eps,
-                        F.Xg.dtype, exclude_self, 0, ties=tl, **F.extra())
+    with phase("tables"):
+        F = _prepare(plan, Q, R, {} if cache is None else cache, r_chunk, dtype)
+        if F is None:
+            return None
+        nq, nr = Q.n, R.n
+        HD = np.full((nq, k), np.inf)
+        HI = np.full((nq, k), nr, dtype=np.intp)
+        cplan = plan.cplan
+        tl = TieLists(nq) if ties else None
+        # the arguments are checked once; each tile then costs one short call, the GIL
+        # released while its rows are selected
+        sel = GemmKnnSelect(cplan, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD, HI, F.eps,
+                            F.Xg.dtype, exclude_self, 0, ties=tl, **F.extra())
     if F.Yp is not None:
-        sel.search(F.Xg, F.Yp, n_threads, q_block or 0, r_tile or 0)
+        with phase("kernel"):
+            sel.search(F.Xg, F.Yp, n_threads, q_block or 0, r_tile or 0)
+    else:
+        select = sel.tile
+        q_block = q_block or 512
+        r_tile = r_tile or 512
+
+        def run(q0, q1, stop):
+            # chunks touch disjoint heap rows, so they run in parallel threads
+            for a0, r0, G in _tiles(F, nr, q0, q1, q_block, r_tile, stop):
+                select(G, a0, r0)
+
+        with phase("kernel"):
+            _in_threads(nq, n_threads, run)
+    with phase("heaps"):
         finish_heaps(cplan, HD, HI)
         return tl.widen(HD, HI) if ties else (HD, HI)
-    select = sel.tile
-    q_block = q_block or 512
-    r_tile = r_tile or 512
-
-    def run(q0, q1, stop):
-        # chunks touch disjoint heap rows, so they run in parallel threads
-        for a0, r0, G in _tiles(F, nr, q0, q1, q_block, r_tile, stop):
-            select(G, a0, r0)
-
-    _in_threads(nq, n_threads, run)
-    finish_heaps(cplan, HD, HI)
-    return tl.widen(HD, HI) if ties else (HD, HI)
 
 
 def radius(plan, Q, R, cQ, cR, r, n_threads, exclude_self=False, self_offset=0,

@@ -29,7 +29,8 @@ from .._core.plan import IGNORE
 from .._core.schema import NotFittedError
 from . import ivf as _ivf
 from .choice import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa: F401
-                      AUTO_SURE_DIMS, auto_algorithm, auto_choice, pilot_queries, race)
+                      AUTO_SURE_DIMS, Probe, auto_algorithm, auto_choice, pilot_queries,
+                      race)
 from .._core.threads import built_once, effective_n_jobs
 from .metric import Metric, _check_k, _check_number, search_record
 
@@ -237,7 +238,10 @@ class NeighborsIndex:
         Which path the last search ran: ``algorithm``, ``path`` ("kd_tree",
         "ball_tree", "ivf", or for brute force "filter" / "direct"), ``threads``,
         ``why``; for ``"ivf"`` also ``n_probe``, ``lists_probed`` and ``rows_scanned``
-        (means per query) and ``lists_probed_per_query``, ``rows_scanned_per_query``.
+        (means per query) and ``lists_probed_per_query``, ``rows_scanned_per_query``;
+        after :meth:`kneighbors` also ``phases``, the call's seconds per phase:
+        ``encode``, ``decide``, ``build``, ``tables``, ``kernel`` (the only parallel one),
+        ``heaps`` and ``total`` (:data:`hdist._core.progress.PHASES`, docs/api.md).
     n_lists_, n_probe_ : int
         ``"ivf"``: lists built, and lists probed per query (settable, at most
         ``n_lists_``).
@@ -356,7 +360,9 @@ class NeighborsIndex:
         plan = self.metric_.plan_
         if self.algorithm == "auto":
             self._auto_n = n
+            self._probe = None
             algo, self._why = auto_choice(plan, n, lambda: self._pilot(progress), self._race)
+            self._probe = None
             return algo
         if self.algorithm == "ball_tree":
             reason = ball_tree_refusal(plan, self._rows, self.metric_.schema_.names_)
@@ -366,22 +372,19 @@ class NeighborsIndex:
         return self.algorithm
 
     def _pilot(self, progress=None):
-        """Mean distance evaluations of KD-tree queries for a few indexed rows (the tree
-        built here is kept if the KD-tree is chosen)."""
-        self.algorithm_ = "kd_tree"
-        self._build(progress)
-        n = self._rows.n
-        self._knn(self._rows.take(pilot_queries(n)), min(5, n), False, 1)
-        return float(np.mean(self.n_distance_evaluations_))
+        """Mean distance evaluations of KD-tree queries for a few indexed rows, on a tree
+        over all of them: measured on the pilot's trees over a sample of the rows and
+        extrapolated (:class:`hdist._search.choice.Probe`).  ``progress`` is not used:
+        the pilot's trees take milliseconds."""
+        self._probe = Probe(self.metric_.plan_, self._rows, self._crows())
+        return self._probe.evaluations()
 
     def _race(self):
-        """Seconds of the pilot's queries on the KD-tree the pilot built and by brute
-        force (``hdist._search.race``)."""
-        n = self._rows.n
-        q = self._rows.take(pilot_queries(n))
+        """Seconds of the pilot's queries on the KD-tree (``Probe.race``) and by brute
+        force over the indexed rows (``hdist._search.race``)."""
         brute = self.metric_._knn_rows
-        return race(lambda: self._knn(q, min(5, n), False, 1),
-                    lambda: brute(q, min(5, n), False, 1, R=self._rows, cR=self._crows()))
+        return self._probe.race(lambda q, k: brute(q, k, False, 1, R=self._rows,
+                                                   cR=self._crows()))
 
     def _build(self, progress=None):
         self._drop_caches()
@@ -702,7 +705,14 @@ class NeighborsIndex:
 
     def _kneighbors(self, Q, k, exclude_self=False, n_jobs=None, progress=None, ties=False):
         """``kneighbors``'s ``(dist, ind)``; ``ties`` as for :meth:`hdist.Metric._kneighbors`
-        (every row tied with the k-th listed after it, by the same search)."""
+        (every row tied with the k-th listed after it, by the same search).  The phases
+        of the call are timed into ``search_["phases"]``."""
+        with _progress.timed_call() as phases:
+            out = self._kneighbors_timed(Q, k, exclude_self, n_jobs, progress, ties)
+        self.search_["phases"] = phases
+        return out
+
+    def _kneighbors_timed(self, Q, k, exclude_self, n_jobs, progress, ties):
         self._check_current()
         rows = self._query_rows(Q, exclude_self)
         k = _check_k(k, self._rows.n - (1 if exclude_self else 0))
@@ -727,8 +737,9 @@ class NeighborsIndex:
         n = self._rows.n
         if self.algorithm_ == "ivf":
             self_ids = np.arange(n, dtype=np.intp) if exclude_self else None
-            d, i, scanned, probed = _ivf.knn(self, self._lists, rows, k, self._n_probe,
-                                             self_ids, threads, ties)
+            with _progress.phase("kernel"):
+                d, i, scanned, probed = _ivf.knn(self, self._lists, rows, k, self._n_probe,
+                                                 self_ids, threads, ties)
             self._ivf_record(threads, scanned, probed)
             return d, i
         if self.algorithm_ == "brute":
@@ -738,8 +749,10 @@ class NeighborsIndex:
                                                    dtype=np.intp)
         else:
             from .._kernels import trees as _trees
-            d, i, cnt = _trees.knn(*self._tree_args(rows), k, threads, exclude_self,
-                                   self._two_sided(rows), ties=ties)
+            with _progress.phase("tables"):
+                args, two = self._tree_args(rows), self._two_sided(rows)
+            with _progress.phase("kernel"):
+                d, i, cnt = _trees.knn(*args, k, threads, exclude_self, two, ties=ties)
             self.n_distance_evaluations_ = cnt
         self.search_ = search_record(self.algorithm_, getattr(self, "_why", ""), threads,
                                      getattr(self.metric_, "_brute_path", None))

@@ -609,8 +609,9 @@ class Metric:
     def encode(self, X, unseen=None, what="X"):
         """Rows of ``X`` encoded for the kernels (:class:`hdist._core.plan.Rows`)."""
         self._check_fitted()
-        cont, nom = self.schema_.encode(X, unseen=unseen, what=what)
-        return self.plan_.encode(cont, nom)
+        with _progress.phase("encode"):
+            cont, nom = self.schema_.encode(X, unseen=unseen, what=what)
+            return self.plan_.encode(cont, nom)
 
     def pairwise(self, X, Y=None, *, out=None, n_jobs=None, reduced=False, progress=None):
         """Distance matrix ``D[i, j] = d(X_i, Y_j)`` (``Y=None``: X against itself, each
@@ -679,7 +680,9 @@ class Metric:
         skips training row ``i`` for query row ``i`` (``Q`` must then be the training
         rows).  ``progress``: ``True`` (a tqdm
         bar) or a callable receiving ``(done, total)`` query rows after each block of
-        queries, and a final ``(total, total)`` (docs/api.md, "Progress")."""
+        queries, and a final ``(total, total)`` (docs/api.md, "Progress").  Afterwards
+        ``search_`` says which search ran and why, and ``search_["phases"]`` the call's
+        seconds per phase (:func:`search_record`; docs/api.md)."""
         d, i = self._kneighbors(Q, k, exclude_self, n_jobs, progress)
         return (d, i) if return_distance else i
 
@@ -687,7 +690,14 @@ class Metric:
         """``kneighbors``'s ``(dist, ind)``; with ``ties`` each list also holds, after its
         k-th place, every other training row at the k-th distance (in index order, at
         that distance; shorter lists padded with ``inf`` and index 0), found by the same
-        search (the votes of ``ties="include"``, :mod:`hdist._search.votes`)."""
+        search (the votes of ``ties="include"``, :mod:`hdist._search.votes`).  The
+        phases of the call are timed into ``search_["phases"]``."""
+        with _progress.timed_call() as phases:
+            out = self._kneighbors_timed(Q, k, exclude_self, n_jobs, progress, ties)
+        self.search_["phases"] = phases
+        return out
+
+    def _kneighbors_timed(self, Q, k, exclude_self, n_jobs, progress, ties):
         self._check_fitted()
         rows = self._queries(Q)
         k = _check_k(k, self.n_train_ - (1 if exclude_self else 0))
@@ -696,14 +706,15 @@ class Metric:
                              " got %d" % (self.n_train_, rows.n))
         from .._kernels import CRows
         threads = effective_n_jobs(n_jobs)
-        algo, tree, why = self._search()
+        algo, tree, why = self._search(rows.n * self.n_train_)
         state = self._fitted()
 
         def search(part, kk, excl):
             if tree is None:
                 return self._knn_rows(part, kk, excl, threads, ties=ties)
             cq = state.crows() if part is state.train else CRows(part)
-            return tree.knn(cq, kk, threads, excl, ties)[:2]
+            with _progress.phase("kernel"):
+                return tree.knn(cq, kk, threads, excl, ties)[:2]
         report = _progress.reporter(progress, rows.n, "kneighbors")
         if report is None:
             d, i = search(rows, k, bool(exclude_self))
@@ -713,10 +724,14 @@ class Metric:
         self._record_search(algo, why, threads)
         return d, i
 
-    def _search(self):
+    def _search(self, pairs=None):
         """``(algorithm, tree, reason)``: the search :class:`hdist.NeighborsIndex`'s
         ``"auto"`` rule picks for the training rows (``hdist._search.auto_choice``: brute
-        force, or a KD-tree built here), decided once per fit."""
+        force, or a KD-tree built here), decided once per fit.  ``pairs``: the (query,
+        row) pairs the caller is about to search; where the rule needs its pilot
+        (``hdist._search.choice.Probe``) the calls are answered by brute force, undecided,
+        until they have searched ``AUTO_DECIDE_PAIRS`` in all, so that deciding never
+        costs a small call more than it costs to answer."""
         state = self._fitted()
         if state.search is not None:
             return state.search
@@ -724,18 +739,28 @@ class Metric:
             if state.search is not None:
                 return state.search
             from . import choice as _search
-            built = {}
+            n = state.train.n
+            if pairs is not None and _search.needs_pilot(state.plan, n):
+                state.searched += int(pairs)
+                if state.searched < _search.AUTO_DECIDE_PAIRS:
+                    return "brute", None, (
+                        "brute force until the searches have covered %d pairs (%d so far),"
+                        " when the rule's pilot decides" % (_search.AUTO_DECIDE_PAIRS,
+                                                           state.searched))
+            probe = []
 
             def pilot():
-                built["tree"] = _search.KDTree(state.plan, state.train, state.crows())
-                return built["tree"].pilot()
-            algo, why = _search.auto_choice(
-                state.plan, state.train.n, pilot,
-                lambda: built["tree"].race(lambda q, k: self._knn_rows(q, k, False, 1)))
+                probe.append(_search.Probe(state.plan, state.train, state.crows()))
+                return probe[0].evaluations()
+            with _progress.phase("decide"):
+                algo, why = _search.auto_choice(
+                    state.plan, n, pilot,
+                    lambda: probe[0].race(lambda q, k: self._knn_rows(q, k, False, 1)))
             tree = None
             if algo == "kd_tree":
-                tree = built.get("tree") or _search.KDTree(state.plan, state.train,
-                                                           state.crows())
+                with _progress.phase("build"):
+                    tree = probe[0].tree if probe and probe[0].full else \
+                        _search.KDTree(state.plan, state.train, state.crows())
             state.search = (algo, tree, why)
             return state.search
 
@@ -767,7 +792,8 @@ class Metric:
         state = self._fitted()
         if R is None:
             R, cR = state.train, state.crows()
-        cQ = CRows(rows)
+        with _progress.phase("tables"):
+            cQ = CRows(rows)
         if self._use_filter(rows, R, method):
             cache = state.gemm_cache if R is state.train else cache
             res = _gemm.knn(state.plan, rows, R, cQ, cR, k, threads, exclude_self, cache=cache,
@@ -781,7 +807,9 @@ class Metric:
                    "the direct kernel (under %d pairs or 16 queries: no matrix-product "
                    "filter)" % self._GEMM_MIN_PAIRS)
         self._brute_path = ("direct", why)
-        return knn(state.plan.cplan, cQ, cR, k, threads, exclude_self=exclude_self, ties=ties)
+        with _progress.phase("kernel"):
+            return knn(state.plan.cplan, cQ, cR, k, threads, exclude_self=exclude_self,
+                       ties=ties)
 
     def _radius_rows(self, rows, r, exclude_self, threads, self_offset=0, method="auto",
                      R=None, cR=None, cache=None):
@@ -818,7 +846,7 @@ class Metric:
         from .._kernels import CRows
         threads = effective_n_jobs(n_jobs)
         state = self._fitted()
-        algo, tree, why = self._search()
+        algo, tree, why = self._search(rows.n * self.n_train_)
         dl, il = [], []
         report = _progress.reporter(progress, rows.n, "radius_neighbors")
         whole = report is None          # one block, as one kernel call
@@ -1179,8 +1207,10 @@ class FitState:
         self.unseen = unseen
         self._crows = None
         self.gemm_cache = {}
-        # (algorithm, KD-tree or None, reason) of Metric._search, made on first use
+        # (algorithm, KD-tree or None, reason) of Metric._search, made on first use, and
+        # the pairs searched by brute force before it was made
         self.search = None
+        self.searched = 0
         self.lock = threading.RLock()
 
     def crows(self):
@@ -1280,7 +1310,8 @@ def search_record(algo, why, threads, brute_path=None):
     ``algorithm`` ("brute", "kd_tree", "ball_tree", "ivf"), ``path`` (the algorithm, or for
     brute force "filter" when the matrix-product filter ran and "direct" for the tile
     kernel alone), ``threads``, and ``why`` in words.  ``brute_path``: (path, reason) of
-    the brute force's last call."""
+    the brute force's last call.  A k-NN call adds ``phases`` (seconds per phase of
+    :data:`hdist._core.progress.PHASES`, and ``total``)."""
     path = algo
     if algo == "brute":
         path, detail = brute_path or ("direct", "")

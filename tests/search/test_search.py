@@ -45,7 +45,10 @@ def even_race(monkeypatch):
     monkeypatch.setattr(hdist._search.index, "race", even)
 
 
-def test_metric_uses_the_index_choice(even_race):
+def test_metric_uses_the_index_choice(even_race, monkeypatch):
+    # the Metric decides on its first call however small (its rule otherwise waits for
+    # AUTO_DECIDE_PAIRS pairs: test_small_calls_wait_for_the_decision)
+    monkeypatch.setattr(hdist._search.choice, "AUTO_DECIDE_PAIRS", 0)
     seen = set()
     for metric, X, y, Q in _cases():
         metric.fit(X, y)
@@ -53,7 +56,6 @@ def test_metric_uses_the_index_choice(even_race):
         algo = metric.search_["algorithm"]
         idx = NeighborsIndex(metric).fit()
         assert algo == idx.algorithm_
-        # (the pilot switches the index it runs on to a KD-tree: a separate one)
         assert auto_algorithm(metric.plan_, len(X), NeighborsIndex(metric).fit()._pilot) \
             == algo
         seen.add(algo)
@@ -107,3 +109,79 @@ def test_search_says_which_path_ran():
     # a new fit forgets the last search
     low.fit(U[:, :2])
     assert not hasattr(low, "search_")
+
+
+@pytest.fixture
+def tree_builds(monkeypatch):
+    """The number of rows of every tree built (``hdist._kernels.trees.build``)."""
+    from hdist._kernels import trees as _trees
+    built = []
+    real = _trees.build
+
+    def build(kind, cplan, crows, *args, **kw):
+        built.append(crows.n)
+        return real(kind, cplan, crows, *args, **kw)
+    monkeypatch.setattr(_trees, "build", build)
+    return built
+
+
+def test_the_pilot_builds_no_tree_over_all_rows(tree_builds, monkeypatch):
+    """Where the KD-tree prunes nothing (16 uniform attributes, as the 40 of the
+    census-like job), the rule decides on trees over samples of the rows: no tree over
+    all of them is built before (or after) the first answer, by the index or the Metric."""
+    from hdist._search.choice import AUTO_PILOT_ROWS
+    n = 3 * AUTO_PILOT_ROWS
+    X = np.random.default_rng(5).random((n, 16))
+    metric = Metric("manhattan").fit(X)
+    idx = NeighborsIndex(metric).fit()
+    assert idx.algorithm_ == "brute"
+    assert tree_builds and max(tree_builds) <= AUTO_PILOT_ROWS
+    del tree_builds[:]
+    monkeypatch.setattr(hdist._search.choice, "AUTO_DECIDE_PAIRS", 0)
+    d, i = metric.kneighbors(X[:40] + 0.01, 5)
+    assert metric.search_["algorithm"] == "brute" and "pilot" in metric.search_["why"]
+    assert tree_builds and max(tree_builds) <= AUTO_PILOT_ROWS
+    d0, i0 = brute_index(metric).kneighbors(X[:40] + 0.01, 5)
+    assert np.array_equal(d, d0) and np.array_equal(i, i0)
+
+
+def test_small_calls_wait_for_the_decision(tree_builds, even_race, monkeypatch):
+    """Metric calls searching fewer pairs than AUTO_DECIDE_PAIRS in all are answered by
+    brute force without the pilot; the call that reaches it decides, once."""
+    monkeypatch.setattr(hdist._search.choice, "AUTO_DECIDE_PAIRS", 4000 * 60)
+    metric, S, _, Q = _cases()[2]          # a KD-tree by the pilot
+    metric.fit(S)
+    ref = brute_index(metric).kneighbors(Q, 4)
+    for _ in range(2):                      # 2 x 25 queries of 4000 rows
+        res = metric.kneighbors(Q, 4)
+        assert metric.search_["algorithm"] == "brute" and "so far" in metric.search_["why"]
+        assert all(np.array_equal(a, b) for a, b in zip(res, ref))
+    assert not tree_builds
+    res = metric.kneighbors(Q, 4)
+    assert metric.search_["algorithm"] == "kd_tree" and tree_builds
+    assert metric.search_["phases"]["decide"] > 0
+    assert all(np.array_equal(a, b) for a, b in zip(res, ref))
+    n_builds = len(tree_builds)
+    metric.kneighbors(Q, 4)
+    assert len(tree_builds) == n_builds and metric.search_["phases"]["decide"] == 0
+
+
+def test_search_times_its_phases():
+    """``search_["phases"]``: seconds of each phase of the last k-NN call, none negative,
+    their sum within the call's total."""
+    from hdist._core.progress import PHASES
+    X, Q, y, nom = mixed_data(9, 3000, 40, n_cont=3, n_nom=3, p_missing=0.1)
+    metric = Metric("hvdm", nominal=nom).fit(X, y)
+    for algo in ("brute", "kd_tree", "ivf"):
+        idx = NeighborsIndex(metric, algorithm=algo).fit()
+        for kw in ({}, {"progress": lambda a, b: None}):
+            idx.kneighbors(Q, 5, **kw)
+            ph = idx.search_["phases"]
+            assert set(ph) == set(PHASES) | {"total"}
+            assert all(v >= 0 for v in ph.values())
+            assert ph["kernel"] > 0 and ph["encode"] > 0
+            assert sum(ph[p] for p in PHASES) <= ph["total"] + 1e-9
+    metric.kneighbors(Q, 5)
+    ph = metric.search_["phases"]
+    assert set(ph) == set(PHASES) | {"total"} and ph["kernel"] > 0
+    assert sum(ph[p] for p in PHASES) <= ph["total"] + 1e-9
