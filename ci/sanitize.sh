@@ -74,14 +74,15 @@ fi
 
 # -- run ------------------------------------------------------------------------------
 print_versions "$PY"
-# the kernels (every brute-force path and the matrix-product filter), the trees, and the
-# robustness suites that feed them hostile inputs, threads and signals
+# the kernels (every brute-force path, the matrix-product filter and the inverted lists'
+# scan), the trees, and the robustness suites that feed them hostile inputs, threads and
+# signals
 TESTS=(tests/kernels/test_foundation.py tests/kernels/test_gemm_tiles.py
        tests/kernels/test_trees.py tests/kernels/test_tile.py tests/kernels/test_extreme_p.py
        tests/kernels/test_tile_ignore.py tests/kernels/test_power.py
        tests/kernels/test_memory.py tests/kernels/test_pam.py
        tests/search/test_gemm.py tests/search/test_ties.py tests/search/test_concurrency.py
-       tests/search/test_properties.py tests/faces/test_bad_input.py)
+       tests/search/test_properties.py tests/search/test_ivf.py tests/faces/test_bad_input.py)
 if [ -n "${SANITIZE_TESTS:-}" ]; then
   read -ra TESTS <<<"$SANITIZE_TESTS"
 fi
