@@ -41,7 +41,10 @@ Run alone on the machine (``flock /work/bench.lock`` where several people share 
     python benchmarks/bench_ann.py [--rows 1000000] [--queries 10000] [--quick]
                                    [--plot docs/ann_recall.png]
 
-``--quick``: 10**5 rows, 2 000 queries.  Peers that are not installed are skipped with a
+``--quick``: 10**5 rows, 2 000 queries.  ``--profiles P``: the rows drawn around P
+profiles (records of a kind resembling each other, as census records do; see
+``make_census_like.codes``) instead of every column on its own -- data with neighbour
+structure, which the default table lacks.  Peers that are not installed are skipped with a
 message (``pip install -e ".[bench]"`` installs them).
 """
 from __future__ import annotations
@@ -678,8 +681,13 @@ def main(argv=None):
                     help="where to save the recall-speed plot ('' for none)")
     ap.add_argument("--no-tracemalloc", action="store_true",
                     help="measure the build's memory by the resident set only")
+    ap.add_argument("--profiles", type=int, default=0,
+                    help="rows drawn around this many profiles (make_census_like.codes; "
+                         "0: every column drawn on its own, the default)")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    if args.profiles < 0:
+        ap.error("--profiles must be >= 0")
     n = args.rows or (100_000 if args.quick else 1_000_000)
     nq = args.queries or (2_000 if args.quick else 10_000)
     cases = [c for c in args.cases.split(",") if c]
@@ -689,7 +697,10 @@ def main(argv=None):
     wanted = set(args.peers.split(",")) - {"none", ""}
     if wanted - set(PEERS):
         ap.error("unknown peer(s) %s" % ", ".join(sorted(wanted - set(PEERS))))
-    print("approximate 10-NN, census-like data: %d reference rows, %d queries" % (n, nq))
+    shape = ("rows around %d profiles" % args.profiles if args.profiles
+             else "columns drawn independently")
+    print("approximate 10-NN, census-like data (%s): %d reference rows, %d queries"
+          % (shape, n, nq))
     start_load = load()
     print("nproc %d; %s" % (os.cpu_count(), start_load))
     print("machine: %s, %s, %.0f GiB" % (cpu_name(), platform.platform(),
@@ -702,8 +713,8 @@ def main(argv=None):
     for key in cases:
         missing = CASES[key][1]
         if missing not in data:
-            X, y = codes(n, args.seed, missing)
-            Q, _ = codes(nq, args.seed + 1, missing)
+            X, y = codes(n, args.seed, missing, args.profiles)
+            Q, _ = codes(nq, args.seed + 1, missing, args.profiles)
             data[missing] = (X, y, Q)
     tables, curves = [], {}
     for key in cases:
@@ -711,8 +722,8 @@ def main(argv=None):
     ratios(tables)
     if args.plot:
         plot(curves, tables, args.plot,
-             "census-like data, %d reference rows, %d queries, 10-NN; %s, nproc %d, %s "
-             "at the start" % (n, nq, cpu_name(), os.cpu_count(), start_load))
+             "census-like data (%s), %d reference rows, %d queries, 10-NN; %s, nproc %d, "
+             "%s at the start" % (shape, n, nq, cpu_name(), os.cpu_count(), start_load))
     print("\ntotal %.0f s; %s" % (time.perf_counter() - t0, load()))
 
 

@@ -133,3 +133,26 @@ def test_numba_gower_is_the_reference(tables):
     got = np.array([[gower(q, x) for x in G[:50]] for q in Gq])
     ind = np.tile(np.arange(50), (len(Q), 1))
     np.testing.assert_allclose(got, mod.gower_pairs(G, Gq, ind), rtol=1e-12, atol=1e-15)
+
+
+def test_profiles_give_rows_of_a_kind(tables):
+    """make_census_like.codes(profiles=P): without profiles the draws are those of the
+    table as it always was; with them, most nominal cells of a row equal those of another
+    row of its kind, and the same seed and P give the same rows."""
+    mod = tables[0]
+    base, y0 = mod.codes(500, 3, 0.05)
+    same, y1 = mod.codes(500, 3, 0.05, 0)
+    assert np.array_equal(base, same, equal_nan=True) and np.array_equal(y0, y1)
+    X, _ = mod.codes(500, 3, 0.0, 20)
+    again, _ = mod.codes(500, 3, 0.0, 20)
+    assert np.array_equal(X, again)
+    nom = slice(0, mod.N_NOMINAL)
+
+    def nearest_match(A):
+        agree = (A[:, None, nom] == A[None, :, nom]).mean(axis=2)
+        np.fill_diagonal(agree, 0.0)
+        return agree.max(axis=1).mean()
+    # each row shares most nominal values with its closest row of the same kind; the
+    # independent draws of the plain table share far fewer
+    assert nearest_match(X) > 0.75
+    assert nearest_match(mod.codes(500, 3, 0.0)[0]) < nearest_match(X) - 0.1
