@@ -32,9 +32,10 @@ test_installed() {
   local env=$1 src=$2 run=$3 where
   cp -R "$src/tests" "$run/tests"
   # tests/test_examples_*.py run the examples beside them; test_cluster.py makes its
-  # census-like rows with benchmarks/make_census_like.py
+  # census-like rows with benchmarks/make_census_like.py, test_bench_ann.py runs
+  # benchmarks/bench_ann.py (with the helpers it imports from its folder) on a small table
   cp -R "$src/examples" "$run/examples"
-  mkdir "$run/benchmarks" && cp "$src/benchmarks/make_census_like.py" "$run/benchmarks/"
+  cp -R "$src/benchmarks" "$run/benchmarks"
   # pyproject.toml for pytest's settings alone (deprecation warnings are errors)
   cp "$src/pyproject.toml" "$run/"
   where=$(cd "$run" && "$env/bin/python" -c \
