@@ -534,7 +534,8 @@ def hdist_ivf(table, metric, X, Q, d_exact, args):
         return "%.0f rows scanned (%.2f %%)" % (rows, 100.0 * rows / index.n_train_)
 
     run_sweep(table, "hdist ivf", "n_probe=%d", search,
-              sorted(set(powers_of_two(index.n_lists_)) | {index.n_probe_}),
+              sorted(set(powers_of_two(index.n_lists_)) | {index.n_probe_}
+                     | {p for p in args.n_probe if p <= index.n_lists_}),
               lambda ind: found["d"][:len(ind)], d_exact, len(Q),
               t_build, "", args, scanned)
     return index.n_lists_
@@ -684,8 +685,17 @@ def main(argv=None):
     ap.add_argument("--profiles", type=int, default=0,
                     help="rows drawn around this many profiles (make_census_like.codes; "
                          "0: every column drawn on its own, the default)")
+    ap.add_argument("--n-probe", default="",
+                    help="comma-separated n_probe values hdist ivf's sweep adds to its "
+                         "powers of two and its default")
     ap.add_argument("--seed", type=int, default=0)
     args = ap.parse_args(argv)
+    try:
+        args.n_probe = sorted({int(v) for v in args.n_probe.split(",") if v.strip()})
+    except ValueError:
+        ap.error("--n-probe takes comma-separated integers, got %r" % args.n_probe)
+    if any(p < 1 for p in args.n_probe):
+        ap.error("--n-probe values must be >= 1")
     if args.profiles < 0:
         ap.error("--profiles must be >= 0")
     n = args.rows or (100_000 if args.quick else 1_000_000)
