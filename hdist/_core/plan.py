@@ -92,6 +92,12 @@ class Rows:
         return Rows(len(idx), self.c[idx], self.cpen[idx], self.o[idx], self.t[idx],
                     self.e[idx])
 
+    def block(self, a, b):
+        """Rows ``a .. b - 1`` as views of these arrays (no copy; row slices of
+        C-contiguous arrays stay C-contiguous)."""
+        return Rows(b - a, self.c[a:b], self.cpen[a:b], self.o[a:b], self.t[a:b],
+                    self.e[a:b])
+
     def concat(self, other):
         return Rows(self.n + other.n, np.vstack([self.c, other.c]),
                     np.vstack([self.cpen, other.cpen]), np.vstack([self.o, other.o]),

@@ -146,12 +146,6 @@ class Lists:
         self._derived = None
 
 
-def _block(rows, a, b):
-    """Rows ``a .. b`` of encoded ``rows`` as views (no copy)."""
-    from .._core.plan import Rows
-    return Rows(b - a, rows.c[a:b], rows.cpen[a:b], rows.o[a:b], rows.t[a:b], rows.e[a:b])
-
-
 def _nearest_centre(metric, rows, crow, threads):
     """Each row's nearest centre (brute-force 1-NN, by blocks of ``ASSIGN_CHUNK`` rows
     so that the search's temporaries stay small)."""
@@ -160,7 +154,7 @@ def _nearest_centre(metric, rows, crow, threads):
     cache = {}
     lab = np.empty(rows.n, dtype=np.intp)
     for a in range(0, rows.n, ASSIGN_CHUNK):
-        part = _block(rows, a, min(rows.n, a + ASSIGN_CHUNK))
+        part = rows.block(a, min(rows.n, a + ASSIGN_CHUNK))
         lab[a:a + part.n] = _nearest(metric, part, crow, ccrow, 1, threads, cache)[1][:, 0]
     return lab
 

@@ -263,3 +263,23 @@ def test_python_work_scales_with_distinct_values_not_cells(container, monkeypatc
     s.encode(X)
     distinct = sum(len(c) for c in s.nominal_categories)
     assert 0 < calls["n"] <= 4 * (distinct + 9), calls["n"]
+
+
+def test_rows_block_is_a_view_of_take():
+    """Rows.block(a, b) holds the rows take(range(a, b)) holds, as views of the arrays
+    (C-contiguous, as the kernels read them), without copying them."""
+    import pandas as pd
+
+    import hdist
+    rng = np.random.default_rng(4)
+    x = rng.normal(size=40)
+    x[rng.random(40) < 0.2] = np.nan
+    c = rng.choice(["a", "b", "c", None], size=40).astype(object)
+    X = pd.DataFrame({"x": x, "c": c})
+    rows = hdist.Metric("hvdm", nominal=["c"]).fit(X, np.arange(40) % 3).train_
+    part, same = rows.block(7, 23), rows.take(np.arange(7, 23))
+    assert part.n == same.n == 16 and part.D == same.D
+    for name in ("c", "cpen", "o", "t", "e"):
+        a, b = getattr(part, name), getattr(same, name)
+        assert np.array_equal(a, b, equal_nan=True) and a.dtype == b.dtype
+        assert a.flags.c_contiguous and np.shares_memory(a, getattr(rows, name)) == (a.size > 0)
