@@ -9,6 +9,11 @@
 # brute force returns.
 
 
+#: a group of queries scanning their lists together holds about this many queries per
+#: list it probes (_knn_group)
+LIST_GROUP_PROBES = 32
+
+
 cdef object _store_array(store, str name, object dtype, intp m, intp n):
     """``store[name]``, checked: C-contiguous of ``dtype``, ``[m, n]`` (any non-empty
     array when ``m == 0``)."""
@@ -143,6 +148,85 @@ cdef intp _knn_probed(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
     return rows
 
 
+cdef int _knn_group(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q0, intp q1,
+                    const hd_tr* S, const intp* off, intp L, const intp* ids,
+                    const intp* pr, intp np_, double* D, intp* I, intp k, const intp* selfs,
+                    double* scratch, TieList* ties, intp n, intp* cnt) noexcept nogil:
+    """Queries ``q0 .. q1``: each scans its first probed list (its nearest centre's: a
+    tight k-th distance early), then the group's other probed lists are scanned list
+    after list, each tile of a list by every query of the group that probes it while
+    the tile is in the cache (queries scanning their lists one after another would read
+    each list from memory once per query).  The rows each query is offered do not
+    change, so neither do its results (heaps ordered by (distance, index)).  Returns 1
+    when out of memory."""
+    cdef double buf[HD_TB]
+    cdef hd_tq qr
+    cdef intp q, p, l, h, t0, t1, e, j, idx, nm = 0, qk
+    cdef double s, bound
+    cdef intp* head = <intp*> malloc((L + 1) * sizeof(intp))
+    cdef intp* who
+    if head == NULL:
+        return 1
+    for l in range(L + 1):
+        head[l] = 0
+    for q in range(q0, q1):
+        cnt[q] = _knn_probed(T, P, Q, q, S, off, ids, pr + q * np_, 1, D + q * k, I + q * k,
+                             k, selfs[q], scratch, ties + q if ties != NULL else NULL, n)
+        for p in range(1, np_):
+            l = pr[q * np_ + p]
+            if l < 0:
+                break
+            head[l + 1] += 1
+            nm += 1
+    who = <intp*> malloc((nm + 1) * sizeof(intp))
+    if who == NULL:
+        free(head)
+        return 1
+    for l in range(L):
+        head[l + 1] += head[l]
+    # the queries of each list, ascending (head[l] advances to the end of list l's part)
+    for q in range(q0, q1):
+        for p in range(1, np_):
+            l = pr[q * np_ + p]
+            if l < 0:
+                break
+            who[head[l]] = q
+            head[l] += 1
+    h = 0
+    for l in range(L):
+        e = off[l + 1]
+        for j in range(h, head[l]):
+            cnt[who[j]] += e - off[l]
+        t0 = off[l]
+        while t0 < e:
+            t1 = t0 + HD_TB
+            if t1 > e:
+                t1 = e
+            for j in range(h, head[l]):
+                q = who[j]
+                qk = q * k
+                _tq_row(P, Q, q, &qr)
+                bound = reduced_bound(P, D[qk])
+                if hd_tile(T, &qr, S, t0, t1 - t0, bound, buf):
+                    continue        # every row of the tile is beyond the k-th distance
+                for p in range(t0, t1):
+                    s = buf[p - t0]
+                    if s > bound:
+                        continue
+                    idx = ids[p]
+                    if idx == selfs[q]:
+                        continue
+                    s = _stored_true(P, Q, q, S, p, s, scratch)
+                    if heap_offer(D + qk, I + qk, k, s, idx,
+                                  ties + q if ties != NULL else NULL, n):
+                        bound = reduced_bound(P, D[qk])
+            t0 = t1
+        h = head[l]
+    free(who)
+    free(head)
+    return 0
+
+
 @cython.boundscheck(HDIST_DEBUG)
 @cython.wraparound(False)
 def knn_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
@@ -201,6 +285,13 @@ def knn_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
     # per-thread room for a row copied out of the store (``_stored_true``)
     keep_scratch = np.empty((n_threads, sd))
     cdef double* scratch = <double*> cnp.PyArray_DATA(keep_scratch)
+    # groups of queries that scan their lists together (_knn_group): enough that each
+    # list is probed by several of them, while every thread still gets groups
+    cdef intp L = offsets.shape[0] - 1
+    cdef int failed = 0
+    per = max(per, LIST_GROUP_PROBES * L // max(1, np_ - 1))
+    per = min(per, max(8, (nq + n_threads - 1) // n_threads))
+    block = max(block, 2 * n_threads * per)
     for b0 in range(0, nq, block):
         b1 = min(nq, b0 + block)
         with nogil:
@@ -208,11 +299,11 @@ def knn_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
                             schedule="dynamic"):
                 lo = b0 + c * per
                 hi_ = min(b1, lo + per)
-                for q in range(lo, hi_):
-                    cnt[q] = _knn_probed(&TP, P, QS, q, &S, off, idp, pr + q * np_, np_,
-                                         &D[q, 0], &I[q, 0], k, selfs[q],
-                                         _mem_of(scratch, sd),
-                                         tq + q if tq != NULL else NULL, n)
+                failed += _knn_group(&TP, P, QS, lo, hi_, &S, off, L, idp, pr, np_,
+                                     &D[0, 0], &I[0, 0], k, &selfs[0], _mem_of(scratch, sd),
+                                     tq, n, &cnt[0])
+        if failed:
+            raise MemoryError()
         PyErr_CheckSignals()
     finish_heaps(plan, dist, ind)
     if ties:

@@ -106,6 +106,48 @@ def test_list_scans_match_a_restricted_search(name, params):
         np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("group", [1, 4, 10 ** 6])
+def test_grouped_list_scans_give_every_query_its_own_answer(monkeypatch, group):
+    # queries scan their lists in groups, each list once for every query of the group
+    # probing it (LIST_GROUP_PROBES sets the groups' size): the answer, its ties and the
+    # rows counted must be each query's own restricted search's, whatever the grouping
+    # and threads.  Few distinct values make many ties at the k-th distance.
+    import hdist._kernels.tiles as tiles
+    monkeypatch.setattr(tiles, "LIST_GROUP_PROBES", group)
+    rng = np.random.default_rng(11)
+    X = rng.integers(0, 3, size=(900, 4)).astype(float)
+    X[rng.random(X.shape) < 0.05] = np.nan
+    Q = rng.integers(0, 3, size=(260, 4)).astype(float)
+    metric = Metric("heom", nominal=[0, 1, 2, 3]).fit(X)
+    rows = metric.train_
+    Qr = NeighborsIndex(metric, algorithm="brute").fit()._query_rows(Q, False)
+    L = 9
+    labels = rng.integers(0, L, rows.n)
+    offsets, ids, store = _store_of(metric, rows, labels, L)
+    probes = np.array([rng.permutation(L)[:4] for _ in range(Qr.n)], dtype=np.intp)
+    probes[::7, 2:] = -1                          # some queries probe two lists only
+    selfs = rng.integers(-1, rows.n, Qr.n)        # a row each query skips (-1: none)
+    allowed = np.array([np.isin(labels, p[p >= 0]) for p in probes])
+    allowed[np.arange(Qr.n), np.maximum(selfs, 0)] &= selfs < 0
+    D = metric.pairwise(Q, X, n_jobs=1)
+    k = 5
+    ed, ei = _restricted(D, allowed, k)
+    for threads in (1, 2):
+        d, i, scanned = knn_lists(metric.plan_.cplan, CRows(Qr), store, offsets, ids,
+                                  probes, k, threads, selfs)
+        np.testing.assert_array_equal(i, ei)
+        np.testing.assert_array_equal(d, ed)
+        held = np.bincount(labels, minlength=L)
+        np.testing.assert_array_equal(scanned, [held[p[p >= 0]].sum() for p in probes])
+        wd, wi, _ = knn_lists(metric.plan_.cplan, CRows(Qr), store, offsets, ids, probes,
+                              k, threads, selfs, ties=True)
+        for q in range(Qr.n):
+            tied = np.flatnonzero(allowed[q] & (D[q] <= ed[q, -1]))
+            got = wi[q][np.isfinite(wd[q])]
+            np.testing.assert_array_equal(np.sort(got), tied)
+            np.testing.assert_array_equal(got[:k], ei[q])
+
+
 def test_list_scans_refuse_bad_layouts():
     X, Q, y, nom = _data(n=50, nq=3)
     metric, X = _metric("heom", X, y, nom)
