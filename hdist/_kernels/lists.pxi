@@ -3,10 +3,12 @@
 # The reference rows are stored list by list, attribute-major (value (a, j) at
 # [a * n + j], the layout ``_tref`` makes of a whole reference set), with ``offsets``
 # delimiting the lists and ``ids`` giving each stored row's index in the indexed set.
-# A query scans the lists its ``probes`` row names, in that order, with the tile kernel
-# (``hd_tile``): the same reduced distances, true distances and (distance, index) order
-# as ``knn`` and ``radius`` over the same rows, so that probing every list returns what
-# brute force returns.
+# A query scans the lists its ``probes`` row names with the tile kernel (``hd_tile``):
+# the same reduced distances, true distances and (distance, index) order as ``knn`` and
+# ``radius`` over the same rows, so that probing every list returns what brute force
+# returns.  The k-NN scan takes the queries in groups that read each list once for all
+# the queries of the group probing it (``_knn_group``); the radius scan goes query by
+# query, lists in probe order.
 
 
 #: a group of queries scanning their lists together holds about this many queries per
