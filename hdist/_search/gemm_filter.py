@@ -184,21 +184,32 @@ def _reference(plan, R, cache, project=True):
             bases.append(basis)
         miss = tuple(i for i, at in enumerate(attrs) if not at[1].all())
         n = R.n
-        cols, const, vtab = [], np.zeros(n), {}
+        widths = [E.shape[1] if b is None else b.shape[1]
+                  for (E, _, _, _, _, _), b in zip(attrs, bases)]
+        # Y is filled in place: the rows' features are the largest arrays here
+        Y = np.empty((n, sum(widths) + 2))
+        vtab = {}
         g = np.empty((len(attrs), n))
-        for a, ((E, pres, A, B, vals, _), c) in enumerate(zip(attrs, centres)):
+        x = 0
+        Y[:, -2] = 1.0
+        Y[:, -1] = 0.0
+        absent = np.column_stack([~attrs[a][1] for a in miss] + [np.zeros(n, bool)])
+        for a, c in enumerate(centres):
+            E, pres, A, B, vals, _ = attrs[a]
+            attrs[a] = None         # each embedding goes once its columns are written
             if vals is not None:
                 vtab[a] = _value_table(vals, c, bases[a])
             Et = _centred(E, pres, c, bases[a])
+            del E
             s = np.einsum("ij,ij->i", Et, Et)
-            cols.append(-2.0 * Et)
-            const += s
+            np.multiply(Et, -2.0, out=Y[:, x:x + widths[a]])
+            del Et
+            x += widths[a]
+            Y[:, -1] += s
             g[a] = np.where(pres, A - s, 0.0)
-        absent = np.column_stack([~attrs[a][1] for a in miss] + [np.zeros(n, bool)])
         rptr = np.zeros(n + 1, dtype=np.intp)
         np.cumsum(absent.sum(axis=1), out=rptr[1:])
         ridx = np.nonzero(absent)[1].astype(np.intp)
-        Y = np.hstack(cols + [np.column_stack([np.ones(n), const])])
         ref = {"centres": centres, "bases": bases, "miss": miss, "Y": Y, "g": g,
                "rptr": rptr, "ridx": ridx, "vtab": vtab}
         cache[key] = ref
@@ -389,6 +400,9 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
     key = ("Y", np.dtype(dtype).str, r_chunk, project)
     fr = cache.get(key)
     if fr is None:
+        if ref["Y"] is None:        # dropped once its features were made (below)
+            cache.pop("ref" if project else "ref-full")
+            ref = _reference(plan, R, cache, project)
         Y, g = ref["Y"], ref["g"]
         if not (np.all(np.isfinite(Y)) and np.all(np.isfinite(g))):
             return None
@@ -400,15 +414,19 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
         gg = np.ascontiguousarray(g, dtype=dtype)
         starts = np.arange(0, R.n, r_chunk)
         # per chunk of reference rows, the smallest of each added column as stored
-        gmin = np.ascontiguousarray(np.minimum.reduceat(gg.astype(np.float64), starts, axis=1)
+        gmin = np.ascontiguousarray(np.minimum.reduceat(gg, starts, axis=1).astype(np.float64)
                                     if R.n and len(g) else np.zeros((len(g), 0)))
-        Yg = Y.astype(dtype)
+        Yg = Y.astype(dtype, copy=False)
         # float32: also the panels the fused k-NN search reads
         from .._kernels import gemm_panels
         fr = (Yg, gg, gmin, np.maximum.reduceat(ny, starts) if R.n else ny, ymax,
               np.diff(ref["rptr"]).astype(dtype),
               gemm_panels(Yg) if dtype == np.float32 else None)
         cache[key] = fr
+        # the float64 features are the largest arrays kept: the search reads the ones
+        # just made, so they go (made again if another precision or chunk needs them)
+        ref["Y"] = ref["g"] = None
+        del Y, g
     Yg, gg, gmin, ny_chunk, ymax, hc, Yp = fr
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(H))):
         return None
