@@ -166,15 +166,19 @@ def _reference(plan, R, cache, project=True):
     """The reference side, computed once per reference set (kept in ``cache``): per
     attribute the embedding's centre and (``project``) a basis of its span, the
     attributes missing somewhere in ``R`` (``miss``), per row the positions in ``miss``
-    of those it misses (``rptr``/``ridx``, compressed rows) and, in float64,
-    ``Y = [-2 ẽ per attribute, 1, Σ s]`` and the missing-query columns ``g [m, n]``;
-    None when the plan or rows do not allow it."""
+    of those it misses (``rptr``/``ridx``, compressed rows).  Returns ``(ref, feats)``,
+    ``feats`` the rows' features in float64, ``Y = [-2 ẽ per attribute, 1, Σ s]``, and
+    the missing-query columns ``g [m, n]``, when this call made them, else None: they
+    are the largest arrays here and searches read them in their own precision (the
+    cache's per-precision entries), so the cache does not keep them; ``(None, None)``
+    when the plan or rows do not allow it."""
     key = "ref" if project else "ref-full"
     ref = cache.get(key)
+    feats = None
     if ref is None:
         attrs = _attributes(plan, R)
         if attrs is None:
-            return None
+            return None, None
         centres, bases = [], []
         for E, pres, _, _, _, _ in attrs:
             P = E[pres]
@@ -210,10 +214,11 @@ def _reference(plan, R, cache, project=True):
         rptr = np.zeros(n + 1, dtype=np.intp)
         np.cumsum(absent.sum(axis=1), out=rptr[1:])
         ridx = np.nonzero(absent)[1].astype(np.intp)
-        ref = {"centres": centres, "bases": bases, "miss": miss, "Y": Y, "g": g,
-               "rptr": rptr, "ridx": ridx, "vtab": vtab}
+        ref = {"centres": centres, "bases": bases, "miss": miss, "rptr": rptr,
+               "ridx": ridx, "vtab": vtab}
+        feats = (Y, g)
         cache[key] = ref
-    return ref
+    return ref, feats
 
 
 def _centred(E, pres, c, B):
@@ -273,7 +278,7 @@ def _coded_tables(plan, ref, attrs):
 def _queries(plan, Q, ref):
     """The query side against ``ref``: ``X = [ẽ per attribute, Σ s, 1]``,
     ``H = p (A - s) + q B`` per attribute of ref["miss"] (float64, [n, len(miss)]) and, per row,
-    the attributes it misses (``qptr``, ``qidx``: the rows of ``ref["g"]`` its estimates
+    the attributes it misses (``qptr``, ``qidx``: the rows of ``g`` its estimates
     add); None when the rows do not allow it, "off-span" when a value lies off the span
     ``ref`` projects on.  The nominal attributes' values are looked up in their tables
     by :func:`hdist._kernels.query_coded`."""
@@ -386,13 +391,13 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
     # the projection on the reference values' span is exact only up to SPAN_TOL: the
     # float64 product (for magnitudes float32 cannot hold) goes without it
     project = dtype == np.float32
-    ref = _reference(plan, R, cache, project)
+    ref, feats = _reference(plan, R, cache, project)
     if ref is None:
         return None
     side = _queries(plan, Q, ref)
     if isinstance(side, str):      # a query value off the span: no projection
         project = False
-        ref = _reference(plan, R, cache, project)
+        ref, feats = _reference(plan, R, cache, project)
         side = _queries(plan, Q, ref)
     if side is None:
         return None
@@ -400,10 +405,10 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
     key = ("Y", np.dtype(dtype).str, r_chunk, project)
     fr = cache.get(key)
     if fr is None:
-        if ref["Y"] is None:        # dropped once its features were made (below)
-            cache.pop("ref" if project else "ref-full")
-            ref = _reference(plan, R, cache, project)
-        Y, g = ref["Y"], ref["g"]
+        if feats is None:           # made by an earlier call, not kept: made again
+            feats = _reference(plan, R, {}, project)[1]
+        Y, g = feats
+        del feats
         if not (np.all(np.isfinite(Y)) and np.all(np.isfinite(g))):
             return None
         ymax = max(np.abs(Y).max(initial=0), np.abs(g).max(initial=0))
@@ -423,9 +428,6 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
               np.diff(ref["rptr"]).astype(dtype),
               gemm_panels(Yg) if dtype == np.float32 else None)
         cache[key] = fr
-        # the float64 features are the largest arrays kept: the search reads the ones
-        # just made, so they go (made again if another precision or chunk needs them)
-        ref["Y"] = ref["g"] = None
         del Y, g
     Yg, gg, gmin, ny_chunk, ymax, hc, Yp = fr
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(H))):

@@ -81,7 +81,7 @@ def assert_same(got, want):
 def test_query_side_equals_numpy(name, params, missing, project):
     X, y, nom = mixed(700, missing=missing, seed=len(params) + int(missing * 100))
     m = hdist.get_metric(name, nominal=nom, **params).fit(X[:500], y[:500])
-    ref = _gemm._reference(m.plan_, m.train_, {}, project)
+    ref = _gemm._reference(m.plan_, m.train_, {}, project)[0]
     for Q in (X[500:], X[500:500], X[500:501]):
         rows = m.encode(Q)
         assert_same(_gemm._queries(m.plan_, rows, ref), queries_numpy(m.plan_, rows, ref))
@@ -93,16 +93,16 @@ def test_off_span_unseen_and_embedded(monkeypatch):
     # looked-up ones
     X, y, nom = mixed(900, missing=0.1, seed=31)
     m = hdist.get_metric("hvdm", nominal=nom).fit(X[:600], y[:600])
-    ref = _gemm._reference(m.plan_, m.train_, {}, True)
+    ref = _gemm._reference(m.plan_, m.train_, {}, True)[0]
     Q = X[600:].copy()
     Q[::7, nom[2]] = 555.0
     rows = m.encode(Q)
     assert _gemm._queries(m.plan_, rows, ref) == "off-span"
     assert_same(_gemm._queries(m.plan_, rows, ref), queries_numpy(m.plan_, rows, ref))
-    full = _gemm._reference(m.plan_, m.train_, {}, False)
+    full = _gemm._reference(m.plan_, m.train_, {}, False)[0]
     assert_same(_gemm._queries(m.plan_, rows, full), queries_numpy(m.plan_, rows, full))
     h = hdist.get_metric("heom", nominal=nom).fit(X[:600])
-    ref = _gemm._reference(h.plan_, h.train_, {}, True)
+    ref = _gemm._reference(h.plan_, h.train_, {}, True)[0]
     rows = h.encode(Q)
     assert _gemm._queries(h.plan_, rows, ref) is None
     assert_same(_gemm._queries(h.plan_, rows, ref), queries_numpy(h.plan_, rows, ref))
@@ -116,7 +116,7 @@ def test_off_span_unseen_and_embedded(monkeypatch):
     m = hdist.get_metric("hvdm", nominal=[1, 2]).fit(X[:2000], y[:2000])
     assert m.plan_.me == 1 and m.plan_.mt == 1
     for project in (True, False):
-        ref = _gemm._reference(m.plan_, m.train_, {}, project)
+        ref = _gemm._reference(m.plan_, m.train_, {}, project)[0]
         rows = m.encode(X[2000:])
         assert_same(_gemm._queries(m.plan_, rows, ref), queries_numpy(m.plan_, rows, ref))
 
