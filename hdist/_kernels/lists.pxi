@@ -174,6 +174,8 @@ cdef int _knn_group(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q0, 
     for q in range(q0, q1):
         cnt[q] = _knn_probed(T, P, Q, q, S, off, ids, pr + q * np_, 1, D + q * k, I + q * k,
                              k, selfs[q], scratch, ties + q if ties != NULL else NULL, n)
+        if pr[q * np_] < 0:
+            continue            # the probes end at the first -1
         for p in range(1, np_):
             l = pr[q * np_ + p]
             if l < 0:
@@ -188,6 +190,8 @@ cdef int _knn_group(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q0, 
         head[l + 1] += head[l]
     # the queries of each list, ascending (head[l] advances to the end of list l's part)
     for q in range(q0, q1):
+        if pr[q * np_] < 0:
+            continue
         for p in range(1, np_):
             l = pr[q * np_ + p]
             if l < 0:

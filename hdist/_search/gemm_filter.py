@@ -167,58 +167,63 @@ def _reference(plan, R, cache, project=True):
     attribute the embedding's centre and (``project``) a basis of its span, the
     attributes missing somewhere in ``R`` (``miss``), per row the positions in ``miss``
     of those it misses (``rptr``/``ridx``, compressed rows).  Returns ``(ref, feats)``,
-    ``feats`` the rows' features in float64, ``Y = [-2 ẽ per attribute, 1, Σ s]``, and
-    the missing-query columns ``g [m, n]``, when this call made them, else None: they
-    are the largest arrays here and searches read them in their own precision (the
-    cache's per-precision entries), so the cache does not keep them; ``(None, None)``
-    when the plan or rows do not allow it."""
+    ``feats`` the rows' features (:func:`_features`) when this call made them, else
+    None: they are the largest arrays here and searches read them in their own
+    precision (the cache's per-precision entries), so the cache does not keep them;
+    ``(None, None)`` when the plan or rows do not allow it."""
     key = "ref" if project else "ref-full"
     ref = cache.get(key)
-    feats = None
-    if ref is None:
-        attrs = _attributes(plan, R)
-        if attrs is None:
-            return None, None
-        centres, bases = [], []
-        for E, pres, _, _, _, _ in attrs:
-            P = E[pres]
-            c = 0.5 * (P.min(axis=0) + P.max(axis=0)) if len(P) else np.zeros(E.shape[1])
-            basis, c = _span(P, c) if project else (None, c)
-            centres.append(c)
-            bases.append(basis)
-        miss = tuple(i for i, at in enumerate(attrs) if not at[1].all())
-        n = R.n
-        widths = [E.shape[1] if b is None else b.shape[1]
-                  for (E, _, _, _, _, _), b in zip(attrs, bases)]
-        # Y is filled in place: the rows' features are the largest arrays here
-        Y = np.empty((n, sum(widths) + 2))
-        vtab = {}
-        g = np.empty((len(attrs), n))
-        x = 0
-        Y[:, -2] = 1.0
-        Y[:, -1] = 0.0
-        absent = np.column_stack([~attrs[a][1] for a in miss] + [np.zeros(n, bool)])
-        for a, c in enumerate(centres):
-            E, pres, A, B, vals, _ = attrs[a]
-            attrs[a] = None         # each embedding goes once its columns are written
-            if vals is not None:
-                vtab[a] = _value_table(vals, c, bases[a])
-            Et = _centred(E, pres, c, bases[a])
-            del E
-            s = np.einsum("ij,ij->i", Et, Et)
-            np.multiply(Et, -2.0, out=Y[:, x:x + widths[a]])
-            del Et
-            x += widths[a]
-            Y[:, -1] += s
-            g[a] = np.where(pres, A - s, 0.0)
-        rptr = np.zeros(n + 1, dtype=np.intp)
-        np.cumsum(absent.sum(axis=1), out=rptr[1:])
-        ridx = np.nonzero(absent)[1].astype(np.intp)
-        ref = {"centres": centres, "bases": bases, "miss": miss, "rptr": rptr,
-               "ridx": ridx, "vtab": vtab}
-        feats = (Y, g)
-        cache[key] = ref
+    if ref is not None:
+        return ref, None
+    attrs = _attributes(plan, R)
+    if attrs is None:
+        return None, None
+    centres, bases, vtab = [], [], {}
+    for a, (E, pres, _, _, vals, _) in enumerate(attrs):
+        P = E[pres]
+        c = 0.5 * (P.min(axis=0) + P.max(axis=0)) if len(P) else np.zeros(E.shape[1])
+        basis, c = _span(P, c) if project else (None, c)
+        centres.append(c)
+        bases.append(basis)
+        if vals is not None:
+            vtab[a] = _value_table(vals, c, basis)
+    miss = tuple(i for i, at in enumerate(attrs) if not at[1].all())
+    n = R.n
+    absent = np.column_stack([~attrs[a][1] for a in miss] + [np.zeros(n, bool)])
+    rptr = np.zeros(n + 1, dtype=np.intp)
+    np.cumsum(absent.sum(axis=1), out=rptr[1:])
+    ridx = np.nonzero(absent)[1].astype(np.intp)
+    ref = {"centres": centres, "bases": bases, "miss": miss, "rptr": rptr, "ridx": ridx,
+           "vtab": vtab}
+    feats = _features(attrs, ref, n)
+    cache[key] = ref
     return ref, feats
+
+
+def _features(attrs, ref, n):
+    """The reference rows' features in float64 against ``ref``'s centres and bases:
+    ``Y = [-2 ẽ per attribute, 1, Σ s]`` and the missing-query columns ``g [m, n]``
+    (``attrs``: :func:`_attributes` of the ``n`` rows, emptied as it is read)."""
+    widths = [E.shape[1] if b is None else b.shape[1]
+              for (E, _, _, _, _, _), b in zip(attrs, ref["bases"])]
+    # Y is filled in place: the rows' features are the largest arrays here
+    Y = np.empty((n, sum(widths) + 2))
+    g = np.empty((len(attrs), n))
+    Y[:, -2] = 1.0
+    Y[:, -1] = 0.0
+    x = 0
+    for a, (c, basis) in enumerate(zip(ref["centres"], ref["bases"])):
+        E, pres, A, _, _, _ = attrs[a]
+        attrs[a] = None         # each embedding goes once its columns are written
+        Et = _centred(E, pres, c, basis)
+        del E
+        s = np.einsum("ij,ij->i", Et, Et)
+        np.multiply(Et, -2.0, out=Y[:, x:x + widths[a]])
+        del Et
+        x += widths[a]
+        Y[:, -1] += s
+        g[a] = np.where(pres, A - s, 0.0)
+    return Y, g
 
 
 def _centred(E, pres, c, B):
@@ -406,7 +411,7 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
     fr = cache.get(key)
     if fr is None:
         if feats is None:           # made by an earlier call, not kept: made again
-            feats = _reference(plan, R, {}, project)[1]
+            feats = _features(_attributes(plan, R), ref, R.n)
         Y, g = feats
         del feats
         if not (np.all(np.isfinite(Y)) and np.all(np.isfinite(g))):

@@ -148,6 +148,31 @@ def test_grouped_list_scans_give_every_query_its_own_answer(monkeypatch, group):
             np.testing.assert_array_equal(got[:k], ei[q])
 
 
+def test_a_probe_row_ends_at_its_first_minus_one():
+    # a query scans its probes up to the first -1, even when that is the first entry
+    # (later entries are not read): nothing scanned, no neighbour found
+    X, Q, y, nom = _data(seed=4, n=300, nq=6)
+    metric, X = _metric("heom", X, y, nom)
+    rows = metric.train_
+    Qr = NeighborsIndex(metric, algorithm="brute").fit()._query_rows(Q, False)
+    labels = np.arange(rows.n) % 3
+    offsets, ids, store = _store_of(metric, rows, labels, 3)
+    probes = np.tile(np.array([0, 1, 2], dtype=np.intp), (Qr.n, 1))
+    probes[2] = [-1, 0, 1]
+    probes[4] = [1, -1, 2]
+    D = metric.pairwise(Q, X, n_jobs=1)
+    allowed = np.array([np.isin(labels, p[:np.argmax(np.append(p, -1) < 0)])
+                        for p in probes])
+    ed, ei = _restricted(D, allowed, 4)
+    for threads in (1, 2):
+        d, i, scanned = knn_lists(metric.plan_.cplan, CRows(Qr), store, offsets, ids,
+                                  probes, 4, threads)
+        np.testing.assert_array_equal(i, ei)
+        np.testing.assert_array_equal(d, ed)
+        np.testing.assert_array_equal(scanned, allowed.sum(axis=1))
+    assert scanned[2] == 0 and np.all(np.isinf(d[2]))
+
+
 def test_list_scans_refuse_bad_layouts():
     X, Q, y, nom = _data(n=50, nq=3)
     metric, X = _metric("heom", X, y, nom)
