@@ -155,11 +155,18 @@ def _coded(vals, codes, miss, coded):
     """The tuple of :func:`_attributes` for a nominal attribute: value ``v`` embedded as
     ``vals[v]``, code -1 missing (penalty and both-missing term ``miss``)."""
     pres = codes >= 0
-    E = None
-    if not coded:
+    at = (None, pres, float(miss), miss, vals, codes)
+    return at if coded else (_embedded(at),) + at[1:]
+
+
+def _embedded(at):
+    """An attribute's ``E`` (zeros where missing) from its tuple of :func:`_attributes`,
+    looked up from its values' embeddings when the tuple leaves it out."""
+    E, pres, _, _, vals, codes = at
+    if E is None:
         E = vals[np.maximum(codes, 0)]
         E[~pres] = 0.0
-    return E, pres, np.full(len(codes), miss), miss, vals, codes
+    return E
 
 
 def _reference(plan, R, cache, project=True):
@@ -175,13 +182,15 @@ def _reference(plan, R, cache, project=True):
     ref = cache.get(key)
     if ref is not None:
         return ref, None
-    attrs = _attributes(plan, R)
+    # the nominal attributes' embeddings are looked up one attribute at a time, when
+    # needed: all of them at once would take as much memory as the features
+    attrs = _attributes(plan, R, coded=True)
     if attrs is None:
         return None, None
     centres, bases, vtab = [], [], {}
-    for a, (E, pres, _, _, vals, _) in enumerate(attrs):
-        P = E[pres]
-        c = 0.5 * (P.min(axis=0) + P.max(axis=0)) if len(P) else np.zeros(E.shape[1])
+    for a, (E, pres, _, _, vals, codes) in enumerate(attrs):
+        P = E[pres] if E is not None else vals[codes[pres]]
+        c = 0.5 * (P.min(axis=0) + P.max(axis=0)) if len(P) else np.zeros(P.shape[1])
         basis, c = _span(P, c) if project else (None, c)
         centres.append(c)
         bases.append(basis)
@@ -204,8 +213,8 @@ def _features(attrs, ref, n):
     """The reference rows' features in float64 against ``ref``'s centres and bases:
     ``Y = [-2 ẽ per attribute, 1, Σ s]`` and the missing-query columns ``g [m, n]``
     (``attrs``: :func:`_attributes` of the ``n`` rows, emptied as it is read)."""
-    widths = [E.shape[1] if b is None else b.shape[1]
-              for (E, _, _, _, _, _), b in zip(attrs, ref["bases"])]
+    widths = [(E if E is not None else vals).shape[1] if b is None else b.shape[1]
+              for (E, _, _, _, vals, _), b in zip(attrs, ref["bases"])]
     # Y is filled in place: the rows' features are the largest arrays here
     Y = np.empty((n, sum(widths) + 2))
     g = np.empty((len(attrs), n))
@@ -213,7 +222,7 @@ def _features(attrs, ref, n):
     Y[:, -1] = 0.0
     x = 0
     for a, (c, basis) in enumerate(zip(ref["centres"], ref["bases"])):
-        E, pres, A, _, _, _ = attrs[a]
+        E, pres, A = _embedded(attrs[a]), attrs[a][1], attrs[a][2]
         attrs[a] = None         # each embedding goes once its columns are written
         Et = _centred(E, pres, c, basis)
         del E
@@ -411,7 +420,7 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
     fr = cache.get(key)
     if fr is None:
         if feats is None:           # made by an earlier call, not kept: made again
-            feats = _features(_attributes(plan, R), ref, R.n)
+            feats = _features(_attributes(plan, R, coded=True), ref, R.n)
         Y, g = feats
         del feats
         if not (np.all(np.isfinite(Y)) and np.all(np.isfinite(g))):
@@ -427,13 +436,13 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
         gmin = np.ascontiguousarray(np.minimum.reduceat(gg, starts, axis=1).astype(np.float64)
                                     if R.n and len(g) else np.zeros((len(g), 0)))
         Yg = Y.astype(dtype, copy=False)
+        del Y, g                # before the panels: the peak of memory is here
         # float32: also the panels the fused k-NN search reads
         from .._kernels import gemm_panels
         fr = (Yg, gg, gmin, np.maximum.reduceat(ny, starts) if R.n else ny, ymax,
               np.diff(ref["rptr"]).astype(dtype),
               gemm_panels(Yg) if dtype == np.float32 else None)
         cache[key] = fr
-        del Y, g
     Yg, gg, gmin, ny_chunk, ymax, hc, Yp = fr
     if not (np.all(np.isfinite(X)) and np.all(np.isfinite(H))):
         return None
