@@ -110,6 +110,30 @@ cdef inline intp _scratch_doubles(const PlanS* P, const RowsS* Q) noexcept nogil
     return 2 * P.mc + Q.D + (P.mo + P.mt + 1) // 2 + 1
 
 
+cdef inline void _offer_tile(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
+                             const hd_tq* qr, const hd_tr* S, intp t0, intp t1,
+                             const intp* ids, intp self_id, double* hd, intp* hi, intp k,
+                             TieList* ties, intp n, double* scratch,
+                             double* buf) noexcept nogil:
+    """Offer stored rows ``t0 .. t1`` (at most ``HD_TB``) to query q's heap ``hd``/``hi``
+    (``qr``: its row as the tile kernel reads it; ``buf``: room for ``HD_TB`` reduced
+    distances), skipping indexed row ``self_id``."""
+    cdef intp j, idx
+    cdef double s, bound = reduced_bound(P, hd[0])
+    if hd_tile(T, qr, S, t0, t1 - t0, bound, buf):
+        return                  # every row of the tile is beyond the k-th distance
+    for j in range(t0, t1):
+        s = buf[j - t0]
+        if s > bound:
+            continue
+        idx = ids[j]
+        if idx == self_id:
+            continue
+        s = _stored_true(P, Q, q, S, j, s, scratch)
+        if heap_offer(hd, hi, k, s, idx, ties, n):
+            bound = reduced_bound(P, hd[0])
+
+
 cdef intp _knn_probed(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
                       const hd_tr* S, const intp* off, const intp* ids, const intp* probes,
                       intp n_probe, double* hd, intp* hi, intp k, intp self_id,
@@ -118,10 +142,8 @@ cdef intp _knn_probed(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
     ``ties`` (NULL: none): q's tie list (``heap_offer``); ``n``: the sentinel index."""
     cdef double buf[HD_TB]
     cdef hd_tq qr
-    cdef intp p, l, t0, t1, e, j, idx, rows = 0
-    cdef double s, bound
+    cdef intp p, l, t0, t1, e, rows = 0
     _tq_row(P, Q, q, &qr)
-    bound = reduced_bound(P, hd[0])
     for p in range(n_probe):
         l = probes[p]
         if l < 0:
@@ -130,22 +152,9 @@ cdef intp _knn_probed(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
         e = off[l + 1]
         rows += e - t0
         while t0 < e:
-            t1 = t0 + HD_TB
-            if t1 > e:
-                t1 = e
-            if hd_tile(T, &qr, S, t0, t1 - t0, bound, buf):
-                t0 = t1
-                continue        # every row of the tile is beyond the k-th distance
-            for j in range(t0, t1):
-                s = buf[j - t0]
-                if s > bound:
-                    continue
-                idx = ids[j]
-                if idx == self_id:
-                    continue
-                s = _stored_true(P, Q, q, S, j, s, scratch)
-                if heap_offer(hd, hi, k, s, idx, ties, n):
-                    bound = reduced_bound(P, hd[0])
+            t1 = min(t0 + HD_TB, e)
+            _offer_tile(T, P, Q, q, &qr, S, t0, t1, ids, self_id, hd, hi, k, ties, n,
+                        scratch, buf)
             t0 = t1
     return rows
 
@@ -163,14 +172,11 @@ cdef int _knn_group(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q0, 
     when out of memory."""
     cdef double buf[HD_TB]
     cdef hd_tq qr
-    cdef intp q, p, l, h, t0, t1, e, j, idx, nm = 0, qk
-    cdef double s, bound
-    cdef intp* head = <intp*> malloc((L + 1) * sizeof(intp))
+    cdef intp q, p, l, h, t0, t1, e, j, nm = 0
+    cdef intp* head = <intp*> calloc(L + 1, sizeof(intp))
     cdef intp* who
     if head == NULL:
         return 1
-    for l in range(L + 1):
-        head[l] = 0
     for q in range(q0, q1):
         cnt[q] = _knn_probed(T, P, Q, q, S, off, ids, pr + q * np_, 1, D + q * k, I + q * k,
                              k, selfs[q], scratch, ties + q if ties != NULL else NULL, n)
@@ -205,27 +211,13 @@ cdef int _knn_group(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q0, 
             cnt[who[j]] += e - off[l]
         t0 = off[l]
         while t0 < e:
-            t1 = t0 + HD_TB
-            if t1 > e:
-                t1 = e
+            t1 = min(t0 + HD_TB, e)
             for j in range(h, head[l]):
                 q = who[j]
-                qk = q * k
                 _tq_row(P, Q, q, &qr)
-                bound = reduced_bound(P, D[qk])
-                if hd_tile(T, &qr, S, t0, t1 - t0, bound, buf):
-                    continue        # every row of the tile is beyond the k-th distance
-                for p in range(t0, t1):
-                    s = buf[p - t0]
-                    if s > bound:
-                        continue
-                    idx = ids[p]
-                    if idx == selfs[q]:
-                        continue
-                    s = _stored_true(P, Q, q, S, p, s, scratch)
-                    if heap_offer(D + qk, I + qk, k, s, idx,
-                                  ties + q if ties != NULL else NULL, n):
-                        bound = reduced_bound(P, D[qk])
+                _offer_tile(T, P, Q, q, &qr, S, t0, t1, ids, selfs[q], D + q * k,
+                            I + q * k, k, ties + q if ties != NULL else NULL, n, scratch,
+                            buf)
             t0 = t1
         h = head[l]
     free(who)

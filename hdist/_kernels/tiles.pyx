@@ -15,7 +15,7 @@ import numpy as np
 cimport numpy as cnp
 cimport cython
 from cython.parallel cimport prange, parallel
-from libc.stdlib cimport malloc, free, realloc, qsort
+from libc.stdlib cimport malloc, calloc, free, realloc, qsort
 from libc.math cimport INFINITY, isnan, fabs, fma, fmax, sqrt, pow
 
 from hdist._kernels.plan cimport *
