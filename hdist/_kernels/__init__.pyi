@@ -102,6 +102,7 @@ class GemmKnnSelect:
         ridx: IntpArray | None = None,
         hc: npt.NDArray[np.float32] | Float64Array | None = None,
         ties: TieLists | None = None,
+        refmiss: RefMissing | None = None,
     ) -> None: ...
     def search(
         self,
@@ -118,6 +119,14 @@ GEMM_REGION_PAIRS: int
 GEMM_MAX_QUERY_CHUNK: int
 
 def gemm_panels(Y: npt.NDArray[np.float32], height: int = 16) -> npt.NDArray[np.float32]: ...
+class RefMissing:
+    rptr: IntpArray
+    ridx: IntpArray
+    ab: npt.NDArray[np.uint16]
+    ncol: int
+    def __init__(self, rptr: IntpArray, ridx: IntpArray, ncol: int) -> None: ...
+
+def miss_lists(absent: npt.NDArray[np.uint8]) -> tuple[IntpArray, IntpArray]: ...
 def miss_codes(
     hq: Float64Array, hb: Float64Array | None, rptr: IntpArray, ridx: IntpArray
 ) -> tuple[npt.NDArray[np.uint16], npt.NDArray[np.float32]]: ...

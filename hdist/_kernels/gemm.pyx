@@ -464,6 +464,20 @@ cdef int _ref_miss_ok(const intp[::1] rptr, const intp[::1] ridx, const real[::1
     return 1
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+cdef int _ref_counts_ok(const intp[::1] rptr, const real[::1] hc, intp nr) noexcept nogil:
+    """1 when ``hc`` counts the entries of each of the ``nr`` rows of ``rptr`` (checked
+    otherwise, :class:`RefMissing`)."""
+    cdef intp j
+    if rptr.shape[0] != nr + 1 or hc.shape[0] != nr:
+        return 0
+    for j in range(nr):
+        if hc[j] != rptr[j + 1] - rptr[j]:
+            return 0
+    return 1
+
+
 def _check_ref_miss(hq, rptr, ridx, hc, intp nq_all, intp nr_all, intp r0, intp nt):
     """Validate the reference-missing arguments (all None, or all given and consistent:
     the kernels index them without bounds checks)."""
@@ -729,13 +743,11 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
     return out
 
 
-cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
-                      const intp* rptr, const intp* ridx, intp nr, unsigned short* ab,
-                      float* tab) noexcept nogil:
-    """:func:`miss_codes` on checked arguments: ``ab [nr]`` and ``tab [nq, 32]`` (zeros
-    on entry) filled from ``hq [nq, nh]``, ``hb [nq, 2]`` and ``rptr``/``ridx``."""
-    cdef intp na = min(nh, <intp> CODED_ATTRS), j, t, q, m, first, nco
-    cdef float hm
+cdef void _fill_row_codes(intp nh, const intp* rptr, const intp* ridx, intp nr,
+                          unsigned short* ab) noexcept nogil:
+    """The reference rows' half of :func:`miss_codes` on checked arguments: ``ab [nr]``
+    from ``rptr``/``ridx`` (columns below ``nh``)."""
+    cdef intp na = min(nh, <intp> CODED_ATTRS), j, t, m, first, nco
     for j in range(nr):
         nco = 0
         first = 31
@@ -750,6 +762,14 @@ cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
         else:
             m = m - (1 if nco > 0 else 0)
             ab[j] = <unsigned short> (first + 256 * (na + min(m, 31 - na) - 1))
+
+
+cdef void _fill_tabs(const double* hq, intp nq, intp nh, const double* hb,
+                     float* tab) noexcept nogil:
+    """The queries' half of :func:`miss_codes` on checked arguments: ``tab [nq, 32]``
+    (zeros on entry) from ``hq [nq, nh]`` and ``hb [nq, 2]``."""
+    cdef intp na = min(nh, <intp> CODED_ATTRS), t, q, m
+    cdef float hm
     for q in range(nq):
         if hb[2 * q] == 0.0:
             for t in range(na):
@@ -757,6 +777,66 @@ cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
             hm = _below(hb[2 * q + 1], <const float*> NULL)
             for m in range(1, 32 - na):
                 tab[32 * q + na + m - 1] = <float> m * hm
+
+
+cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
+                      const intp* rptr, const intp* ridx, intp nr, unsigned short* ab,
+                      float* tab) noexcept nogil:
+    """:func:`miss_codes` on checked arguments: ``ab [nr]`` and ``tab [nq, 32]`` (zeros
+    on entry) filled from ``hq [nq, nh]``, ``hb [nq, 2]`` and ``rptr``/``ridx``."""
+    _fill_row_codes(nh, rptr, ridx, nr, ab)
+    _fill_tabs(hq, nq, nh, hb, tab)
+
+
+def _read_only_intp(a):
+    """``a`` as a contiguous read-only intp array: itself when it is one, else a copy."""
+    if isinstance(a, np.ndarray) and a.dtype == np.intp and a.ndim == 1 \
+            and a.flags.c_contiguous and not a.flags.writeable:
+        return a
+    return np.array(a, dtype=np.intp, copy=True)
+
+
+cdef class RefMissing:
+    """The attributes each reference row misses, checked once per reference set:
+    ``rptr``/``ridx`` (compressed rows: row ``j`` misses columns
+    ``ridx[rptr[j]:rptr[j + 1]]`` of a query's ``hq``, distinct, below ``ncol``), and the
+    rows' codes of :func:`miss_codes` (``ab``).  :class:`GemmKnnSelect` takes it instead
+    of checking and coding the rows again for every search; the arrays are kept
+    read-only."""
+    cdef readonly object rptr, ridx, ab
+    cdef readonly intp ncol
+    cdef const intp[::1] rp
+    cdef const intp[::1] ri
+
+    @cython.boundscheck(HDIST_DEBUG)
+    @cython.wraparound(False)
+    def __init__(self, rptr, ridx, intp ncol):
+        cdef intp nr, j, t
+        rptr, ridx = _read_only_intp(rptr), _read_only_intp(ridx)
+        if rptr.ndim != 1 or ridx.ndim != 1 or rptr.shape[0] < 1:
+            raise ValueError("rptr and ridx must be 1-d, rptr with one entry per reference "
+                             "row plus one")
+        if ncol < 0:
+            raise ValueError("ncol must be >= 0")
+        self.rp, self.ri = rptr, ridx
+        nr = rptr.shape[0] - 1
+        if self.rp[0] != 0 or self.rp[nr] > ridx.shape[0]:
+            raise ValueError("rptr must start at 0 and index ridx")
+        for j in range(nr):
+            if self.rp[j + 1] < self.rp[j]:
+                raise ValueError("rptr must be non-decreasing")
+        for t in range(self.rp[nr]):
+            if self.ri[t] < 0 or self.ri[t] >= ncol:
+                raise ValueError("ridx must index the ncol columns of hq")
+        ab = np.empty(nr, dtype=np.uint16)
+        cdef unsigned short[::1] abv = ab
+        if nr > 0:
+            _fill_row_codes(ncol, &self.rp[0], &self.ri[0] if ridx.shape[0] > 0 else NULL,
+                            nr, &abv[0])
+        rptr.flags.writeable = False
+        ridx.flags.writeable = False
+        ab.flags.writeable = False
+        self.rptr, self.ridx, self.ab, self.ncol = rptr, ridx, ab, ncol
 
 
 @cython.boundscheck(HDIST_DEBUG)
@@ -841,6 +921,34 @@ def query_coded(const int[:, ::1] codes not None, const double[::1] ev not None,
     if status == 2:
         raise ValueError("codes must be below their table's last row (the missing value's)")
     return status == 0
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+def miss_lists(const cnp.uint8_t[:, ::1] absent not None):
+    """``(qptr, qidx)``: the non-zero columns of each row of ``absent`` as compressed
+    rows (row ``i``'s are ``qidx[qptr[i]:qptr[i + 1]]``, in increasing order), what
+    ``np.nonzero`` gives, in one pass."""
+    cdef intp n = absent.shape[0], m = absent.shape[1], i, a, c = 0
+    qptr_a = np.empty(n + 1, dtype=np.intp)
+    cdef intp[::1] qptr = qptr_a
+    with nogil:
+        for i in range(n):
+            qptr[i] = c
+            for a in range(m):
+                if absent[i, a]:
+                    c = c + 1
+        qptr[n] = c
+    qidx_a = np.empty(c, dtype=np.intp)
+    cdef intp[::1] qidx = qidx_a
+    c = 0
+    with nogil:
+        for i in range(n):
+            for a in range(m):
+                if absent[i, a]:
+                    qidx[c] = a
+                    c = c + 1
+    return qptr_a, qidx_a
 
 
 def miss_codes(const double[:, ::1] hq not None, hb, const intp[::1] rptr not None,

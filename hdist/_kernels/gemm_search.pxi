@@ -40,8 +40,14 @@ cdef class GemmKnnSelect:
                  intp self_offset=0, gy=None, const intp[::1] qptr=None,
                  const intp[::1] qidx=None, const double[:, ::1] gmin=None,
                  const double[:, ::1] hq=None, const intp[::1] rptr=None,
-                 const intp[::1] ridx=None, hc=None, TieLists ties=None):
+                 const intp[::1] ridx=None, hc=None, TieLists ties=None,
+                 RefMissing refmiss=None):
         cdef intp nq = Q.s.n, nr = R.s.n, nch, t, m = 0
+        if refmiss is not None:
+            # the reference rows' missing attributes, checked and coded once
+            if rptr is not None or ridx is not None:
+                raise ValueError("refmiss replaces rptr and ridx")
+            rptr, ridx = refmiss.rptr, refmiss.ridx
         dt = np.dtype(dtype)
         if dt == np.float32:
             self.npy_type = cnp.NPY_FLOAT32
@@ -130,9 +136,15 @@ cdef class GemmKnnSelect:
                 raise ValueError("hq must have one row per query row")
             if rptr.shape[0] != nr + 1:
                 raise ValueError("rptr must have one entry per reference row plus one")
-            ok = _ref_miss_ok(rptr, ridx, self.hc_f, hq.shape[1], 0, nr) \
-                if self.npy_type == cnp.NPY_FLOAT32 \
-                else _ref_miss_ok(rptr, ridx, self.hc_d, hq.shape[1], 0, nr)
+            if refmiss is not None:
+                if refmiss.ncol != hq.shape[1]:
+                    raise ValueError("refmiss must index the columns of hq")
+                ok = _ref_counts_ok(rptr, self.hc_f, nr) \
+                    if self.npy_type == cnp.NPY_FLOAT32 else _ref_counts_ok(rptr, self.hc_d, nr)
+            else:
+                ok = _ref_miss_ok(rptr, ridx, self.hc_f, hq.shape[1], 0, nr) \
+                    if self.npy_type == cnp.NPY_FLOAT32 \
+                    else _ref_miss_ok(rptr, ridx, self.hc_d, hq.shape[1], 0, nr)
             if not ok:
                 raise ValueError("rptr and ridx must index ridx and the columns of hq, hc "
                                  "count the entries of each row")
@@ -147,13 +159,21 @@ cdef class GemmKnnSelect:
                 self.s.hb = &self.hb[0, 0]
                 if self.npy_type == cnp.NPY_FLOAT32:
                     # rptr and ridx are checked above
-                    self.ab = np.empty(nr, dtype=np.uint16)
                     self.tab = np.zeros((nq, 32), dtype=np.float32)
-                    self.s.ab, self.s.tab = &self.ab[0], &self.tab[0, 0]
-                    with nogil:
-                        _fill_codes(&hq[0, 0], nq, hq.shape[1], &self.hb[0, 0], &rptr[0],
-                                    &ridx[0], nr, <unsigned short*> self.s.ab,
-                                    <float*> self.s.tab)
+                    self.s.tab = &self.tab[0, 0]
+                    if refmiss is not None:
+                        self.ab = refmiss.ab
+                        self.s.ab = &self.ab[0]
+                        with nogil:
+                            _fill_tabs(&hq[0, 0], nq, hq.shape[1], &self.hb[0, 0],
+                                       <float*> self.s.tab)
+                    else:
+                        self.ab = np.empty(nr, dtype=np.uint16)
+                        self.s.ab = &self.ab[0]
+                        with nogil:
+                            _fill_codes(&hq[0, 0], nq, hq.shape[1], &self.hb[0, 0],
+                                        &rptr[0], &ridx[0], nr,
+                                        <unsigned short*> self.s.ab, <float*> self.s.tab)
                     # the tables in bfloat16, for the product's additions on machines
                     # with AVX512_BF16
                     self.tab16 = _bf16_down(self.tab)

@@ -202,8 +202,14 @@ def _reference(plan, R, cache, project=True):
     rptr = np.zeros(n + 1, dtype=np.intp)
     np.cumsum(absent.sum(axis=1), out=rptr[1:])
     ridx = np.nonzero(absent)[1].astype(np.intp)
+    del absent
+    # checked and coded once for every search of these rows (read-only from here)
+    from .._kernels import RefMissing
+    refmiss = RefMissing(rptr, ridx, len(miss)) if ridx.size else None
+    if refmiss is not None:
+        rptr, ridx = refmiss.rptr, refmiss.ridx
     ref = {"centres": centres, "bases": bases, "miss": miss, "rptr": rptr, "ridx": ridx,
-           "vtab": vtab}
+           "vtab": vtab, "refmiss": refmiss}
     feats = _features(attrs, ref, n)
     cache[key] = ref
     return ref, feats
@@ -296,7 +302,7 @@ def _queries(plan, Q, ref):
     add); None when the rows do not allow it, "off-span" when a value lies off the span
     ``ref`` projects on.  The nominal attributes' values are looked up in their tables
     by :func:`hdist._kernels.query_coded`."""
-    from .._kernels import query_coded
+    from .._kernels import miss_lists, query_coded
     attrs = _attributes(plan, Q, coded=True)
     if attrs is None:
         return None
@@ -351,12 +357,7 @@ def _queries(plan, Q, ref):
         absent[:, a] = ~pres
     X[:, -2] = const
     X[:, -1] = 1.0
-    qptr = np.zeros(n + 1, dtype=np.intp)
-    if absent.any():
-        np.cumsum(absent.sum(axis=1), out=qptr[1:])
-        qidx = np.nonzero(absent)[1].astype(np.intp)
-    else:
-        qidx = np.zeros(0, dtype=np.intp)
+    qptr, qidx = miss_lists(absent.view(np.uint8))
     return X, H, qptr, qidx
 
 
@@ -365,12 +366,13 @@ class _Filter:
     precision, their norms (the rounding margin) and the missing-query columns."""
 
     def __init__(self, Xg, nx, Yg, ny_chunk, g, gmin, qptr, qidx, eps, r_chunk, H, rptr,
-                 ridx, hc, Yp=None):
+                 ridx, hc, Yp=None, refmiss=None):
         self.Xg, self.nx, self.Yg, self.ny_chunk = Xg, nx, Yg, ny_chunk
         self.g, self.gmin, self.qptr, self.qidx = g, gmin, qptr, qidx
         self.eps, self.r_chunk = eps, r_chunk
         self.H, self.rptr, self.ridx, self.hc = H, rptr, ridx, hc
         self.Yp = Yp      # float32 only: Yg as panels (hdist._kernels.gemm_panels)
+        self.refmiss = refmiss      # rptr/ridx checked and coded (RefMissing), or None
 
     def extra(self):
         """The keyword arguments of ``gemm_select`` / ``gemm_radius_select``."""
@@ -462,7 +464,7 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
     nx = np.sqrt(np.einsum("ij,ij->i", X, X) + np.einsum("ij,ij->i", H, H)
                  + np.diff(qptr)) + 1e-30 / eps
     return _Filter(np.ascontiguousarray(X, dtype=dtype), nx, Yg, ny_chunk, gg, gmin, qptr,
-                   qidx, eps, r_chunk, H, ref["rptr"], ref["ridx"], hc, Yp)
+                   qidx, eps, r_chunk, H, ref["rptr"], ref["ridx"], hc, Yp, ref["refmiss"])
 
 
 def _in_threads(nq, n_threads, run):
@@ -536,8 +538,13 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
         tl = TieLists(nq) if ties else None
         # the arguments are checked once; each tile then costs one short call, the GIL
         # released while its rows are selected
+        extra = F.extra()
+        if "rptr" in extra and F.refmiss is not None:
+            # the reference rows' missing attributes as checked and coded once
+            del extra["rptr"], extra["ridx"]
+            extra["refmiss"] = F.refmiss
         sel = GemmKnnSelect(cplan, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD, HI, F.eps,
-                            F.Xg.dtype, exclude_self, 0, ties=tl, **F.extra())
+                            F.Xg.dtype, exclude_self, 0, ties=tl, **extra)
     if F.Yp is not None:
         with phase("kernel"):
             sel.search(F.Xg, F.Yp, n_threads, q_block or 0, r_tile or 0)

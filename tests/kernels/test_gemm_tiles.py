@@ -368,6 +368,94 @@ def test_miss_codes_checks_its_arguments():
         _kernels.miss_codes(hq, np.zeros((3, 2)), rptr, ridx)
 
 
+def random_missing(nr, nh, seed):
+    rng = np.random.default_rng(seed)
+    miss = rng.random((nr, nh)) < rng.choice([0.0, 0.05, 0.3, 0.9], nr)[:, None]
+    rptr = np.zeros(nr + 1, dtype=np.intp)
+    np.cumsum(miss.sum(axis=1), out=rptr[1:])
+    return miss, rptr, np.nonzero(miss)[1].astype(np.intp)
+
+
+@pytest.mark.parametrize("nh", [1, 3, 24, 40])
+def test_reference_rows_checked_once_are_coded_as_miss_codes_codes_them(nh):
+    miss, rptr, ridx = random_missing(500, nh, nh)
+    rm = _kernels.RefMissing(rptr, ridx, nh)
+    ab, _ = _kernels.miss_codes(np.ones((1, nh)), None, rptr, ridx)
+    np.testing.assert_array_equal(rm.ab, ab)
+    np.testing.assert_array_equal(rm.rptr, rptr)
+    np.testing.assert_array_equal(rm.ridx, ridx)
+    assert rm.ncol == nh
+    # kept read-only, and the caller's arrays are not (copies)
+    for a in (rm.rptr, rm.ridx, rm.ab):
+        assert not a.flags.writeable
+    assert rptr.flags.writeable and rm.rptr is not rptr
+    # read-only intp arrays are taken as they are
+    rm2 = _kernels.RefMissing(rm.rptr, rm.ridx, nh)
+    assert rm2.rptr is rm.rptr and rm2.ridx is rm.ridx
+
+
+def test_reference_rows_checked_once_refuse_bad_arguments():
+    rptr, ridx = np.array([0, 1, 2], dtype=np.intp), np.array([0, 2], dtype=np.intp)
+    _kernels.RefMissing(rptr, ridx, 3)
+    with pytest.raises(ValueError, match="ridx must index"):
+        _kernels.RefMissing(rptr, ridx, 2)
+    with pytest.raises(ValueError, match="non-decreasing"):
+        _kernels.RefMissing(np.array([0, 2, 1]), ridx, 3)
+    with pytest.raises(ValueError, match="start at 0 and index ridx"):
+        _kernels.RefMissing(np.array([0, 1, 3]), ridx, 3)
+    with pytest.raises(ValueError, match="start at 0"):
+        _kernels.RefMissing(np.array([1, 1, 2]), ridx, 3)
+    with pytest.raises(ValueError, match="1-d"):
+        _kernels.RefMissing(rptr[:, None], ridx, 3)
+    with pytest.raises(ValueError, match="1-d"):
+        _kernels.RefMissing(np.zeros(0, np.intp), ridx, 3)
+    with pytest.raises(ValueError, match="ncol"):
+        _kernels.RefMissing(rptr, ridx, -1)
+
+
+@pytest.mark.parametrize("n,m", [(0, 3), (5, 0), (300, 16)])
+def test_miss_lists_are_the_nonzero_columns_of_each_row(n, m):
+    absent = np.random.default_rng(n + m).random((n, m)) < 0.2
+    qptr, qidx = _kernels.miss_lists(absent.view(np.uint8))
+    assert qptr.dtype == np.intp and qidx.dtype == np.intp
+    assert len(qptr) == n + 1 and qptr[0] == 0
+    np.testing.assert_array_equal(np.diff(qptr), absent.sum(axis=1))
+    np.testing.assert_array_equal(qidx, np.nonzero(absent)[1])
+
+
+def test_search_with_reference_rows_checked_once(isa_bounds):
+    # the selector given the reference rows' missing attributes checked and coded once
+    # (RefMissing) keeps the heaps it keeps when given rptr/ridx, on every variant, and
+    # refuses arguments that do not go with it
+    X, y, nom = mixed(330, n_cont=6, n_nom=6, missing=0.25, seed=23)
+    m = hdist.get_metric("hvdm", nominal=nom).fit(X[:300], y[:300])
+    st, rows = m._fitted(), m.encode(X[300:])
+    F = _gemm._prepare(st.plan, rows, st.train, {}, 16, np.float32)
+    assert F.refmiss is not None and F.refmiss.rptr is F.rptr
+    nq, nr, k = rows.n, st.train.n, 5
+    cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
+    kw = F.extra()
+    kw_once = {**{a: v for a, v in kw.items() if a not in ("rptr", "ridx")},
+               "refmiss": F.refmiss}
+    HD0, HI0 = heaps(nq, k, nr)
+    GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD0, HI0, F.eps, np.float32,
+                  **kw).search(F.Xg, F.Yp, 1, 0, 0)
+    HD1, HI1 = heaps(nq, k, nr)
+    GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, np.float32,
+                  **kw_once).search(F.Xg, F.Yp, 2, 0, 0)
+    np.testing.assert_array_equal(HI0, HI1)
+    np.testing.assert_array_equal(HD0, HD1)
+    args = (cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, np.float32)
+    with pytest.raises(ValueError, match="replaces"):
+        GemmKnnSelect(*args, **{**kw_once, "rptr": F.rptr, "ridx": F.ridx})
+    with pytest.raises(ValueError, match="columns of hq"):
+        GemmKnnSelect(*args, **{**kw_once, "hq": np.ascontiguousarray(F.H[:, 1:])})
+    bad = F.hc.copy()
+    bad[np.flatnonzero(bad)[0]] += 1
+    with pytest.raises(ValueError, match="count"):
+        GemmKnnSelect(*args, **{**kw_once, "hc": bad})
+
+
 @pytest.mark.parametrize("r_chunk", [16, 64])
 def test_search_with_many_missing_attributes(isa_bounds, r_chunk):
     # more attributes missing in the reference rows than have codes, rows missing many of
@@ -420,7 +508,7 @@ def added_reference(X, Y, ab, tab, gy, qptr, qidx, bf16):
 
 @pytest.mark.parametrize("nq,n,K,nm", [(1, 1, 3, 0), (7, 33, 26, 2), (8, 16, 5, 1),
                                        (19, 100, 40, 3), (9, 47, 6, 0), (12, 30, 7, 2),
-                                       (17, 63, 9, 1)])
+                                       (17, 63, 9, 1), (9, 40, 6, 33), (10, 50, 4, 70)])
 def test_product_additions_of_every_variant(isa_bounds, nq, n, K, nm):
     # the product's tested values (the codes' table entries and the query's columns added
     # to its estimates) against plain numpy: bit for bit with the float tables, within
@@ -434,8 +522,10 @@ def test_product_additions_of_every_variant(isa_bounds, nq, n, K, nm):
     tab = np.abs(rng.normal(size=(nq, 32)) * rng.choice([1e-3, 1.0, 1e3], size=(nq, 1)))
     tab = tab.astype(np.float32)
     tab[:, 31] = 0
-    gy = rng.normal(size=(5, n)).astype(np.float32)
-    miss = [rng.choice(5, size=min(nm, 5), replace=False) for _ in range(nq)]
+    # queries adding many columns too
+    m_g = max(5, nm)
+    gy = rng.normal(size=(m_g, n)).astype(np.float32)
+    miss = [rng.choice(m_g, size=nm, replace=False) for _ in range(nq)]
     qptr = np.cumsum([0] + [len(m) for m in miss]).astype(np.intp)
     qidx = np.concatenate([np.zeros(0, np.intp)] + [m.astype(np.intp) for m in miss])
     rows = (np.arange(nq) % 2 == 0).astype(np.uint8) if nq > 1 else np.ones(1, np.uint8)
