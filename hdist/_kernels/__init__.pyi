@@ -140,6 +140,22 @@ def gemm_products(
     qidx: npt.NDArray[np.intp] | None = ...,
     rows: npt.NDArray[np.uint8] | None = ...,
 ) -> npt.NDArray[np.float32]: ...
+def query_continuous(
+    c: Float64Array,
+    cpen: Float64Array,
+    elo: Float64Array,
+    scale: Float64Array,
+    centre: Float64Array,
+    both: Float64Array,
+    hcol: IntpArray,
+    X: Float64Array,
+    const: Float64Array,
+    H: Float64Array,
+    absent: npt.NDArray[np.uint8],
+) -> None: ...
+def query_norms(
+    X: Float64Array, H: Float64Array, qptr: IntpArray
+) -> tuple[float, Float64Array]: ...
 def query_coded(
     codes: npt.NDArray[np.int32],
     ev: Float64Array,

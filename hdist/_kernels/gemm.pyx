@@ -853,6 +853,94 @@ cdef _all_hq_bounds(const double[:, ::1] hq):
 
 @cython.boundscheck(HDIST_DEBUG)
 @cython.wraparound(False)
+def query_continuous(const double[:, ::1] c not None, const double[:, ::1] cpen not None,
+                     const double[::1] elo not None, const double[::1] scale not None,
+                     const double[::1] centre not None, const double[::1] both not None,
+                     const intp[::1] hcol not None, double[:, ::1] X not None,
+                     double[::1] const not None, double[:, ::1] H not None,
+                     cnp.uint8_t[:, ::1] absent not None):
+    """The matrix-product filter's query side for the ``mc`` continuous attributes
+    (``hdist._search.gemm_filter._queries``), row by row: with ``v = (c[i, k] - elo[k])
+    scale[k]`` (missing when NaN), ``X[i, k] = v - centre[k]`` (0 when missing), its
+    square added to ``const[i]`` (attribute after attribute, in order),
+    ``H[i, hcol[k]] = cpen[i, k] - X[i, k]^2`` (``both[k]`` when missing; ``hcol[k] < 0``:
+    none) and ``absent[i, k]`` the missing flag: the float64 operations the numpy form
+    makes, in its order."""
+    cdef intp n = c.shape[0], mc = c.shape[1], i, k, h
+    cdef double v, et, sq
+    if cpen.shape[0] != n or cpen.shape[1] != mc or elo.shape[0] != mc \
+            or scale.shape[0] != mc or centre.shape[0] != mc or both.shape[0] != mc \
+            or hcol.shape[0] != mc:
+        raise ValueError("cpen must have the shape of c, elo, scale, centre, both and hcol "
+                         "one entry per column of c")
+    for k in range(mc):
+        if hcol[k] >= H.shape[1]:
+            raise ValueError("hcol must name columns of H")
+    if X.shape[0] != n or X.shape[1] < mc or const.shape[0] != n \
+            or (H.shape[0] != n and H.shape[1] > 0) or absent.shape[0] != n \
+            or absent.shape[1] < mc:
+        raise ValueError("X, const, H and absent must have one row per row of c and the "
+                         "columns the attributes fill")
+    with nogil:
+        for i in range(n):
+            for k in range(mc):
+                v = (c[i, k] - elo[k]) * scale[k]
+                if v == v:
+                    et = v - centre[k]
+                    sq = et * et
+                    absent[i, k] = 0
+                else:
+                    et = 0.0
+                    sq = 0.0
+                    absent[i, k] = 1
+                X[i, k] = et
+                const[i] = const[i] + sq
+                h = hcol[k]
+                if h >= 0:
+                    H[i, h] = cpen[i, k] - sq if v == v else both[k]
+    return None
+
+
+cdef inline double _sq_row(const double* r, intp n, double t, double* xmax,
+                           bint* bad) noexcept nogil:
+    """``t`` plus the squares of ``r[0 .. n)``, in order; ``xmax`` raised to their largest
+    magnitude, ``bad`` set when one is not finite."""
+    cdef intp k
+    cdef double a
+    for k in range(n):
+        a = r[k]
+        if not fabs(a) <= 1.7976931348623157e308:
+            bad[0] = True
+        elif fabs(a) > xmax[0]:
+            xmax[0] = fabs(a)
+        t = t + a * a
+    return t
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+def query_norms(const double[:, ::1] X not None, const double[:, ::1] H not None,
+                const intp[::1] qptr not None):
+    """``(xmax, s)``: the largest magnitude in ``X`` and ``H`` (NaN when some entry is
+    not finite) and per row ``s[i] = Σ X[i]^2 + Σ H[i]^2 + (qptr[i + 1] - qptr[i])``,
+    the squared norm of the augmented query vector of the filter's rounding margin."""
+    cdef intp n = X.shape[0], K = X.shape[1], nh = H.shape[1], i
+    cdef double xmax = 0.0, t
+    cdef bint bad = False
+    if (H.shape[0] != n and nh > 0) or qptr.shape[0] != n + 1:
+        raise ValueError("H must have one row per row of X, qptr one entry more")
+    out = np.empty(n)
+    cdef double[::1] sv = out
+    with nogil:
+        for i in range(n):
+            t = _sq_row(&X[i, 0] if K > 0 else NULL, K, 0.0, &xmax, &bad)
+            t = _sq_row(&H[i, 0] if nh > 0 else NULL, nh, t, &xmax, &bad)
+            sv[i] = t + <double> (qptr[i + 1] - qptr[i])
+    return (float("nan") if bad else xmax), out
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def query_coded(const int[:, ::1] codes not None, const double[::1] ev not None,
                 const intp[::1] ev_off not None, const intp[::1] width not None,
                 const double[::1] sv not None, const unsigned char[::1] ok not None,

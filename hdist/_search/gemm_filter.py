@@ -109,6 +109,13 @@ def _attributes(plan, rows, coded=False):
         emb = np.asarray(plan.components[a].embedding, dtype=np.float64)
         codes = np.minimum(rows.t[:, k], emb.shape[0] - 1)
         out.append(_coded(emb * np.sqrt(plan.weights[a]), codes, plan.t_miss[k], coded))
+    return out + _embedded_attributes(plan, rows)
+
+
+def _embedded_attributes(plan, rows):
+    """The tuples of :func:`_attributes` for the attributes embedded as vectors."""
+    n = rows.n
+    out = []
     for k in range(plan.me):
         lo, hi = plan.e_off[k], plan.e_off[k + 1]
         E = rows.e[:, lo:hi] * np.sqrt(plan.e_rw[k])
@@ -210,6 +217,7 @@ def _reference(plan, R, cache, project=True):
         rptr, ridx = refmiss.rptr, refmiss.ridx
     ref = {"centres": centres, "bases": bases, "miss": miss, "rptr": rptr, "ridx": ridx,
            "vtab": vtab, "refmiss": refmiss}
+    _coded_tables(plan, ref, attrs)
     feats = _features(attrs, ref, n)
     cache[key] = ref
     return ref, feats
@@ -275,6 +283,7 @@ def _coded_tables(plan, ref, attrs):
         if pos != list(range(plan.mc, plan.mc + len(pos))):
             raise AssertionError("the looked-up attributes must follow the continuous ones")
         hpos = {a: h for h, a in enumerate(ref["miss"])}
+        mc, mo = plan.mc, plan.mo
         Ev = [ref["vtab"][a][0] for a in pos]
         sv = [ref["vtab"][a][1] for a in pos]
         ok = [ref["vtab"][a][2] for a in pos]
@@ -290,7 +299,17 @@ def _coded_tables(plan, ref, attrs):
             "miss": np.array([float(attrs[a][3]) for a in pos], dtype=np.float64),
             "hcol": np.array([hpos.get(a, -1) for a in pos], dtype=np.intp),
             "hpos": hpos,
+            # the continuous attributes' H columns and centres, the overlap attributes'
+            # numbers of values and the last embedding row of each table attribute (the
+            # unseen values')
+            "c_hcol": np.array([hpos.get(a, -1) for a in range(mc)], dtype=np.intp),
+            "c_centre": np.array([ref["centres"][a][0] for a in range(mc)], dtype=np.float64),
+            "o_V": np.array([plan.components[a].n_values for a in plan.o_attr], dtype=np.intc),
+            "t_last": np.array([np.shape(plan.components[a].embedding)[0] - 1
+                                for a in plan.t_attr], dtype=np.intc),
         }
+        if pos != list(range(mc, mc + mo + plan.mt)):
+            raise AssertionError("the looked-up attributes must be the nominal ones")
         ref["coded"] = tabs
     return tabs
 
@@ -300,50 +319,45 @@ def _queries(plan, Q, ref):
     ``H = p (A - s) + q B`` per attribute of ref["miss"] (float64, [n, len(miss)]) and, per row,
     the attributes it misses (``qptr``, ``qidx``: the rows of ``g`` its estimates
     add); None when the rows do not allow it, "off-span" when a value lies off the span
-    ``ref`` projects on.  The nominal attributes' values are looked up in their tables
-    by :func:`hdist._kernels.query_coded`."""
-    from .._kernels import miss_lists, query_coded
-    attrs = _attributes(plan, Q, coded=True)
-    if attrs is None:
-        return None
-    n, mc = Q.n, plan.mc
-    tabs = _coded_tables(plan, ref, attrs)
+    ``ref`` projects on.  The continuous attributes are computed by
+    :func:`hdist._kernels.query_continuous`, the nominal attributes' values looked up in
+    their tables by :func:`hdist._kernels.query_coded`: one pass over the rows each."""
+    from .._kernels import miss_lists, query_coded, query_continuous
+    n, mc, mo, mt = Q.n, plan.mc, plan.mo, plan.mt
+    tabs = ref["coded"]
+    if mo and (Q.o >= tabs["o_V"]).any():
+        return None  # unseen values: equality of two unseen values has no embedding
     nc = tabs["n"]
-    rest = range(mc + nc, len(attrs))        # the others: embedded, computed here
-    widths = [attrs[a][0].shape[1] if ref["bases"][a] is None else ref["bases"][a].shape[1]
-              for a in rest]
+    rest = _embedded_attributes(plan, Q)     # the others: embedded, computed here
+    first = mc + nc
+    widths = [E.shape[1] if ref["bases"][first + r] is None
+              else ref["bases"][first + r].shape[1] for r, (E, *_) in enumerate(rest)]
     K = mc + tabs["cols"] + sum(widths) + 2
     X = np.empty((n, K))
     const = np.zeros(n)
     miss = ref["miss"]
     hpos = tabs["hpos"]       # attribute -> its column of H
     H = np.empty((n, len(miss)))
-    absent = np.zeros((n, len(attrs)), dtype=bool)
+    absent = np.zeros((n, first + len(rest)), dtype=np.uint8)
     if mc:
-        # the continuous attributes as one block (one column each, never projected)
-        E = np.hstack([attrs[a][0] for a in range(mc)])
-        pres = np.column_stack([attrs[a][1] for a in range(mc)])
-        Et = np.where(pres, E - np.array([ref["centres"][a][0] for a in range(mc)]), 0.0)
-        S = Et * Et
-        X[:, :mc] = Et
-        for a in range(mc):
-            const += S[:, a]
-        if any(a in hpos for a in range(mc)):
-            Hc = np.where(pres, Q.cpen[:, :mc] - S, plan.c_both[:mc])
-            for a in range(mc):
-                if a in hpos:
-                    H[:, hpos[a]] = Hc[:, a]
-        absent[:, :mc] = ~pres
+        # the continuous attributes as one block (one column each, never projected),
+        # from the training minimum before the (inexact) scaling, so that a column of
+        # large values with a small spread keeps its digits
+        query_continuous(np.ascontiguousarray(Q.c), np.ascontiguousarray(Q.cpen),
+                         plan.c_elo, plan.c_inv * np.sqrt(plan.c_rw), tabs["c_centre"],
+                         np.asarray(plan.c_both, dtype=np.float64), tabs["c_hcol"], X,
+                         const, H, absent)
     if nc:
-        codes = np.column_stack([attrs[a][5] for a in range(mc, mc + nc)])
-        codes = np.ascontiguousarray(codes, dtype=np.int32)     # no copy when int32
+        codes = np.empty((n, nc), dtype=np.int32)
+        codes[:, :mo] = Q.o
+        codes[:, mo:] = np.minimum(Q.t, tabs["t_last"])
         if not query_coded(codes, tabs["ev"], tabs["ev_off"], tabs["width"], tabs["sv"],
                            tabs["ok"], tabs["sv_off"], tabs["miss"], tabs["hcol"], X, mc,
-                           const, H, absent.view(np.uint8), mc):
+                           const, H, absent, mc):
             return "off-span"
     x = mc + tabs["cols"]
-    for a, w in zip(rest, widths):
-        E, pres, A, B, _, _ = attrs[a]
+    for r, (w, (E, pres, A, B, _, _)) in enumerate(zip(widths, rest)):
+        a = first + r
         c, basis = ref["centres"][a], ref["bases"][a]
         if basis is not None and not _in_span(E[pres] - c, basis):
             return "off-span"
@@ -357,7 +371,7 @@ def _queries(plan, Q, ref):
         absent[:, a] = ~pres
     X[:, -2] = const
     X[:, -1] = 1.0
-    qptr, qidx = miss_lists(absent.view(np.uint8))
+    qptr, qidx = miss_lists(absent)
     return X, H, qptr, qidx
 
 
@@ -446,9 +460,10 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
               gemm_panels(Yg) if dtype == np.float32 else None)
         cache[key] = fr
     Yg, gg, gmin, ny_chunk, ymax, hc, Yp = fr
-    if not (np.all(np.isfinite(X)) and np.all(np.isfinite(H))):
+    from .._kernels import query_norms
+    xmax, nx2 = query_norms(X, H, qptr)
+    if not math.isfinite(xmax):
         return None
-    xmax = max(np.abs(X).max(initial=0), np.abs(H).max(initial=0))
     if max(xmax, ymax) > MAX_ABS:
         return None
     if dtype == np.float32 and max(xmax, ymax) > MAX_ABS32:
@@ -461,8 +476,7 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
         eps = 4.0 * (dim + 8) * 2.0 ** -24
     else:
         eps = 8.0 * (dim + plan.m + 16) * _U
-    nx = np.sqrt(np.einsum("ij,ij->i", X, X) + np.einsum("ij,ij->i", H, H)
-                 + np.diff(qptr)) + 1e-30 / eps
+    nx = np.sqrt(nx2) + 1e-30 / eps
     return _Filter(np.ascontiguousarray(X, dtype=dtype), nx, Yg, ny_chunk, gg, gmin, qptr,
                    qidx, eps, r_chunk, H, ref["rptr"], ref["ridx"], hc, Yp, ref["refmiss"])
 

@@ -1,8 +1,10 @@
 """The matrix-product filter's query side, ``hdist._search.gemm_filter._queries``, equals a
 plain numpy computation of the same features bit for bit.
 
-The library looks the nominal attributes' values up in one compiled pass
-(``hdist._kernels.query_coded``); the reference below computes each attribute with
+The library computes the continuous attributes and looks the nominal attributes' values
+up in one compiled pass each (``hdist._kernels.query_continuous``,
+``hdist._kernels.query_coded``) and the margin's norms in another
+(``hdist._kernels.query_norms``); the reference below computes each attribute with
 numpy, one array operation at a time, in the same order.  Compared on random mixed data
 with missing values under several metrics and policies, projected and unprojected
 tables, embedded attributes, off-span and unseen values, and no rows at all.
@@ -12,7 +14,7 @@ import pytest
 
 import hdist
 from hdist._search import gemm_filter as _gemm
-from hdist._kernels import query_coded
+from hdist._kernels import query_coded, query_continuous, query_norms
 
 from test_gemm import CASES, mixed
 
@@ -150,3 +152,52 @@ def test_query_coded_refuses_bad_arguments():
             call(**kw)
     assert call(ok=np.array([1, 0, 1], np.uint8)) is True
     assert call(ok=np.array([0, 1, 1], np.uint8)) is False      # row 0: off the span
+
+
+def test_query_continuous_refuses_bad_arguments():
+    c = np.array([[1.0, np.nan], [2.0, 3.0]])
+    X, H = np.zeros((2, 4)), np.zeros((2, 1))
+    const, absent = np.zeros(2), np.zeros((2, 2), np.uint8)
+    good = dict(c=c, cpen=np.full((2, 2), 5.0), elo=np.zeros(2), scale=np.ones(2),
+                centre=np.array([1.0, 0.0]), both=np.array([7.0, 8.0]),
+                hcol=np.array([-1, 0], np.intp), X=X, const=const, H=H, absent=absent)
+
+    def call(**kw):
+        args = dict(good, **kw)
+        return query_continuous(*args.values())
+
+    call()
+    np.testing.assert_array_equal(X[:, :2], [[0.0, 0.0], [1.0, 3.0]])
+    np.testing.assert_array_equal(const, [0.0, 10.0])
+    np.testing.assert_array_equal(H[:, 0], [8.0, 5.0 - 9.0])      # both missing / present
+    np.testing.assert_array_equal(absent, [[0, 1], [0, 0]])
+    for kw in (dict(cpen=np.zeros((2, 1))), dict(elo=np.zeros(1)), dict(scale=np.ones(3)),
+               dict(centre=np.zeros(1)), dict(both=np.zeros(1)),
+               dict(hcol=np.array([0, 1], np.intp)),           # no such column of H
+               dict(X=np.zeros((2, 1))), dict(const=np.zeros(3)),
+               dict(absent=np.zeros((2, 1), np.uint8)), dict(H=np.zeros((3, 1)))):
+        with pytest.raises(ValueError):
+            call(**kw)
+
+
+@pytest.mark.parametrize("n,K,nh", [(0, 3, 2), (5, 0, 0), (40, 7, 3), (40, 7, 0)])
+def test_query_norms_equal_numpy(n, K, nh):
+    rng = np.random.default_rng(n + K + nh)
+    X = rng.normal(size=(n, K)) * rng.choice([1e-3, 1.0, 1e5], size=(n, 1))
+    H = rng.normal(size=(n, nh))
+    qptr = np.concatenate([[0], np.cumsum(rng.integers(0, 4, n))]).astype(np.intp)
+    xmax, s = query_norms(X, H, qptr)
+    want = np.einsum("ij,ij->i", X, X) + np.einsum("ij,ij->i", H, H) + np.diff(qptr)
+    np.testing.assert_allclose(s, want, rtol=1e-14)
+    assert xmax == max(np.abs(X).max(initial=0), np.abs(H).max(initial=0))
+    if n and K:
+        for bad in (np.nan, np.inf, -np.inf):
+            Xb = X.copy()
+            Xb[n // 2, K - 1] = bad
+            assert np.isnan(query_norms(Xb, H, qptr)[0])
+        if nh:
+            Hb = H.copy()
+            Hb[0, 0] = np.nan
+            assert np.isnan(query_norms(X, Hb, qptr)[0])
+    with pytest.raises(ValueError):
+        query_norms(X, H, qptr[:-1])
