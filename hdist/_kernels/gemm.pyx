@@ -82,6 +82,10 @@ cdef enum:
 GEMM_MAX_CHUNK = GEMM_MAX_CHUNK_C
 
 
+# the mark of a query row whose columns the product adds without a table (never read)
+cdef float _NO_TABLE[32]
+
+
 cdef inline unsigned long long _le_mask(const real* e, intp n, real s) noexcept nogil:
     """Bit j set when ``e[j] <= s``, for ``n <= 64``."""
     if real is float:
@@ -195,7 +199,8 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
     smallest, :func:`_hq_bounds`, computed once per query.  ``given``: ``g`` already holds
     the tested values the codes give (``hd_gemm_blk``'s additions: ``hd_prep``'s values
     with the float table, lower ones from the bfloat16 table ``cd.t16``); only with ``cd``
-    and a query whose terms are all >= 0."""
+    and a query whose terms are all >= 0, or with no reference-missing terms (``hq`` NULL,
+    ``cd`` NULL: the estimates plus the query's columns)."""
     cdef real vb[PREP_ROWS]
     cdef real th1[SCAN_WINDOW]
     cdef real th2[SCAN_WINDOW]
@@ -516,6 +521,8 @@ ctypedef struct _SelS:
     const unsigned short* ab      # per reference row, _Codes (NULL: none)
     const float* tab      # per query, 32 entries
     const unsigned short* t16     # per query, the same in bfloat16 (rounded down)
+    int cols_only         # no reference-missing terms: the product adds the columns of
+                          # the queries that miss values (without a table)
     TieList* ties         # per query, the rows tied with its k-th (NULL: not kept)
 
 
@@ -636,6 +643,7 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     S.hb = NULL
     S.ties = NULL
     S.ab, S.tab, S.t16 = NULL, NULL, NULL
+    S.cols_only = 0
     with nogil:
         for ii in prange(nb, num_threads=n_threads, schedule="static"):
             _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, r0, S.ny_max, 0, NULL)
@@ -683,28 +691,32 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
     makes instead for the queries with ``rows[q]`` != 0 (None: all): each query's
     estimates plus the rows of ``gy`` it misses (``qidx[qptr[q]:qptr[q + 1]]``; None:
     none) plus ``tab[q, a] + tab[q, b]`` per row, in bfloat16 when :func:`bf16_bounds` (the
-    tables rounded down).  The padding rows after the last reference row hold zeros
-    without ``ab``, else unspecified values (the selection never reads them)."""
+    tables rounded down).  With ``gy`` and no ``ab``: the estimates plus the columns alone
+    (the fused search without reference-missing terms).  The padding rows after the last
+    reference row hold zeros without additions, else unspecified values (the selection
+    never reads them)."""
     cdef intp nq = X.shape[0], K = X.shape[1], npan = Yp.shape[0], q, i, t, n = 0
     cdef hd_gadd add
-    cdef bint adds = ab is not None
+    cdef bint adds = ab is not None or gy is not None
     t16a = None
     if Yp.shape[1] != K or Yp.shape[2] != HD_GPW:
         raise ValueError("Yp must be [panels, %d, %d]" % (K, HD_GPW))
     out = np.zeros((nq, npan * HD_GPW), dtype=np.float32)
     cdef float[:, ::1] G = out
-    if not adds and (tab is not None or gy is not None or qptr is not None
-                     or qidx is not None or rows is not None):
-        raise ValueError("tab, gy, qptr, qidx and rows need ab")
+    if ab is None and tab is not None:
+        raise ValueError("tab needs ab")
+    if not adds and (qptr is not None or qidx is not None or rows is not None):
+        raise ValueError("qptr, qidx and rows need ab or gy")
     if adds:
-        n = ab.shape[0]
+        n = ab.shape[0] if ab is not None else gy.shape[1]
         if rows is not None and rows.shape[0] != nq:
             raise ValueError("rows must have one entry per query")
-        if tab is None or tab.shape[0] != nq or tab.shape[1] != 32:
+        if ab is not None and (tab is None or tab.shape[0] != nq or tab.shape[1] != 32):
             raise ValueError("tab must have 32 entries per query")
         if n > npan * HD_GPW or n < (npan - 1) * HD_GPW + 1:
-            raise ValueError("ab must have one code per reference row of the panels")
-        for t in range(n):
+            raise ValueError("ab (gy) must have one code (column) per reference row of the "
+                             "panels")
+        for t in range(n if ab is not None else 0):
             if (ab[t] & 255) >= 32 or (ab[t] >> 8) >= 32:
                 raise ValueError("the codes in ab must be below 32")
         if (gy is None) != (qptr is None) or (gy is None) != (qidx is None):
@@ -714,11 +726,11 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
                     not _query_miss_ok(qptr, qidx, 0, nq, gy.shape[0]):
                 raise ValueError("gy must have a column per reference row, qptr and qidx "
                                  "index its rows for every query")
-        for i in range(nq):
+        for i in range(nq if ab is not None else 0):
             for t in range(32):
                 if not tab[i, t] >= 0:
                     raise ValueError("tab must hold entries >= 0")
-        t16a = _bf16_down(tab)
+        t16a = _bf16_down(tab) if ab is not None else np.zeros((max(nq, 1), 32), np.uint16)
     cdef const unsigned short[:, ::1] t16 = t16a
     if nq == 0 or npan == 0 or K == 0:
         return out
@@ -727,13 +739,17 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
         q = 0
         while q < nq:
             if adds:
-                add.ab, add.nt, add.bf16 = &ab[0], n, hd_gemm_bf16()
+                add.ab = &ab[0] if ab is not None else NULL
+                add.nt, add.bf16 = n, hd_gemm_bf16() and ab is not None
                 add.gy = &gy[0, 0] if gy is not None and gy.shape[0] > 0 else NULL
                 add.gstride = n
                 for i in range(HD_GQB):
                     add.tab[i], add.t16[i], add.mi[i], add.nm[i] = NULL, NULL, NULL, 0
                     if q + i < nq and (rows is None or rows[q + i] != 0):
-                        add.tab[i], add.t16[i] = &tab[q + i, 0], &t16[q + i, 0]
+                        if ab is not None:
+                            add.tab[i], add.t16[i] = &tab[q + i, 0], &t16[q + i, 0]
+                        else:
+                            add.tab[i] = _NO_TABLE
                         if gy is not None and qptr[q + i + 1] > qptr[q + i]:
                             add.mi[i] = &qidx[qptr[q + i]]
                             add.nm[i] = qptr[q + i + 1] - qptr[q + i]
@@ -1118,11 +1134,15 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
                     adds = True
                     add.tab[i] = S.tab + 32 * q
                     add.t16[i] = S.t16 + 32 * q if add.bf16 else NULL
-                    if S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
-                        add.nm[i] = S.qptr[q + 1] - S.qptr[q]
-                        add.mi[i] = S.qidx + S.qptr[q]
+                elif i < nqb and S.cols_only and S.qptr[q + 1] > S.qptr[q]:
+                    # its columns alone (add.ab NULL): the table is only a mark
+                    adds = True
+                    add.tab[i] = _NO_TABLE
+                if add.tab[i] != NULL and S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
+                    add.nm[i] = S.qptr[q + 1] - S.qptr[q]
+                    add.mi[i] = S.qidx + S.qptr[q]
             if adds:
-                add.ab = S.ab + r0
+                add.ab = S.ab + r0 if S.ab != NULL else NULL
                 add.gy = <const float*> S.gy + r0 if S.gy != NULL else NULL
                 add.gstride, add.nt = S.gstride, nt
             hd_gemm_blk(Xp + (qb // HD_GQB) * K * HD_GQB, nqb, Yp + (r0 // HD_GPW) * K * HD_GPW,

@@ -20,7 +20,8 @@
  *
  *     ((G + col_0) + ... + col_{nm-1}) + (tab[a] + tab[b]),   ab[j] = a + 256 b,
  *
- * col_t the row j entries of add->gy + add->mi[i][t] add->gstride: the sums hd_prep
+ * col_t the row j entries of add->gy + add->mi[i][t] add->gstride (without add->ab, the
+ * columns alone: no table term, the row's tab only marks it), the sums hd_prep
  * (hdist/_kernels/scan_body.h) makes from the stored estimates, operation for operation (plain
  * float additions, no contraction).  With add->bf16 (HD_GEMM_ISA 3) the two entries come
  * from the tables rounded down to bfloat16 and one dot product adds them (at most two
@@ -46,8 +47,9 @@ static void HD_SFX(hd_gemm_adds)(float *G, hd_intp nqb, hd_intp ldg, const hd_ga
             for (j = 0; j < nt; j++)
                 g[j] = g[j] + col[j];
         }
-        for (j = 0; j < nt; j++)
-            g[j] = g[j] + (tab[ab[j] & 255] + tab[ab[j] >> 8]);
+        if (ab)
+            for (j = 0; j < nt; j++)
+                g[j] = g[j] + (tab[ab[j] & 255] + tab[ab[j] >> 8]);
     }
 }
 #endif
@@ -61,12 +63,15 @@ static HD_INLINE __mmask16 HD_SFX(hd_gemm_rows)(const hd_gadd *add, hd_intp r0)
     return left >= 16 ? (__mmask16)0xFFFF : (__mmask16)((1u << left) - 1u);
 }
 
-/* the codes of the panel at row r0 of the block, widened (rows past nt: 0): a + 256 b in
- * each 32-bit lane, or with bfloat16 tables (HD_GEMM_ISA 3) a in its low half and b in its
- * high half, the indices of a permutation of 16-bit entries */
+/* the codes of the panel at row r0 of the block, widened (rows past nt, or no ab: 0):
+ * a + 256 b in each 32-bit lane, or with bfloat16 tables (HD_GEMM_ISA 3) a in its low half
+ * and b in its high half, the indices of a permutation of 16-bit entries */
 static HD_INLINE __m512i HD_SFX(hd_gemm_codes)(const hd_gadd *add, hd_intp r0, __mmask16 mk)
 {
-    __m512i x = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, add->ab + r0));
+    __m512i x;
+    if (!add->ab)
+        return _mm512_setzero_si512();       /* no table: not read */
+    x = _mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(mk, add->ab + r0));
 #if HD_GEMM_ISA == 3
     x = _mm512_or_si512(_mm512_and_si512(x, _mm512_set1_epi32(255)),
                         _mm512_slli_epi32(_mm512_srli_epi32(x, 8), 16));
@@ -83,6 +88,15 @@ static HD_INLINE void HD_SFX(hd_gemm_add)(const hd_gadd *add, hd_intp n, hd_intp
                                           __mmask16 mb, __m512i ib, __m512i jb, __m512 *b)
 {
     hd_intp t, nm = add->nm[n];
+    for (t = 0; t < nm; t++) {
+        const float *col = add->gy + add->mi[n][t] * add->gstride + r0;
+        *a = _mm512_add_ps(*a, _mm512_maskz_loadu_ps(ma, col));
+        if (b)
+            *b = _mm512_add_ps(*b, _mm512_maskz_loadu_ps(mb, col + HD_GPW));
+    }
+    if (!add->ab)
+        return;     /* the columns alone */
+    {
 #if HD_GEMM_ISA == 3
     __m512i t16 = _mm512_loadu_si512((const void *)add->t16[n]);
     __m512i one = _mm512_set1_epi16(0x3F80);      /* 1.0 in bfloat16 */
@@ -90,12 +104,6 @@ static HD_INLINE void HD_SFX(hd_gemm_add)(const hd_gadd *add, hd_intp n, hd_intp
     const float *tab = add->tab[n];
     __m512 tlo = _mm512_loadu_ps(tab), thi = _mm512_loadu_ps(tab + 16);
 #endif
-    for (t = 0; t < nm; t++) {
-        const float *col = add->gy + add->mi[n][t] * add->gstride + r0;
-        *a = _mm512_add_ps(*a, _mm512_maskz_loadu_ps(ma, col));
-        if (b)
-            *b = _mm512_add_ps(*b, _mm512_maskz_loadu_ps(mb, col + HD_GPW));
-    }
 #if HD_GEMM_ISA == 3
     /* each lane's two entries, tab[a] and tab[b], side by side, and their sum with the
      * lane's value by one dot product with (1, 1) (rounded to nearest, subnormals
@@ -114,6 +122,7 @@ static HD_INLINE void HD_SFX(hd_gemm_add)(const hd_gadd *add, hd_intp n, hd_intp
         *b = _mm512_add_ps(*b, _mm512_add_ps(_mm512_permutex2var_ps(tlo, ib, thi),
                                              _mm512_permutex2var_ps(tlo, jb, thi)));
 #endif
+    }
 }
 
 static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd_intp npan,

@@ -120,6 +120,7 @@ cdef class GemmKnnSelect:
         self.s.hq, self.s.rptr, self.s.ridx, self.s.hc = NULL, NULL, NULL, NULL
         self.s.hb = NULL
         self.s.ab, self.s.tab, self.s.t16 = NULL, NULL, NULL
+        self.s.cols_only = 0
         given = [a is None for a in (hq, rptr, ridx, hc)]
         if any(given) and not all(given):
             raise ValueError("hq, rptr, ridx and hc go together")
@@ -178,6 +179,10 @@ cdef class GemmKnnSelect:
                     # with AVX512_BF16
                     self.tab16 = _bf16_down(self.tab)
                     self.s.t16 = &self.tab16[0, 0]
+        # without reference-missing terms, the fused search's product adds the columns of
+        # the queries that miss values (the selection then tests those sums as they are)
+        self.s.cols_only = self.npy_type == cnp.NPY_FLOAT32 and not self.s.has_h \
+            and self.s.gy != NULL and self.s.qidx != NULL
 
     @cython.boundscheck(HDIST_DEBUG)
     @cython.wraparound(False)

@@ -102,11 +102,13 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
  * float tables these are the values hd_prep computes from the stored estimates, in the
  * same order of additions; with bf16 set, the bfloat16 tables' (a dot product). */
 typedef struct {
-    const unsigned short *ab;     /* the codes of the block's rows (miss_codes), from its first */
+    const unsigned short *ab;     /* the codes of the block's rows (miss_codes), from its first
+                                   * (NULL: no table is added, only the columns) */
     const float *gy;              /* the added columns, from the block's first row */
     hd_intp gstride;              /* distance between two columns of gy */
     hd_intp nt;                   /* rows of the block (the last panel may be partial) */
-    const float *tab[HD_GQB];     /* per query row: its 32 entries (NULL: the product alone) */
+    const float *tab[HD_GQB];     /* per query row: its 32 entries (NULL: the product alone;
+                                   * not read when ab is NULL) */
     const unsigned short *t16[HD_GQB];  /* the same rounded down to bfloat16 (given with
                                          * every table when bf16 is set) */
     const hd_intp *mi[HD_GQB];    /* per query row: the columns it adds */

@@ -456,6 +456,44 @@ def test_search_with_reference_rows_checked_once(isa_bounds):
         GemmKnnSelect(*args, **{**kw_once, "hc": bad})
 
 
+def fused_equals_tiles_and_direct(m, st, rows, F, k, chunks):
+    """The fused search's heaps (1 and 2 threads, ``chunks`` its query chunk and reference
+    block) equal the BLAS tiles' selected by ``gemm_select`` and the direct kernel's."""
+    nq, nr = rows.n, st.train.n
+    cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
+    HD0, HI0 = heaps(nq, k, nr)
+    gemm_select(cp, cQ, cR, F.Xg @ F.Yg.T, F.nx, F.ny_chunk, 0, 0, F.r_chunk, HD0, HI0, F.eps,
+                1, False, 0, **F.extra())
+    for n_threads in (1, 2):
+        HD1, HI1 = heaps(nq, k, nr)
+        GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, np.float32,
+                      False, 0, **F.extra()).search(F.Xg, F.Yp, n_threads, *chunks)
+        np.testing.assert_array_equal(HI0, HI1)
+        np.testing.assert_array_equal(HD0, HD1)
+    finish_heaps(cp, HD1, HI1)
+    d, i = m._knn_rows(rows, k, False, 1, "direct")
+    np.testing.assert_array_equal(i, HI1)
+    np.testing.assert_array_equal(d, HD1)
+
+
+@pytest.mark.parametrize("name", ["hvdm", "heom"])
+def test_search_of_queries_with_gaps_against_complete_rows(isa_bounds, name):
+    # no reference row misses a value, queries do (many attributes, some all missing):
+    # the product adds each such query's columns alone, without codes or tables; the heaps
+    # equal the BLAS tiles' and the direct kernel's on every variant and thread count
+    X, y, nom = mixed(460, n_cont=8, n_nom=8, missing=0.0, seed=29)
+    Q = X[400:].copy()
+    rng = np.random.default_rng(3)
+    Q[rng.random(Q.shape) < 0.2] = np.nan
+    Q[::9, :] = np.nan
+    Q[1::9, :3] = np.nan
+    m = hdist.get_metric(name, nominal=nom).fit(X[:400], y[:400])
+    st, rows = m._fitted(), m.encode(Q)
+    F = _gemm._prepare(st.plan, rows, st.train, {}, 16, np.float32)
+    assert F.ridx.size == 0 and F.qidx.size > 0 and "hq" not in F.extra()
+    fused_equals_tiles_and_direct(m, st, rows, F, 6, (8, 64))
+
+
 @pytest.mark.parametrize("r_chunk", [16, 64])
 def test_search_with_many_missing_attributes(isa_bounds, r_chunk):
     # more attributes missing in the reference rows than have codes, rows missing many of
@@ -471,21 +509,7 @@ def test_search_with_many_missing_attributes(isa_bounds, r_chunk):
     assert F.H.shape[1] > 31
     neg = (F.H < 0).any(axis=1)
     assert 1 <= neg.sum() < len(neg)
-    nq, nr, k = rows.n, st.train.n, 7
-    cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
-    HD0, HI0 = heaps(nq, k, nr)
-    gemm_select(cp, cQ, cR, F.Xg @ F.Yg.T, F.nx, F.ny_chunk, 0, 0, F.r_chunk, HD0, HI0, F.eps,
-                1, False, 0, **F.extra())
-    for n_threads in (1, 2):
-        HD1, HI1 = heaps(nq, k, nr)
-        GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, np.float32,
-                      False, 0, **F.extra()).search(F.Xg, F.Yp, n_threads, 0, 0)
-        np.testing.assert_array_equal(HI0, HI1)
-        np.testing.assert_array_equal(HD0, HD1)
-    finish_heaps(cp, HD1, HI1)
-    d, i = m._knn_rows(rows, k, False, 1, "direct")
-    np.testing.assert_array_equal(i, HI1)
-    np.testing.assert_array_equal(d, HD1)
+    fused_equals_tiles_and_direct(m, st, rows, F, 7, (0, 0))
 
 
 def added_reference(X, Y, ab, tab, gy, qptr, qidx, bf16):
@@ -546,6 +570,14 @@ def test_product_additions_of_every_variant(isa_bounds, nq, n, K, nm):
                                                             False)) or n == 1
     else:
         np.testing.assert_array_equal(G[:, :n], ref)
+    # the columns alone (no reference-missing terms: no codes, no table), on every variant
+    rows1 = np.ones(len(keep), np.uint8)
+    Gc = gemm_products(np.ascontiguousarray(X[keep]), Yp, None, None, gy, qptr, qidx, rows1)
+    cols = est.copy()
+    for q in range(len(keep)):
+        for t in qidx[qptr[q]:qptr[q + 1]]:
+            cols[q] = (cols[q] + gy[t]).astype(np.float32)
+    np.testing.assert_array_equal(Gc[:, :n], cols)
 
 
 def test_product_additions_arguments_are_checked():
@@ -555,15 +587,18 @@ def test_product_additions_arguments_are_checked():
     tab = np.zeros((2, 32), np.float32)
     with pytest.raises(ValueError, match="32 entries"):
         gemm_products(X, Yp, ab, tab[:1])
-    with pytest.raises(ValueError, match="one code per reference row"):
+    with pytest.raises(ValueError, match="per reference row"):
         gemm_products(X, Yp, ab[:3], tab)
+    with pytest.raises(ValueError, match="per reference row"):
+        gemm_products(X, Yp, None, None, np.zeros((1, 3), np.float32),
+                      np.array([0, 1, 1], np.intp), np.array([0], np.intp))
     with pytest.raises(ValueError, match="below 32"):
         gemm_products(X, Yp, np.full(20, 40, np.uint16), tab)
     with pytest.raises(ValueError, match=">= 0"):
         gemm_products(X, Yp, ab, tab - 1)
     with pytest.raises(ValueError, match="go together"):
         gemm_products(X, Yp, ab, tab, np.zeros((1, 20), np.float32))
-    with pytest.raises(ValueError, match="need ab"):
+    with pytest.raises(ValueError, match="needs ab"):
         gemm_products(X, Yp, None, tab)
     with pytest.raises(ValueError, match="one entry per query"):
         gemm_products(X, Yp, ab, tab, rows=np.ones(3, np.uint8))
