@@ -854,6 +854,22 @@ cdef class RefMissing:
         ab.flags.writeable = False
         self.rptr, self.ridx, self.ab, self.ncol = rptr, ridx, ab, ncol
 
+    def tables(self, const double[:, ::1] hq not None):
+        """The queries' half of :func:`miss_codes` for these rows' codes ``ab``: ``tab``,
+        32 float32 entries per row of ``hq`` (one column per attribute these rows can
+        miss)."""
+        if hq.shape[1] != self.ncol:
+            raise ValueError("hq must have one column per attribute of ridx (%d), got %d"
+                             % (self.ncol, hq.shape[1]))
+        cdef intp nq = hq.shape[0]
+        cdef const double[:, ::1] hb = _all_hq_bounds(hq)
+        tab_a = np.zeros((nq, 32), dtype=np.float32)
+        cdef float[:, ::1] tab = tab_a
+        if nq > 0 and self.ncol > 0:
+            with nogil:
+                _fill_tabs(&hq[0, 0], nq, hq.shape[1], &hb[0, 0], &tab[0, 0])
+        return tab_a
+
 
 @cython.boundscheck(HDIST_DEBUG)
 @cython.wraparound(False)

@@ -590,14 +590,14 @@ def radius(plan, Q, R, cQ, cR, r, n_threads, exclude_self=False, self_offset=0,
     F = _prepare(plan, Q, R, {} if cache is None else cache, r_chunk, dtype)
     if F is None:
         return None
-    from .._kernels import gemm_radius_lists, gemm_radius_select, miss_codes
+    from .._kernels import gemm_radius_lists, gemm_radius_select
     nq, nr = Q.n, R.n
     cplan = plan.cplan
     extra = F.extra()
     if "hq" in extra and F.Xg.dtype == np.float32 and F.H.shape[1] > 0:
-        # the per-row codes of the reference rows' missing attributes, as the k-NN search
-        # uses them
-        extra["ab"], extra["tab"] = miss_codes(F.H, None, F.rptr, F.ridx)
+        # the per-row codes of the reference rows' missing attributes (made once per
+        # reference set) and the queries' tables, as the k-NN search uses them
+        extra["ab"], extra["tab"] = F.refmiss.ab, F.refmiss.tables(F.H)
 
     def run(q0, q1, stop):
         parts = [gemm_radius_select(cplan, cQ, cR, G, F.nx, F.ny_chunk[r0 // F.r_chunk:],

@@ -380,8 +380,15 @@ def random_missing(nr, nh, seed):
 def test_reference_rows_checked_once_are_coded_as_miss_codes_codes_them(nh):
     miss, rptr, ridx = random_missing(500, nh, nh)
     rm = _kernels.RefMissing(rptr, ridx, nh)
-    ab, _ = _kernels.miss_codes(np.ones((1, nh)), None, rptr, ridx)
+    rng = np.random.default_rng(nh)
+    hq = rng.random((9, nh)) * rng.choice([1e-3, 1.0, 50.0], (9, nh))
+    hq[3, 0] = -0.25                   # a negative term: a table of zeros
+    ab, tab = _kernels.miss_codes(hq, None, rptr, ridx)
     np.testing.assert_array_equal(rm.ab, ab)
+    np.testing.assert_array_equal(rm.tables(hq), tab)
+    assert np.all(tab[3] == 0) and tab[0].any()
+    with pytest.raises(ValueError, match="one column per attribute"):
+        rm.tables(np.ascontiguousarray(hq[:, :-1]))
     np.testing.assert_array_equal(rm.rptr, rptr)
     np.testing.assert_array_equal(rm.ridx, ridx)
     assert rm.ncol == nh
