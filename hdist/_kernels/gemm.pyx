@@ -829,14 +829,14 @@ cdef class RefMissing:
     def __init__(self, rptr, ridx, intp ncol):
         cdef intp nr, j, t
         rptr, ridx = _read_only_intp(rptr), _read_only_intp(ridx)
-        if rptr.ndim != 1 or ridx.ndim != 1 or rptr.shape[0] < 1:
+        if rptr.ndim != 1 or ridx.ndim != 1 or len(rptr) < 1:
             raise ValueError("rptr and ridx must be 1-d, rptr with one entry per reference "
                              "row plus one")
         if ncol < 0:
             raise ValueError("ncol must be >= 0")
         self.rp, self.ri = rptr, ridx
-        nr = rptr.shape[0] - 1
-        if self.rp[0] != 0 or self.rp[nr] > ridx.shape[0]:
+        nr = self.rp.shape[0] - 1
+        if self.rp[0] != 0 or self.rp[nr] > self.ri.shape[0]:
             raise ValueError("rptr must start at 0 and index ridx")
         for j in range(nr):
             if self.rp[j + 1] < self.rp[j]:
@@ -847,7 +847,7 @@ cdef class RefMissing:
         ab = np.empty(nr, dtype=np.uint16)
         cdef unsigned short[::1] abv = ab
         if nr > 0:
-            _fill_row_codes(ncol, &self.rp[0], &self.ri[0] if ridx.shape[0] > 0 else NULL,
+            _fill_row_codes(ncol, &self.rp[0], &self.ri[0] if self.ri.shape[0] > 0 else NULL,
                             nr, &abv[0])
         rptr.flags.writeable = False
         ridx.flags.writeable = False
