@@ -571,13 +571,15 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
 
 cdef void _select_tile(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
                        const real* G, intp ldg, intp nb, intp nt, intp q0,
-                       intp r0, const hd_gadd* add) noexcept nogil:
+                       intp r0, const hd_gadd* add, const intp* order) noexcept nogil:
     """The rows of one tile in order: what ``gemm_select`` does with one thread.  ``add``
-    (NULL: none; at most HD_GQB rows) the additions ``hd_gemm_blk`` made to the rows."""
+    (NULL: none; at most HD_GQB rows) the additions ``hd_gemm_blk`` made to the rows.
+    ``order`` (NULL: none): row ``ii`` is query ``order[q0 + ii]``."""
     cdef intp ii
     cdef const double* nyp = S.ny_max + r0 // S.r_chunk
     for ii in range(nb):
-        _select_row(P, QS, RS, S, G + ii * ldg, nt, q0 + ii, r0, nyp,
+        _select_row(P, QS, RS, S, G + ii * ldg, nt,
+                    order[q0 + ii] if order != NULL else q0 + ii, r0, nyp,
                     add != NULL and add.tab[ii] != NULL,
                     add.t16[ii] if add != NULL and add.bf16 else NULL)
 
@@ -1045,6 +1047,27 @@ def query_coded(const int[:, ::1] codes not None, const double[::1] ev not None,
 
 @cython.boundscheck(HDIST_DEBUG)
 @cython.wraparound(False)
+def miss_order(const intp[::1] qptr not None, const intp[::1] qidx not None):
+    """A stable order of the queries (rows of ``qptr``) by the set of attributes each
+    misses (``qidx[qptr[q]:qptr[q + 1]]``; the first 64 attributes decide): queries
+    missing the same attributes come side by side, those missing none first."""
+    cdef intp nq = qptr.shape[0] - 1, q, t
+    if nq < 0 or qptr[0] < 0 or qptr[nq] > qidx.shape[0]:
+        raise ValueError("qptr must index qidx")
+    for q in range(nq):
+        if qptr[q + 1] < qptr[q]:
+            raise ValueError("qptr must be non-decreasing")
+    keys_a = np.zeros(nq, dtype=np.uint64)
+    cdef cnp.uint64_t[::1] keys = keys_a
+    for q in range(nq):
+        for t in range(qptr[q], qptr[q + 1]):
+            if 0 <= qidx[t] < 64:
+                keys[q] = keys[q] | ((<cnp.uint64_t> 1) << qidx[t])
+    return np.argsort(keys_a, kind="stable").astype(np.intp)
+
+
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 def miss_lists(const cnp.uint8_t[:, ::1] absent not None):
     """``(qptr, qidx)``: the non-zero columns of each row of ``absent`` as compressed
     rows (row ``i``'s are ``qidx[qptr[i]:qptr[i + 1]]``, in increasing order), what
@@ -1115,11 +1138,13 @@ def miss_codes(const double[:, ::1] hq not None, hb, const intp[::1] rptr not No
 
 cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
                       const float* Xp, intp K, const float* Yp, intp a0, intp a1,
-                      intp rt) noexcept nogil:
+                      intp rt, const intp* order) noexcept nogil:
     """Queries ``a0 .. a1`` (``a0`` a multiple of ``HD_GQB``) of
     :meth:`GemmKnnSelect.search`: per block of ``rt`` reference rows, per panel of
     ``HD_GQB`` queries, the products into a buffer of the cache, then the selection of
-    each row as :meth:`GemmKnnSelect.tile` makes it.  1: out of memory."""
+    each row as :meth:`GemmKnnSelect.tile` makes it.  1: out of memory.  ``order`` (NULL: none): the queries
+    in the order of the rows of ``Xp`` (row ``i`` is query ``order[i]``), a permutation
+    that puts queries missing the same attributes side by side."""
     # the block of estimates on a 64-byte boundary (rt is a multiple of HD_GPW, so every
     # row of it is): a vector stored across two cache lines costs two stores, and one
     # read back at once is not forwarded from the store
@@ -1145,12 +1170,14 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
             add.bf16 = hd_gemm_bf16() and S.t16 != NULL
             for i in range(HD_GQB):
                 add.tab[i], add.t16[i], add.mi[i], add.nm[i] = NULL, NULL, NULL, 0
-                q = qb + i
-                if i < nqb and _tabled(S, q):
+                if i >= nqb:
+                    continue
+                q = order[qb + i] if order != NULL else qb + i
+                if _tabled(S, q):
                     adds = True
                     add.tab[i] = S.tab + 32 * q
                     add.t16[i] = S.t16 + 32 * q if add.bf16 else NULL
-                elif i < nqb and S.cols_only and S.qptr[q + 1] > S.qptr[q]:
+                elif S.cols_only and S.qptr[q + 1] > S.qptr[q]:
                     # its columns alone (add.ab NULL): the table is only a mark
                     adds = True
                     add.tab[i] = _NO_TABLE
@@ -1164,7 +1191,7 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
             hd_gemm_blk(Xp + (qb // HD_GQB) * K * HD_GQB, nqb, Yp + (r0 // HD_GPW) * K * HD_GPW,
                         (nt + HD_GPW - 1) // HD_GPW, K, G, rt, &add if adds else NULL)
             _select_tile(P, QS, RS, S, <const float*> G, rt, nqb, nt, qb, r0,
-                         &add if adds else NULL)
+                         &add if adds else NULL, order)
             qb = qb + HD_GQB
         r0 = r0 + rt
     free(mem)

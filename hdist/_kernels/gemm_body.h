@@ -56,6 +56,33 @@ static void HD_SFX(hd_gemm_adds)(float *G, hd_intp nqb, hd_intp ldg, const hd_ga
 
 #if HD_GEMM_ISA >= 2
 
+/* the block's 8 query rows' sums of two panels, a0..a7 and b0..b7 (of one panel: a0..a7),
+ * plus x[i] times the panels' vectors u and v (u): the product's step, also the step of a
+ * column the whole block adds (hd_gemm_union) */
+#define HD_FMA8X2(x, u, v)                                                                  \
+    do {                                                                                    \
+        __m512 s_;                                                                          \
+        s_ = _mm512_set1_ps((x)[0]); a0 = _mm512_fmadd_ps(s_, u, a0); b0 = _mm512_fmadd_ps(s_, v, b0); \
+        s_ = _mm512_set1_ps((x)[1]); a1 = _mm512_fmadd_ps(s_, u, a1); b1 = _mm512_fmadd_ps(s_, v, b1); \
+        s_ = _mm512_set1_ps((x)[2]); a2 = _mm512_fmadd_ps(s_, u, a2); b2 = _mm512_fmadd_ps(s_, v, b2); \
+        s_ = _mm512_set1_ps((x)[3]); a3 = _mm512_fmadd_ps(s_, u, a3); b3 = _mm512_fmadd_ps(s_, v, b3); \
+        s_ = _mm512_set1_ps((x)[4]); a4 = _mm512_fmadd_ps(s_, u, a4); b4 = _mm512_fmadd_ps(s_, v, b4); \
+        s_ = _mm512_set1_ps((x)[5]); a5 = _mm512_fmadd_ps(s_, u, a5); b5 = _mm512_fmadd_ps(s_, v, b5); \
+        s_ = _mm512_set1_ps((x)[6]); a6 = _mm512_fmadd_ps(s_, u, a6); b6 = _mm512_fmadd_ps(s_, v, b6); \
+        s_ = _mm512_set1_ps((x)[7]); a7 = _mm512_fmadd_ps(s_, u, a7); b7 = _mm512_fmadd_ps(s_, v, b7); \
+    } while (0)
+#define HD_FMA8(x, u)                                                                       \
+    do {                                                                                    \
+        a0 = _mm512_fmadd_ps(_mm512_set1_ps((x)[0]), u, a0);                                \
+        a1 = _mm512_fmadd_ps(_mm512_set1_ps((x)[1]), u, a1);                                \
+        a2 = _mm512_fmadd_ps(_mm512_set1_ps((x)[2]), u, a2);                                \
+        a3 = _mm512_fmadd_ps(_mm512_set1_ps((x)[3]), u, a3);                                \
+        a4 = _mm512_fmadd_ps(_mm512_set1_ps((x)[4]), u, a4);                                \
+        a5 = _mm512_fmadd_ps(_mm512_set1_ps((x)[5]), u, a5);                                \
+        a6 = _mm512_fmadd_ps(_mm512_set1_ps((x)[6]), u, a6);                                \
+        a7 = _mm512_fmadd_ps(_mm512_set1_ps((x)[7]), u, a7);                                \
+    } while (0)
+
 /* the mask of the rows of the panel at row r0 of the block that exist (below add->nt) */
 static HD_INLINE __mmask16 HD_SFX(hd_gemm_rows)(const hd_gadd *add, hd_intp r0)
 {
@@ -80,14 +107,16 @@ static HD_INLINE __m512i HD_SFX(hd_gemm_codes)(const hd_gadd *add, hd_intp r0, _
 }
 
 /* add's terms for query row n to the sums *a of the panel at row r0 of the block and,
- * when b is not NULL, *b of the next one: ia, ja (ib, jb) the first and second codes of
- * their rows (the permutation reads the low 5 bits of each index), ma (mb) the rows that
- * exist */
+ * when b is not NULL, *b of the next one: its first nm columns (0: the union of the
+ * block's columns was added already, hd_gemm_union), then its table; ia, ja (ib, jb) the
+ * first and second codes of their rows (the permutation reads the low 5 bits of each
+ * index), ma (mb) the rows that exist */
 static HD_INLINE void HD_SFX(hd_gemm_add)(const hd_gadd *add, hd_intp n, hd_intp r0,
-                                          __mmask16 ma, __m512i ia, __m512i ja, __m512 *a,
-                                          __mmask16 mb, __m512i ib, __m512i jb, __m512 *b)
+                                          hd_intp nm, __mmask16 ma, __m512i ia, __m512i ja,
+                                          __m512 *a, __mmask16 mb, __m512i ib, __m512i jb,
+                                          __m512 *b)
 {
-    hd_intp t, nm = add->nm[n];
+    hd_intp t;
     for (t = 0; t < nm; t++) {
         const float *col = add->gy + add->mi[n][t] * add->gstride + r0;
         *a = _mm512_add_ps(*a, _mm512_maskz_loadu_ps(ma, col));
@@ -125,10 +154,66 @@ static HD_INLINE void HD_SFX(hd_gemm_add)(const hd_gadd *add, hd_intp n, hd_intp
     }
 }
 
+/* most columns a block of queries adds as terms of its product (hd_gemm_union) */
+#define HD_GEMM_UNION 16
+
+/* The columns the block's query rows with a table add, merged: the attributes in
+ * increasing order (ucol, at most HD_GEMM_UNION) and per attribute a coefficient per query
+ * row, 1 when the row adds it, else 0 (ucoef).  Returns their number, or -1 when the rows
+ * add them one by one instead: a row's columns not in increasing order (the merged order
+ * must be each row's own), more than HD_GEMM_UNION of them, or a union so wide that
+ * adding each column to every row of the block costs more than the rows' own additions.
+ * Added as fused multiply-adds, 1 g + e rounds as e + g and 0 g + e is e (g finite), so
+ * each row gets its columns' sums in its own order, exactly as one by one. */
+static hd_intp HD_SFX(hd_gemm_union)(const hd_gadd *add, hd_intp nqb,
+                                     const float *ucol[HD_GEMM_UNION],
+                                     float ucoef[HD_GEMM_UNION][HD_GQB])
+{
+    hd_intp n, t, u, nu = 0, pairs = 0, a, pos[HD_GQB];
+    for (n = 0; n < nqb; n++) {
+        pos[n] = 0;
+        if (!add->tab[n])
+            continue;
+        for (t = 1; t < add->nm[n]; t++)
+            if (add->mi[n][t] <= add->mi[n][t - 1])
+                return -1;
+        pairs += add->nm[n];
+    }
+    if (pairs == 0)
+        return -1;
+    /* merge: the smallest attribute any row has not taken yet, until none is left */
+    for (;;) {
+        a = -1;
+        for (n = 0; n < nqb; n++)
+            if (add->tab[n] && pos[n] < add->nm[n] && (a < 0 || add->mi[n][pos[n]] < a))
+                a = add->mi[n][pos[n]];
+        if (a < 0)
+            break;
+        if (nu == HD_GEMM_UNION)
+            return -1;
+        ucol[nu] = add->gy + a * add->gstride;
+        for (u = 0; u < HD_GQB; u++)
+            ucoef[nu][u] = 0.0f;
+        for (n = 0; n < nqb; n++)
+            if (add->tab[n] && pos[n] < add->nm[n] && add->mi[n][pos[n]] == a) {
+                ucoef[nu][n] = 1.0f;
+                pos[n]++;
+            }
+        nu++;
+    }
+    /* a column for the whole block: 2 loads, 8 broadcasts and 16 multiply-adds per
+     * 32 rows; a row's own: about 2 loads, 2 additions and 5 instructions of its loop */
+    return 26 * nu <= 9 * pairs ? nu : -1;
+}
+
 static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd_intp npan,
                                 hd_intp K, float *G, hd_intp ldg, const hd_gadd *add)
 {
-    hd_intp i, k, p;
+    hd_intp i, k, p, w, nu = -1;
+    const float *ucol[HD_GEMM_UNION];
+    float ucoef[HD_GEMM_UNION][HD_GQB];
+    if (add)
+        nu = HD_SFX(hd_gemm_union)(add, nqb, ucol, ucoef);
     for (p = 0; p + 1 < npan; p += 2) {
         /* two panels (32 rows) at a time: 16 independent sums, two loads per 16 FMAs */
         const float *y = Y + p * K * HD_GPW;
@@ -139,15 +224,7 @@ static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd
             const float *x = Xt + k * HD_GQB;
             __m512 u = _mm512_loadu_ps(y + k * HD_GPW);
             __m512 v = _mm512_loadu_ps(y + (K + k) * HD_GPW);
-            __m512 s;
-            s = _mm512_set1_ps(x[0]); a0 = _mm512_fmadd_ps(s, u, a0); b0 = _mm512_fmadd_ps(s, v, b0);
-            s = _mm512_set1_ps(x[1]); a1 = _mm512_fmadd_ps(s, u, a1); b1 = _mm512_fmadd_ps(s, v, b1);
-            s = _mm512_set1_ps(x[2]); a2 = _mm512_fmadd_ps(s, u, a2); b2 = _mm512_fmadd_ps(s, v, b2);
-            s = _mm512_set1_ps(x[3]); a3 = _mm512_fmadd_ps(s, u, a3); b3 = _mm512_fmadd_ps(s, v, b3);
-            s = _mm512_set1_ps(x[4]); a4 = _mm512_fmadd_ps(s, u, a4); b4 = _mm512_fmadd_ps(s, v, b4);
-            s = _mm512_set1_ps(x[5]); a5 = _mm512_fmadd_ps(s, u, a5); b5 = _mm512_fmadd_ps(s, v, b5);
-            s = _mm512_set1_ps(x[6]); a6 = _mm512_fmadd_ps(s, u, a6); b6 = _mm512_fmadd_ps(s, v, b6);
-            s = _mm512_set1_ps(x[7]); a7 = _mm512_fmadd_ps(s, u, a7); b7 = _mm512_fmadd_ps(s, v, b7);
+            HD_FMA8X2(x, u, v);
         }
         if (add) {
             /* named sums, not an array indexed at run time: they stay in registers; the
@@ -157,9 +234,18 @@ static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd
             __m512i ia = HD_SFX(hd_gemm_codes)(add, p * HD_GPW, ma);
             __m512i ib = HD_SFX(hd_gemm_codes)(add, (p + 1) * HD_GPW, mb);
             __m512i ja = _mm512_srli_epi32(ia, 8), jb = _mm512_srli_epi32(ib, 8);
+            for (w = 0; w < nu; w++) {
+                /* a column of the block's union as one more term of the product */
+                const float *x = ucoef[w];
+                const float *col = ucol[w] + p * HD_GPW;
+                __m512 cu = _mm512_maskz_loadu_ps(ma, col);
+                __m512 cv = _mm512_maskz_loadu_ps(mb, col + HD_GPW);
+                HD_FMA8X2(x, cu, cv);
+            }
 #define HD_ADD2(n)                                                                     \
             if (nqb > n && add->tab[n])                                                \
-                HD_SFX(hd_gemm_add)(add, n, p * HD_GPW, ma, ia, ja, &a##n, mb, ib, jb, &b##n);
+                HD_SFX(hd_gemm_add)(add, n, p * HD_GPW, nu < 0 ? add->nm[n] : 0, ma, ia, ja, \
+                                    &a##n, mb, ib, jb, &b##n);
             HD_ADD2(0) HD_ADD2(1) HD_ADD2(2) HD_ADD2(3)
             HD_ADD2(4) HD_ADD2(5) HD_ADD2(6) HD_ADD2(7)
 #undef HD_ADD2
@@ -180,22 +266,21 @@ static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd
         for (k = 0; k < K; k++) {
             const float *x = Xt + k * HD_GQB;
             __m512 u = _mm512_loadu_ps(y + k * HD_GPW);
-            a0 = _mm512_fmadd_ps(_mm512_set1_ps(x[0]), u, a0);
-            a1 = _mm512_fmadd_ps(_mm512_set1_ps(x[1]), u, a1);
-            a2 = _mm512_fmadd_ps(_mm512_set1_ps(x[2]), u, a2);
-            a3 = _mm512_fmadd_ps(_mm512_set1_ps(x[3]), u, a3);
-            a4 = _mm512_fmadd_ps(_mm512_set1_ps(x[4]), u, a4);
-            a5 = _mm512_fmadd_ps(_mm512_set1_ps(x[5]), u, a5);
-            a6 = _mm512_fmadd_ps(_mm512_set1_ps(x[6]), u, a6);
-            a7 = _mm512_fmadd_ps(_mm512_set1_ps(x[7]), u, a7);
+            HD_FMA8(x, u);
         }
         if (add) {
             __mmask16 ma = HD_SFX(hd_gemm_rows)(add, p * HD_GPW);
             __m512i ia = HD_SFX(hd_gemm_codes)(add, p * HD_GPW, ma);
             __m512i ja = _mm512_srli_epi32(ia, 8);
+            for (w = 0; w < nu; w++) {
+                const float *x = ucoef[w];
+                __m512 cu = _mm512_maskz_loadu_ps(ma, ucol[w] + p * HD_GPW);
+                HD_FMA8(x, cu);
+            }
 #define HD_ADD1(n)                                                                     \
             if (nqb > n && add->tab[n])                                                \
-                HD_SFX(hd_gemm_add)(add, n, p * HD_GPW, ma, ia, ja, &a##n, ma, ia, ja, NULL);
+                HD_SFX(hd_gemm_add)(add, n, p * HD_GPW, nu < 0 ? add->nm[n] : 0, ma, ia, ja, \
+                                    &a##n, ma, ia, ja, NULL);
             HD_ADD1(0) HD_ADD1(1) HD_ADD1(2) HD_ADD1(3)
             HD_ADD1(4) HD_ADD1(5) HD_ADD1(6) HD_ADD1(7)
 #undef HD_ADD1
@@ -207,6 +292,9 @@ static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd
         }
     }
 }
+
+#undef HD_FMA8X2
+#undef HD_FMA8
 
 #elif HD_GEMM_ISA == 1
 

@@ -222,7 +222,13 @@ cdef class GemmKnnSelect:
         region = (region + qc - 1) // qc * qc
         if nq == 0 or nr == 0:
             return
-        cdef const float[:, :, ::1] Xp = gemm_panels(X, HD_GQB)
+        # queries missing the same attributes side by side: a block of them adds each
+        # shared column once, as a term of its product (hd_gemm_blk)
+        cdef const intp[::1] order = miss_order(self.qptr, self.qidx) \
+            if self.s.qidx != NULL else None
+        cdef const intp* op = &order[0] if order is not None else NULL
+        cdef const float[:, :, ::1] Xp = gemm_panels(
+            np.asarray(X)[np.asarray(order)] if order is not None else X, HD_GQB)
         for b0 in range(0, nq, region):
             b1 = min(nq, b0 + region)
             nch = (b1 - b0 + qc - 1) // qc
@@ -230,7 +236,7 @@ cdef class GemmKnnSelect:
                 for c in prange(nch, num_threads=n_threads, schedule="dynamic"):
                     failed += _fused_chunk(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
                                            &Xp[0, 0, 0], K, &Yp[0, 0, 0], b0 + c * qc,
-                                           min(b1, b0 + c * qc + qc), rt)
+                                           min(b1, b0 + c * qc + qc), rt, op)
             if failed:
                 raise MemoryError()
             PyErr_CheckSignals()
@@ -259,10 +265,12 @@ cdef class GemmKnnSelect:
         with nogil:
             if self.npy_type == cnp.NPY_FLOAT32:
                 _select_tile(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
-                             <const float*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0, NULL)
+                             <const float*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0, NULL,
+                             NULL)
             else:
                 _select_tile(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
-                             <const double*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0, NULL)
+                             <const double*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0, NULL,
+                             NULL)
 
 
 @cython.boundscheck(HDIST_DEBUG)

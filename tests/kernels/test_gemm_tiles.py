@@ -539,12 +539,16 @@ def added_reference(X, Y, ab, tab, gy, qptr, qidx, bf16):
 
 @pytest.mark.parametrize("nq,n,K,nm", [(1, 1, 3, 0), (7, 33, 26, 2), (8, 16, 5, 1),
                                        (19, 100, 40, 3), (9, 47, 6, 0), (12, 30, 7, 2),
-                                       (17, 63, 9, 1), (9, 40, 6, 33), (10, 50, 4, 70)])
-def test_product_additions_of_every_variant(isa_bounds, nq, n, K, nm):
+                                       (17, 63, 9, 1), (9, 40, 6, 33), (10, 50, 4, 70),
+                                       (20, 70, 8, 12)])
+@pytest.mark.parametrize("shared", [False, True])
+def test_product_additions_of_every_variant(isa_bounds, nq, n, K, nm, shared):
     # the product's tested values (the codes' table entries and the query's columns added
     # to its estimates) against plain numpy: bit for bit with the float tables, within
     # two roundings with the bfloat16 ones; the queries given no table (every other one)
-    # keep their products, also in the panels they share with the others
+    # keep their products, also in the panels they share with the others.  shared: the
+    # queries add the same columns, in increasing order, which the AVX-512 product adds
+    # once per block as terms of its sums (up to 16 of them), each row its own
     rng = np.random.default_rng(nq * n + K + nm)
     X = rng.normal(size=(nq, K)).astype(np.float32)
     Y = rng.normal(size=(n, K)).astype(np.float32)
@@ -557,6 +561,8 @@ def test_product_additions_of_every_variant(isa_bounds, nq, n, K, nm):
     m_g = max(5, nm)
     gy = rng.normal(size=(m_g, n)).astype(np.float32)
     miss = [rng.choice(m_g, size=nm, replace=False) for _ in range(nq)]
+    if shared:
+        miss = [np.sort(miss[0])] * (nq - nq // 3) + [np.sort(m) for m in miss[:nq // 3]]
     qptr = np.cumsum([0] + [len(m) for m in miss]).astype(np.intp)
     qidx = np.concatenate([np.zeros(0, np.intp)] + [m.astype(np.intp) for m in miss])
     rows = (np.arange(nq) % 2 == 0).astype(np.uint8) if nq > 1 else np.ones(1, np.uint8)
