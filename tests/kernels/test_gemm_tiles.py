@@ -420,6 +420,29 @@ def test_reference_rows_checked_once_refuse_bad_arguments():
         _kernels.RefMissing(rptr, ridx, -1)
 
 
+def test_miss_order_puts_queries_missing_the_same_attributes_side_by_side():
+    from hdist._kernels.gemm import miss_order
+    rng = np.random.default_rng(5)
+    absent = rng.random((400, 70)) < 0.03
+    absent[::7, 66] = True                 # beyond the 64 attributes that decide
+    qptr, qidx = _kernels.miss_lists(absent.view(np.uint8))
+    order = miss_order(qptr, qidx)
+    assert order.dtype == np.intp and sorted(order) == list(range(400))
+    sets = [frozenset(np.flatnonzero(absent[q, :64])) for q in order]
+    # each set of the first 64 attributes forms one run, queries missing none first, and
+    # the queries of a run keep their order
+    runs = [sets[0]] + [b for a, b in zip(sets, sets[1:]) if a != b]
+    assert len(runs) == len(set(runs)) and runs[0] == frozenset()
+    for key in set(sets):
+        members = [q for q, k in zip(order, sets) if k == key]
+        assert members == sorted(members)
+    assert len(miss_order(np.zeros(1, np.intp), np.zeros(0, np.intp))) == 0
+    with pytest.raises(ValueError, match="index qidx"):
+        miss_order(np.array([0, 5], np.intp), np.zeros(2, np.intp))
+    with pytest.raises(ValueError, match="non-decreasing"):
+        miss_order(np.array([0, 2, 1], np.intp), np.zeros(2, np.intp))
+
+
 @pytest.mark.parametrize("n,m", [(0, 3), (5, 0), (300, 16)])
 def test_miss_lists_are_the_nonzero_columns_of_each_row(n, m):
     absent = np.random.default_rng(n + m).random((n, m)) < 0.2
