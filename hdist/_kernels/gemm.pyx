@@ -806,6 +806,24 @@ cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
     _fill_tabs(hq, nq, nh, hb, tab)
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+cdef int _check_rows(const intp[::1] rptr, const intp[::1] ridx, intp ncol) except -1:
+    """Refuse compressed rows (row ``j``: ``ridx[rptr[j]:rptr[j + 1]]``, ``rptr`` of one
+    entry or more) that the kernels would read out of bounds: ``rptr`` from 0, within
+    ``ridx`` and non-decreasing, the entries it spans below ``ncol``."""
+    cdef intp nr = rptr.shape[0] - 1, j, t
+    if rptr[0] != 0 or rptr[nr] > ridx.shape[0]:
+        raise ValueError("rptr must index ridx, from 0")
+    for j in range(nr):
+        if rptr[j + 1] < rptr[j]:
+            raise ValueError("rptr must be non-decreasing")
+    for t in range(rptr[nr]):
+        if ridx[t] < 0 or ridx[t] >= ncol:
+            raise ValueError("ridx must index the columns of hq (%d)" % ncol)
+    return 0
+
+
 def _read_only_intp(a):
     """``a`` as a contiguous read-only intp array: itself when it is one, else a copy."""
     if isinstance(a, np.ndarray) and a.dtype == np.intp and a.ndim == 1 \
@@ -829,7 +847,7 @@ cdef class RefMissing:
     @cython.boundscheck(HDIST_DEBUG)
     @cython.wraparound(False)
     def __init__(self, rptr, ridx, intp ncol):
-        cdef intp nr, j, t
+        cdef intp nr
         rptr, ridx = _read_only_intp(rptr), _read_only_intp(ridx)
         if rptr.ndim != 1 or ridx.ndim != 1 or len(rptr) < 1:
             raise ValueError("rptr and ridx must be 1-d, rptr with one entry per reference "
@@ -838,14 +856,7 @@ cdef class RefMissing:
             raise ValueError("ncol must be >= 0")
         self.rp, self.ri = rptr, ridx
         nr = self.rp.shape[0] - 1
-        if self.rp[0] != 0 or self.rp[nr] > self.ri.shape[0]:
-            raise ValueError("rptr must start at 0 and index ridx")
-        for j in range(nr):
-            if self.rp[j + 1] < self.rp[j]:
-                raise ValueError("rptr must be non-decreasing")
-        for t in range(self.rp[nr]):
-            if self.ri[t] < 0 or self.ri[t] >= ncol:
-                raise ValueError("ridx must index the ncol columns of hq")
+        _check_rows(self.rp, self.ri, ncol)
         ab = np.empty(nr, dtype=np.uint16)
         cdef unsigned short[::1] abv = ab
         if nr > 0:
@@ -1117,14 +1128,7 @@ def miss_codes(const double[:, ::1] hq not None, hb, const intp[::1] rptr not No
     if nr < 0 or hbv.shape[0] != nq or hbv.shape[1] != 2:
         raise ValueError("rptr must have one entry per reference row plus one, hb one row "
                          "of two per query")
-    if nr > 0 and (rptr[0] < 0 or rptr[nr] > ridx.shape[0]):
-        raise ValueError("rptr must index ridx")
-    for j in range(nr):
-        if rptr[j + 1] < rptr[j]:
-            raise ValueError("rptr must be non-decreasing")
-    for t in range(ridx.shape[0]):
-        if ridx[t] < 0 or ridx[t] >= nh:
-            raise ValueError("ridx must index the columns of hq")
+    _check_rows(rptr, ridx, nh)
     ab_a = np.empty(nr, dtype=np.uint16)
     tab_a = np.zeros((nq, 32), dtype=np.float32)
     cdef unsigned short[::1] ab = ab_a

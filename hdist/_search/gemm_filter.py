@@ -210,11 +210,11 @@ def _reference(plan, R, cache, project=True):
     np.cumsum(absent.sum(axis=1), out=rptr[1:])
     ridx = np.nonzero(absent)[1].astype(np.intp)
     del absent
-    # checked and coded once for every search of these rows (read-only from here)
+    # checked and coded once for every search of these rows (read-only from here, so
+    # RefMissing keeps them without a copy)
+    rptr.flags.writeable = ridx.flags.writeable = False
     from .._kernels import RefMissing
     refmiss = RefMissing(rptr, ridx, len(miss)) if ridx.size else None
-    if refmiss is not None:
-        rptr, ridx = refmiss.rptr, refmiss.ridx
     ref = {"centres": centres, "bases": bases, "miss": miss, "rptr": rptr, "ridx": ridx,
            "vtab": vtab, "refmiss": refmiss}
     _coded_tables(plan, ref, attrs)
@@ -280,10 +280,11 @@ def _coded_tables(plan, ref, attrs):
     tabs = ref.get("coded")
     if tabs is None:
         pos = [a for a in range(plan.mc, len(attrs)) if attrs[a][4] is not None]
-        if pos != list(range(plan.mc, plan.mc + len(pos))):
-            raise AssertionError("the looked-up attributes must follow the continuous ones")
-        hpos = {a: h for h, a in enumerate(ref["miss"])}
         mc, mo = plan.mc, plan.mo
+        if pos != list(range(mc, mc + mo + plan.mt)):
+            raise AssertionError("the looked-up attributes must be the nominal ones, after "
+                                 "the continuous ones")
+        hpos = {a: h for h, a in enumerate(ref["miss"])}
         Ev = [ref["vtab"][a][0] for a in pos]
         sv = [ref["vtab"][a][1] for a in pos]
         ok = [ref["vtab"][a][2] for a in pos]
@@ -299,17 +300,18 @@ def _coded_tables(plan, ref, attrs):
             "miss": np.array([float(attrs[a][3]) for a in pos], dtype=np.float64),
             "hcol": np.array([hpos.get(a, -1) for a in pos], dtype=np.intp),
             "hpos": hpos,
-            # the continuous attributes' H columns and centres, the overlap attributes'
+            # the continuous attributes' H columns, centres, scales and both-missing
+            # terms, the overlap attributes'
             # numbers of values and the last embedding row of each table attribute (the
             # unseen values')
             "c_hcol": np.array([hpos.get(a, -1) for a in range(mc)], dtype=np.intp),
             "c_centre": np.array([ref["centres"][a][0] for a in range(mc)], dtype=np.float64),
+            "c_scale": np.ascontiguousarray(plan.c_inv * np.sqrt(plan.c_rw), dtype=np.float64),
+            "c_both": np.ascontiguousarray(plan.c_both, dtype=np.float64),
             "o_V": np.array([plan.components[a].n_values for a in plan.o_attr], dtype=np.intc),
             "t_last": np.array([np.shape(plan.components[a].embedding)[0] - 1
                                 for a in plan.t_attr], dtype=np.intc),
         }
-        if pos != list(range(mc, mc + mo + plan.mt)):
-            raise AssertionError("the looked-up attributes must be the nominal ones")
         ref["coded"] = tabs
     return tabs
 
@@ -344,9 +346,8 @@ def _queries(plan, Q, ref):
         # from the training minimum before the (inexact) scaling, so that a column of
         # large values with a small spread keeps its digits
         query_continuous(np.ascontiguousarray(Q.c), np.ascontiguousarray(Q.cpen),
-                         plan.c_elo, plan.c_inv * np.sqrt(plan.c_rw), tabs["c_centre"],
-                         np.asarray(plan.c_both, dtype=np.float64), tabs["c_hcol"], X,
-                         const, H, absent)
+                         plan.c_elo, tabs["c_scale"], tabs["c_centre"], tabs["c_both"],
+                         tabs["c_hcol"], X, const, H, absent)
     if nc:
         codes = np.empty((n, nc), dtype=np.int32)
         codes[:, :mo] = Q.o
@@ -388,13 +389,19 @@ class _Filter:
         self.Yp = Yp      # float32 only: Yg as panels (hdist._kernels.gemm_panels)
         self.refmiss = refmiss      # rptr/ridx checked and coded (RefMissing), or None
 
-    def extra(self):
-        """The keyword arguments of ``gemm_select`` / ``gemm_radius_select``."""
+    def extra(self, refmiss=False):
+        """The keyword arguments of ``gemm_select`` / ``gemm_radius_select``; with
+        ``refmiss``, of ``GemmKnnSelect``, which takes the reference rows' missing
+        attributes as checked and coded once (``refmiss=``) instead of ``rptr``/``ridx``."""
         kw = {}
         if self.qidx.size:
             kw.update(gy=self.g, qptr=self.qptr, qidx=self.qidx, gmin=self.gmin)
         if self.ridx.size:
-            kw.update(hq=self.H, rptr=self.rptr, ridx=self.ridx, hc=self.hc)
+            kw.update(hq=self.H, hc=self.hc)
+            if refmiss and self.refmiss is not None:
+                kw.update(refmiss=self.refmiss)
+            else:
+                kw.update(rptr=self.rptr, ridx=self.ridx)
         return kw
 
 
@@ -552,13 +559,8 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
         tl = TieLists(nq) if ties else None
         # the arguments are checked once; each tile then costs one short call, the GIL
         # released while its rows are selected
-        extra = F.extra()
-        if "rptr" in extra and F.refmiss is not None:
-            # the reference rows' missing attributes as checked and coded once
-            del extra["rptr"], extra["ridx"]
-            extra["refmiss"] = F.refmiss
         sel = GemmKnnSelect(cplan, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD, HI, F.eps,
-                            F.Xg.dtype, exclude_self, 0, ties=tl, **extra)
+                            F.Xg.dtype, exclude_self, 0, ties=tl, **F.extra(refmiss=True))
     if F.Yp is not None:
         with phase("kernel"):
             sel.search(F.Xg, F.Yp, n_threads, q_block or 0, r_tile or 0)

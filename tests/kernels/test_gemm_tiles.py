@@ -364,6 +364,8 @@ def test_miss_codes_checks_its_arguments():
         _kernels.miss_codes(hq, hb, np.array([0, 2, 1], dtype=np.intp), ridx)
     with pytest.raises(ValueError, match="rptr must index ridx"):
         _kernels.miss_codes(hq, hb, np.array([0, 1, 3], dtype=np.intp), ridx)
+    with pytest.raises(ValueError, match="rptr must index ridx, from 0"):
+        _kernels.miss_codes(hq, hb, np.array([1, 1, 2], dtype=np.intp), ridx)
     with pytest.raises(ValueError, match="hb one row of two per query"):
         _kernels.miss_codes(hq, np.zeros((3, 2)), rptr, ridx)
 
@@ -408,9 +410,9 @@ def test_reference_rows_checked_once_refuse_bad_arguments():
         _kernels.RefMissing(rptr, ridx, 2)
     with pytest.raises(ValueError, match="non-decreasing"):
         _kernels.RefMissing(np.array([0, 2, 1]), ridx, 3)
-    with pytest.raises(ValueError, match="start at 0 and index ridx"):
+    with pytest.raises(ValueError, match="rptr must index ridx, from 0"):
         _kernels.RefMissing(np.array([0, 1, 3]), ridx, 3)
-    with pytest.raises(ValueError, match="start at 0"):
+    with pytest.raises(ValueError, match="rptr must index ridx, from 0"):
         _kernels.RefMissing(np.array([1, 1, 2]), ridx, 3)
     with pytest.raises(ValueError, match="1-d"):
         _kernels.RefMissing(rptr[:, None], ridx, 3)
@@ -465,8 +467,10 @@ def test_search_with_reference_rows_checked_once(isa_bounds):
     nq, nr, k = rows.n, st.train.n, 5
     cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
     kw = F.extra()
-    kw_once = {**{a: v for a, v in kw.items() if a not in ("rptr", "ridx")},
-               "refmiss": F.refmiss}
+    kw_once = F.extra(refmiss=True)
+    assert set(kw_once) == set(kw) - {"rptr", "ridx"} | {"refmiss"}
+    assert kw_once["refmiss"] is F.refmiss and all(kw_once[a] is kw[a] for a in kw
+                                                   if a in kw_once)
     HD0, HI0 = heaps(nq, k, nr)
     GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD0, HI0, F.eps, np.float32,
                   **kw).search(F.Xg, F.Yp, 1, 0, 0)
