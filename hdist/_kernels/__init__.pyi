@@ -103,6 +103,7 @@ class GemmKnnSelect:
         hc: npt.NDArray[np.float32] | Float64Array | None = None,
         ties: TieLists | None = None,
         refmiss: RefMissing | None = None,
+        fused: bool = False,
     ) -> None: ...
     def search(
         self,

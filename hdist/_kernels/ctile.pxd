@@ -88,3 +88,4 @@ cdef extern from "tile.h":
     int hd_bf16_set(int on) noexcept nogil
     int hd_gemm_bf16() noexcept nogil
     float hd_bf16_float(unsigned short h) noexcept nogil
+    unsigned short hd_bf16_bits(float f) noexcept nogil

@@ -533,14 +533,15 @@ cdef inline bint _tabled(const _SelS* S, intp q) noexcept nogil:
 
 
 cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
-                             const _SelS* S, const real* g, intp nt, intp q, intp r0,
-                             const double* nyp, bint given,
+                             const _SelS* S, const real* g, intp nt, intp q, intp tq,
+                             intp r0, const double* nyp, bint given,
                              const unsigned short* t16) noexcept nogil:
     """Query row ``q`` of a tile whose estimates are ``g[0 .. nt)`` (reference rows from
     ``r0``, ``nyp`` the norms' bounds from the tile's first chunk): the complete-row
     variant of :func:`_filter_row` when neither side misses a value, else the other.
-    ``given``: ``g`` holds the tested values instead (only when :func:`_tabled`), made
-    with the query's bfloat16 table ``t16`` (NULL: its float table)."""
+    ``tq``: the query's row of ``S.hb`` and ``S.tab``.  ``given``: ``g`` holds the tested
+    values instead (only when :func:`_tabled`), made with the query's bfloat16 table
+    ``t16`` (NULL: its float table)."""
     cdef intp nm = 0
     cdef const intp* mi = NULL
     cdef _Codes cd
@@ -555,7 +556,7 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
                     S.self_off, 0, <_Complete*> NULL)
     else:
         if S.ab != NULL:
-            cd.ab, cd.tab = S.ab, S.tab + 32 * q
+            cd.ab, cd.tab = S.ab, S.tab + 32 * tq
             # the bfloat16 entries when the product added them
             cd.t16 = t16 if given else NULL
         _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
@@ -563,7 +564,7 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
                     S.hq + q * S.nh if S.has_h else NULL, S.nh if S.has_h else 0,
                     S.rptr if S.has_h else NULL, S.ridx if S.has_h else NULL,
                     <const real*> S.hc if S.has_h else NULL,
-                    S.hb + 2 * q if S.has_h and S.hb != NULL else NULL,
+                    S.hb + 2 * tq if S.has_h and S.hb != NULL else NULL,
                     &cd if S.ab != NULL else NULL, S.HD + q * S.k,
                     S.HI + q * S.k, S.k, S.ties + q if S.ties != NULL else NULL, 0.0, NULL,
                     NULL, 0, S.excl, S.self_off, given, <_Missing*> NULL)
@@ -571,15 +572,17 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
 
 cdef void _select_tile(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
                        const real* G, intp ldg, intp nb, intp nt, intp q0,
-                       intp r0, const hd_gadd* add, const intp* order) noexcept nogil:
+                       intp r0, const hd_gadd* add, const intp* order,
+                       intp tbase) noexcept nogil:
     """The rows of one tile in order: what ``gemm_select`` does with one thread.  ``add``
     (NULL: none; at most HD_GQB rows) the additions ``hd_gemm_blk`` made to the rows.
-    ``order`` (NULL: none): row ``ii`` is query ``order[q0 + ii]``."""
+    ``order`` (NULL: none): row ``ii`` is query ``order[q0 + ii]``.  Row ``ii``'s bounds
+    and table are row ``q0 + ii - tbase`` of ``S.hb`` and ``S.tab``."""
     cdef intp ii
     cdef const double* nyp = S.ny_max + r0 // S.r_chunk
     for ii in range(nb):
         _select_row(P, QS, RS, S, G + ii * ldg, nt,
-                    order[q0 + ii] if order != NULL else q0 + ii, r0, nyp,
+                    order[q0 + ii] if order != NULL else q0 + ii, q0 + ii - tbase, r0, nyp,
                     add != NULL and add.tab[ii] != NULL,
                     add.t16[ii] if add != NULL and add.bf16 else NULL)
 
@@ -648,7 +651,8 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     S.cols_only = 0
     with nogil:
         for ii in prange(nb, num_threads=n_threads, schedule="static"):
-            _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, r0, S.ny_max, 0, NULL)
+            _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, q0 + ii, r0, S.ny_max, 0,
+                        NULL)
 
 
 #: reference rows per block of the fused filter (rounded to panels and chunks): its 8 x 2048
@@ -782,26 +786,36 @@ cdef void _fill_row_codes(intp nh, const intp* rptr, const intp* ridx, intp nr,
             ab[j] = <unsigned short> (first + 256 * (na + min(m, 31 - na) - 1))
 
 
+cdef inline void _fill_tab_row(const double* hq, intp nh, const double* hb,
+                               float* tab) noexcept nogil:
+    """One query's row of :func:`_fill_tabs`: ``tab [32]`` from its ``hq [nh]`` and
+    ``hb [2]`` (zeros when a term is negative: the codes are not used then)."""
+    cdef intp na = min(nh, <intp> CODED_ATTRS), t, m
+    cdef float hm
+    for t in range(32):
+        tab[t] = 0.0
+    if hb[0] == 0.0:
+        for t in range(na):
+            tab[t] = _below(hq[t], <const float*> NULL)
+        hm = _below(hb[1], <const float*> NULL)
+        for m in range(1, 32 - na):
+            tab[na + m - 1] = <float> m * hm
+
+
 cdef void _fill_tabs(const double* hq, intp nq, intp nh, const double* hb,
                      float* tab) noexcept nogil:
     """The queries' half of :func:`miss_codes` on checked arguments: ``tab [nq, 32]``
-    (zeros on entry) from ``hq [nq, nh]`` and ``hb [nq, 2]``."""
-    cdef intp na = min(nh, <intp> CODED_ATTRS), t, q, m
-    cdef float hm
+    from ``hq [nq, nh]`` and ``hb [nq, 2]``."""
+    cdef intp q
     for q in range(nq):
-        if hb[2 * q] == 0.0:
-            for t in range(na):
-                tab[32 * q + t] = _below(hq[q * nh + t], <const float*> NULL)
-            hm = _below(hb[2 * q + 1], <const float*> NULL)
-            for m in range(1, 32 - na):
-                tab[32 * q + na + m - 1] = <float> m * hm
+        _fill_tab_row(hq + q * nh, nh, hb + 2 * q, tab + 32 * q)
 
 
 cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
                       const intp* rptr, const intp* ridx, intp nr, unsigned short* ab,
                       float* tab) noexcept nogil:
-    """:func:`miss_codes` on checked arguments: ``ab [nr]`` and ``tab [nq, 32]`` (zeros
-    on entry) filled from ``hq [nq, nh]``, ``hb [nq, 2]`` and ``rptr``/``ridx``."""
+    """:func:`miss_codes` on checked arguments: ``ab [nr]`` and ``tab [nq, 32]`` filled
+    from ``hq [nq, nh]``, ``hb [nq, 2]`` and ``rptr``/``ridx``."""
     _fill_row_codes(nh, rptr, ridx, nr, ab)
     _fill_tabs(hq, nq, nh, hb, tab)
 
@@ -1148,17 +1162,45 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
     ``HD_GQB`` queries, the products into a buffer of the cache, then the selection of
     each row as :meth:`GemmKnnSelect.tile` makes it.  1: out of memory.  ``order`` (NULL: none): the queries
     in the order of the rows of ``Xp`` (row ``i`` is query ``order[i]``), a permutation
-    that puts queries missing the same attributes side by side."""
+    that puts queries missing the same attributes side by side.
+
+    With terms against the reference rows' missing values (``S.has_h``, codes ``S.ab``),
+    the chunk's queries' bounds and tables (:func:`_hq_bounds`, :func:`_fill_tab_row`, in
+    float32 and rounded toward zero to bfloat16) are made here, in the chunk's order, not
+    for all queries before the parallel region: ``S.hb``, ``S.tab`` and ``S.t16`` are not
+    read."""
     # the block of estimates on a 64-byte boundary (rt is a multiple of HD_GPW, so every
     # row of it is): a vector stored across two cache lines costs two stores, and one
     # read back at once is not forwarded from the store
     cdef void* mem = malloc(HD_GQB * rt * sizeof(float) + 64)
     cdef float* G = <float*> (((<size_t> mem) + 63) & ~(<size_t> 63))
-    cdef intp r0, nt, qb, nqb, i, q
+    cdef intp r0, nt, qb, nqb, i, q, n = a1 - a0
     cdef hd_gadd add
     cdef bint adds
+    cdef _SelS L = S[0]         # S with the chunk's own tables
+    cdef void* tmem = NULL
+    cdef double* hbc
+    cdef float* tabc
+    cdef unsigned short* t16c
     if mem == NULL:
         return 1
+    L.hb, L.tab, L.t16 = NULL, NULL, NULL
+    if S.has_h and S.ab != NULL and n > 0:
+        tmem = malloc(n * (2 * sizeof(double) + 32 * sizeof(float)
+                           + 32 * sizeof(unsigned short)))
+        if tmem == NULL:
+            free(mem)
+            return 1
+        hbc = <double*> tmem
+        tabc = <float*> (hbc + 2 * n)
+        t16c = <unsigned short*> (tabc + 32 * n)
+        for i in range(n):
+            q = order[a0 + i] if order != NULL else a0 + i
+            _hq_bounds(S.hq + q * S.nh, S.nh, hbc + 2 * i, hbc + 2 * i + 1)
+            _fill_tab_row(S.hq + q * S.nh, S.nh, hbc + 2 * i, tabc + 32 * i)
+        for i in range(32 * n):
+            t16c[i] = hd_bf16_bits(tabc[i])
+        L.hb, L.tab, L.t16 = hbc, tabc, t16c
     r0 = 0
     while r0 < S.nr:
         nt = min(rt, S.nr - r0)
@@ -1171,16 +1213,16 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
             adds = False
             # the kind of table, once for the block: the product and the selection agree
             # even if the variant is changed meanwhile (which the rules forbid)
-            add.bf16 = hd_gemm_bf16() and S.t16 != NULL
+            add.bf16 = hd_gemm_bf16() and L.t16 != NULL
             for i in range(HD_GQB):
                 add.tab[i], add.t16[i], add.mi[i], add.nm[i] = NULL, NULL, NULL, 0
                 if i >= nqb:
                     continue
                 q = order[qb + i] if order != NULL else qb + i
-                if _tabled(S, q):
+                if _tabled(&L, qb + i - a0):
                     adds = True
-                    add.tab[i] = S.tab + 32 * q
-                    add.t16[i] = S.t16 + 32 * q if add.bf16 else NULL
+                    add.tab[i] = L.tab + 32 * (qb + i - a0)
+                    add.t16[i] = L.t16 + 32 * (qb + i - a0) if add.bf16 else NULL
                 elif S.cols_only and S.qptr[q + 1] > S.qptr[q]:
                     # its columns alone (add.ab NULL): the table is only a mark
                     adds = True
@@ -1194,11 +1236,12 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
                 add.gstride, add.nt = S.gstride, nt
             hd_gemm_blk(Xp + (qb // HD_GQB) * K * HD_GQB, nqb, Yp + (r0 // HD_GPW) * K * HD_GPW,
                         (nt + HD_GPW - 1) // HD_GPW, K, G, rt, &add if adds else NULL)
-            _select_tile(P, QS, RS, S, <const float*> G, rt, nqb, nt, qb, r0,
-                         &add if adds else NULL, order)
+            _select_tile(P, QS, RS, &L, <const float*> G, rt, nqb, nt, qb, r0,
+                         &add if adds else NULL, order, a0)
             qb = qb + HD_GQB
         r0 = r0 + rt
     free(mem)
+    free(tmem)
     return 0
 
 

@@ -12,7 +12,9 @@ cdef class GemmKnnSelect:
     GIL, one after another, exactly as ``gemm_select`` with one thread.  ``dtype`` is the
     precision of the tiles, ``gy`` and ``hc`` (float32 or float64).  ``ties`` (a
     :class:`TieLists` of one list per query row, or None) keeps the rows tied with each
-    query's k-th (``heap_offer``)."""
+    query's k-th (``heap_offer``).  ``fused``: only :meth:`search` will run, which makes
+    the queries' bounds and tables of the reference-missing terms chunk by chunk, in its
+    threads; they are then not made here for all queries, and :meth:`tile` is refused."""
     cdef CPlan plan
     cdef TieLists ties
     cdef CRows Q, R
@@ -31,6 +33,7 @@ cdef class GemmKnnSelect:
     cdef const unsigned short[::1] ab
     cdef const float[:, ::1] tab
     cdef const unsigned short[:, ::1] tab16
+    cdef bint fused
 
     @cython.boundscheck(HDIST_DEBUG)
     @cython.wraparound(False)
@@ -41,7 +44,7 @@ cdef class GemmKnnSelect:
                  const intp[::1] qidx=None, const double[:, ::1] gmin=None,
                  const double[:, ::1] hq=None, const intp[::1] rptr=None,
                  const intp[::1] ridx=None, hc=None, TieLists ties=None,
-                 RefMissing refmiss=None):
+                 RefMissing refmiss=None, bint fused=False):
         cdef intp nq = Q.s.n, nr = R.s.n, nch, t, m = 0
         if refmiss is not None:
             # the reference rows' missing attributes, checked and coded once
@@ -155,30 +158,32 @@ cdef class GemmKnnSelect:
                 self.s.hq, self.s.rptr, self.s.ridx = &hq[0, 0], &rptr[0], &ridx[0]
                 self.s.hc = &self.hc_f[0] if self.npy_type == cnp.NPY_FLOAT32 \
                     else <const void*> &self.hc_d[0]
-                # each query's bounds of its terms against missing reference values, once
-                self.hb = _all_hq_bounds(hq)
-                self.s.hb = &self.hb[0, 0]
                 if self.npy_type == cnp.NPY_FLOAT32:
-                    # rptr and ridx are checked above
-                    self.tab = np.zeros((nq, 32), dtype=np.float32)
-                    self.s.tab = &self.tab[0, 0]
+                    # the reference rows' codes (rptr and ridx are checked above)
                     if refmiss is not None:
                         self.ab = refmiss.ab
-                        self.s.ab = &self.ab[0]
+                    else:
+                        self.ab = np.empty(nr, dtype=np.uint16)
+                        with nogil:
+                            _fill_row_codes(hq.shape[1], &rptr[0], &ridx[0], nr,
+                                            <unsigned short*> &self.ab[0])
+                    self.s.ab = &self.ab[0]
+                if not fused:
+                    # each query's bounds of its terms against missing reference values
+                    # and (float32) its tables, for tile()
+                    self.hb = _all_hq_bounds(hq)
+                    self.s.hb = &self.hb[0, 0]
+                    if self.npy_type == cnp.NPY_FLOAT32:
+                        self.tab = np.empty((nq, 32), dtype=np.float32)
+                        self.s.tab = &self.tab[0, 0]
                         with nogil:
                             _fill_tabs(&hq[0, 0], nq, hq.shape[1], &self.hb[0, 0],
                                        <float*> self.s.tab)
-                    else:
-                        self.ab = np.empty(nr, dtype=np.uint16)
-                        self.s.ab = &self.ab[0]
-                        with nogil:
-                            _fill_codes(&hq[0, 0], nq, hq.shape[1], &self.hb[0, 0],
-                                        &rptr[0], &ridx[0], nr,
-                                        <unsigned short*> self.s.ab, <float*> self.s.tab)
-                    # the tables in bfloat16, for the product's additions on machines
-                    # with AVX512_BF16
-                    self.tab16 = _bf16_down(self.tab)
-                    self.s.t16 = &self.tab16[0, 0]
+                        # the tables in bfloat16, for the product's additions on machines
+                        # with AVX512_BF16
+                        self.tab16 = _bf16_down(self.tab)
+                        self.s.t16 = &self.tab16[0, 0]
+        self.fused = fused
         # without reference-missing terms, the fused search's product adds the columns of
         # the queries that miss values (the selection then tests those sums as they are)
         self.s.cols_only = self.npy_type == cnp.NPY_FLOAT32 and not self.s.has_h \
@@ -246,6 +251,8 @@ cdef class GemmKnnSelect:
         ``r0 .. r0 + G.shape[1]`` (``r0`` a multiple of ``r_chunk``) from the tile of
         estimates ``G`` (rows of unit stride, in the search's precision)."""
         cdef intp nb, nt, ldg, isz
+        if self.fused:
+            raise ValueError("this selection was made for search() only (fused=True)")
         if cnp.PyArray_NDIM(G) != 2 or cnp.PyArray_TYPE(G) != self.npy_type:
             raise TypeError("G must be a 2-d array of the search's precision")
         isz = cnp.PyArray_ITEMSIZE(G)
@@ -266,11 +273,11 @@ cdef class GemmKnnSelect:
             if self.npy_type == cnp.NPY_FLOAT32:
                 _select_tile(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
                              <const float*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0, NULL,
-                             NULL)
+                             NULL, 0)
             else:
                 _select_tile(&self.plan.s, &self.Q.s, &self.R.s, &self.s,
                              <const double*> cnp.PyArray_DATA(G), ldg, nb, nt, q0, r0, NULL,
-                             NULL)
+                             NULL, 0)
 
 
 @cython.boundscheck(HDIST_DEBUG)

@@ -326,6 +326,17 @@ static inline float hd_bf16_float(unsigned short h)
     return v.f;
 }
 
+/* the upper half of a float's bits: the float rounded toward zero to bfloat16 */
+static inline unsigned short hd_bf16_bits(float f)
+{
+    union {
+        unsigned int u;
+        float f;
+    } v;
+    v.f = f;
+    return (unsigned short)(v.u >> 16);
+}
+
 /* 1 when the filter's product should add the bfloat16 tables (add->bf16) rather than the
  * float ones: read once per block, so that the product and the selection agree */
 static inline int hd_gemm_bf16(void)

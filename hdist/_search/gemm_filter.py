@@ -559,8 +559,11 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
         tl = TieLists(nq) if ties else None
         # the arguments are checked once; each tile then costs one short call, the GIL
         # released while its rows are selected
+        # the fused search makes the queries' tables of the reference-missing terms in
+        # its threads, chunk by chunk
         sel = GemmKnnSelect(cplan, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD, HI, F.eps,
-                            F.Xg.dtype, exclude_self, 0, ties=tl, **F.extra(refmiss=True))
+                            F.Xg.dtype, exclude_self, 0, ties=tl, fused=F.Yp is not None,
+                            **F.extra(refmiss=True))
     if F.Yp is not None:
         with phase("kernel"):
             sel.search(F.Xg, F.Yp, n_threads, q_block or 0, r_tile or 0)

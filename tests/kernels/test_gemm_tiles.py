@@ -139,18 +139,19 @@ def test_search_equals_tiles(isa_bounds, missing, q_chunk, r_block, r_chunk, exc
     # the fused search (own products, blocks of 8 queries, threads over chunks of queries;
     # with missing values its product adds the tested values, from float or bfloat16
     # tables) keeps the heaps the BLAS tiles keep, bit for bit, on every variant, and
-    # returns the direct kernel's neighbours
+    # returns the direct kernel's neighbours; with fused=True (the queries' tables made per
+    # chunk only) as without
     m, st, rows, F = prepared(301, 67, missing, 9, r_chunk=r_chunk)
     nq, nr, k = rows.n, st.train.n, 5
     cQ, cR, cp = CRows(rows), st.crows(), st.plan.cplan
     HD0, HI0 = heaps(nq, k, nr)
     GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD0, HI0, F.eps, np.float32,
                   exclude_self, 0, **F.extra()).tile(F.Xg @ F.Yg.T, 0, 0)
-    for n_threads in (1, 2):
+    for n_threads, fused in ((1, False), (2, False), (1, True), (2, True)):
         HD1, HI1 = heaps(nq, k, nr)
         GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, np.float32,
-                      exclude_self, 0, **F.extra()).search(F.Xg, F.Yp, n_threads, q_chunk,
-                                                           r_block)
+                      exclude_self, 0, fused=fused, **F.extra()).search(
+                          F.Xg, F.Yp, n_threads, q_chunk, r_block)
         np.testing.assert_array_equal(HI0, HI1)
         np.testing.assert_array_equal(HD0, HD1)
     if not exclude_self:
@@ -474,11 +475,15 @@ def test_search_with_reference_rows_checked_once(isa_bounds):
     HD0, HI0 = heaps(nq, k, nr)
     GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD0, HI0, F.eps, np.float32,
                   **kw).search(F.Xg, F.Yp, 1, 0, 0)
-    HD1, HI1 = heaps(nq, k, nr)
-    GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, np.float32,
-                  **kw_once).search(F.Xg, F.Yp, 2, 0, 0)
-    np.testing.assert_array_equal(HI0, HI1)
-    np.testing.assert_array_equal(HD0, HD1)
+    for fused in (False, True):
+        HD1, HI1 = heaps(nq, k, nr)
+        sel = GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps,
+                            np.float32, fused=fused, **kw_once)
+        sel.search(F.Xg, F.Yp, 2, 0, 0)
+        np.testing.assert_array_equal(HI0, HI1)
+        np.testing.assert_array_equal(HD0, HD1)
+    with pytest.raises(ValueError, match="search"):
+        sel.tile(F.Xg @ F.Yg.T, 0, 0)          # fused: made for search() only
     args = (cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, np.float32)
     with pytest.raises(ValueError, match="replaces"):
         GemmKnnSelect(*args, **{**kw_once, "rptr": F.rptr, "ridx": F.ridx})
