@@ -119,7 +119,9 @@ GEMM_BLOCK_ROWS: int
 GEMM_REGION_PAIRS: int
 GEMM_MAX_QUERY_CHUNK: int
 
-def gemm_panels(Y: npt.NDArray[np.float32], height: int = 16) -> npt.NDArray[np.float32]: ...
+def gemm_panels(
+    Y: npt.NDArray[np.float32], height: int = 16, order: IntpArray | None = None
+) -> npt.NDArray[np.float32]: ...
 class RefMissing:
     rptr: IntpArray
     ridx: IntpArray

@@ -665,17 +665,38 @@ GEMM_REGION_PAIRS = 1 << 26
 GEMM_MAX_QUERY_CHUNK = 512
 
 
-def gemm_panels(const float[:, ::1] Y not None, intp height=HD_GPW):
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
+def gemm_panels(const float[:, ::1] Y not None, intp height=HD_GPW,
+                const intp[::1] order=None):
     """``Y [n, K]`` as panels of ``height`` rows stored attribute-major, ``[ceil(n /
     height), K, height]``, the last zero-padded: the layout :meth:`GemmKnnSelect.search`
-    reads (reference rows in panels of ``HD_GPW``, queries of ``HD_GQB``)."""
-    n, K = Y.shape[0], Y.shape[1]
+    reads (reference rows in panels of ``HD_GPW``, queries of ``HD_GQB``).  ``order``
+    (None: the rows in turn): row ``i`` of the panels is row ``order[i]`` of ``Y``, in one
+    pass (as ``gemm_panels(Y[order])``)."""
+    cdef intp n = Y.shape[0] if order is None else order.shape[0], K = Y.shape[1]
+    cdef intp npan, p, h, k, i, r
     if height < 1:
         raise ValueError("height must be >= 1")
+    if order is not None:
+        for i in range(n):
+            if order[i] < 0 or order[i] >= Y.shape[0]:
+                raise ValueError("order must index the rows of Y")
     npan = (n + height - 1) // height
-    out = np.zeros((npan * height, K), dtype=np.float32)
-    out[:n] = Y
-    return np.ascontiguousarray(out.reshape(npan, height, K).transpose(0, 2, 1))
+    out_a = np.empty((npan, K, height), dtype=np.float32)
+    cdef float[:, :, ::1] out = out_a
+    with nogil:
+        for p in range(npan):
+            for h in range(height):
+                i = p * height + h
+                if i < n:
+                    r = order[i] if order is not None else i
+                    for k in range(K):
+                        out[p, k, h] = Y[r, k]
+                else:
+                    for k in range(K):
+                        out[p, k, h] = 0.0
+    return out_a
 
 
 cdef _bf16_down(const float[:, ::1] tab):
@@ -1082,13 +1103,54 @@ def miss_order(const intp[::1] qptr not None, const intp[::1] qidx not None):
     for q in range(nq):
         if qptr[q + 1] < qptr[q]:
             raise ValueError("qptr must be non-decreasing")
-    keys_a = np.zeros(nq, dtype=np.uint64)
-    cdef cnp.uint64_t[::1] keys = keys_a
-    for q in range(nq):
-        for t in range(qptr[q], qptr[q + 1]):
-            if 0 <= qidx[t] < 64:
-                keys[q] = keys[q] | ((<cnp.uint64_t> 1) << qidx[t])
-    return np.argsort(keys_a, kind="stable").astype(np.intp)
+    out_a = np.empty(nq, dtype=np.intp)
+    cdef intp[::1] out = out_a
+    cdef cnp.uint64_t* keys = <cnp.uint64_t*> malloc(max(nq, 1) * sizeof(cnp.uint64_t))
+    cdef intp* tmp = <intp*> malloc(max(nq, 1) * sizeof(intp))
+    cdef cnp.uint64_t most = 0
+    cdef intp count[256]
+    cdef intp* src
+    cdef intp* dst
+    cdef intp* sw
+    cdef int shift, b
+    if keys == NULL or tmp == NULL:
+        free(keys)
+        free(tmp)
+        raise MemoryError()
+    with nogil:
+        for q in range(nq):
+            keys[q] = 0
+            for t in range(qptr[q], qptr[q + 1]):
+                if 0 <= qidx[t] < 64:
+                    keys[q] = keys[q] | ((<cnp.uint64_t> 1) << qidx[t])
+            most = most | keys[q]
+            out[q] = q
+        # a stable sort by the keys: least significant byte first, one counting pass per
+        # byte up to the highest set (two for up to 16 attributes)
+        src, dst = &out[0] if nq > 0 else tmp, tmp
+        shift = 0
+        while shift < 64 and (most >> shift) != 0:
+            for b in range(256):
+                count[b] = 0
+            for q in range(nq):
+                count[(keys[src[q]] >> shift) & 255] += 1
+            t = 0
+            for b in range(256):
+                count[b], t = t, t + count[b]
+            for q in range(nq):
+                b = (keys[src[q]] >> shift) & 255
+                dst[count[b]] = src[q]
+                count[b] += 1
+            sw = src
+            src = dst
+            dst = sw
+            shift = shift + 8
+        if nq > 0 and src != &out[0]:
+            for q in range(nq):
+                out[q] = src[q]
+    free(keys)
+    free(tmp)
+    return out_a
 
 
 @cython.boundscheck(HDIST_DEBUG)

@@ -232,8 +232,7 @@ cdef class GemmKnnSelect:
         cdef const intp[::1] order = miss_order(self.qptr, self.qidx) \
             if self.s.qidx != NULL else None
         cdef const intp* op = &order[0] if order is not None else NULL
-        cdef const float[:, :, ::1] Xp = gemm_panels(
-            np.asarray(X)[np.asarray(order)] if order is not None else X, HD_GQB)
+        cdef const float[:, :, ::1] Xp = gemm_panels(X, HD_GQB, order)
         for b0 in range(0, nq, region):
             b1 = min(nq, b0 + region)
             nch = (b1 - b0 + qc - 1) // qc

@@ -439,6 +439,13 @@ def test_miss_order_puts_queries_missing_the_same_attributes_side_by_side():
     for key in set(sets):
         members = [q for q, k in zip(order, sets) if k == key]
         assert members == sorted(members)
+    # the same order as a stable sort of the sets' bit masks (attributes 64 and up left
+    # out), also with attributes in the highest byte of the mask
+    for cols in (70, 16, 3):
+        absent = rng.random((300, cols)) < 0.2
+        qptr, qidx = _kernels.miss_lists(absent.view(np.uint8))
+        keys = [sum(1 << int(a) for a in np.flatnonzero(absent[q, :64])) for q in range(300)]
+        assert list(miss_order(qptr, qidx)) == sorted(range(300), key=lambda q: keys[q])
     assert len(miss_order(np.zeros(1, np.intp), np.zeros(0, np.intp))) == 0
     with pytest.raises(ValueError, match="index qidx"):
         miss_order(np.array([0, 5], np.intp), np.zeros(2, np.intp))
@@ -623,6 +630,34 @@ def test_product_additions_of_every_variant(isa_bounds, nq, n, K, nm, shared):
         for t in qidx[qptr[q]:qptr[q + 1]]:
             cols[q] = (cols[q] + gy[t]).astype(np.float32)
     np.testing.assert_array_equal(Gc[:, :n], cols)
+
+
+@pytest.mark.parametrize("n,K,height", [(0, 3, 16), (1, 1, 8), (37, 26, 16), (40, 5, 8)])
+def test_panels_are_the_rows_attribute_major_and_padded(n, K, height):
+    # the panels against numpy's reshaping, in the rows' order and in a given order (one
+    # pass, as the rows gathered first)
+    rng = np.random.default_rng(n + K)
+    Y = rng.normal(size=(n, K)).astype(np.float32)
+    npan = -(-n // height)
+    pad = np.zeros((npan * height, K), np.float32)
+    for order in (None, rng.permutation(n).astype(np.intp), rng.integers(0, max(n, 1), 3)):
+        if order is not None and n == 0:
+            continue
+        rows = Y if order is None else Y[order]
+        m = len(rows)
+        npan = -(-m // height)
+        pad = np.zeros((npan * height, K), np.float32)
+        pad[:m] = rows
+        want = pad.reshape(npan, height, K).transpose(0, 2, 1)
+        got = gemm_panels(Y, height, None if order is None else np.asarray(order, np.intp))
+        assert got.shape == want.shape and got.flags.c_contiguous
+        np.testing.assert_array_equal(got, want)
+    with pytest.raises(ValueError, match="index the rows"):
+        gemm_panels(Y, height, np.array([n], np.intp))
+    with pytest.raises(ValueError, match="index the rows"):
+        gemm_panels(Y, height, np.array([-1], np.intp))
+    with pytest.raises(ValueError, match="height"):
+        gemm_panels(Y, 0)
 
 
 def test_product_additions_arguments_are_checked():
