@@ -1112,7 +1112,8 @@ def miss_order(const intp[::1] qptr not None, const intp[::1] qidx not None):
     cdef intp* src
     cdef intp* dst
     cdef intp* sw
-    cdef int shift, b
+    cdef int shift
+    cdef intp b
     if keys == NULL or tmp == NULL:
         free(keys)
         free(tmp)
