@@ -699,10 +699,18 @@ def gemm_panels(const float[:, ::1] Y not None, intp height=HD_GPW,
     return out_a
 
 
+@cython.boundscheck(HDIST_DEBUG)
+@cython.wraparound(False)
 cdef _bf16_down(const float[:, ::1] tab):
-    """The float32 tables ``tab`` (entries >= 0) rounded down to bfloat16, as 16-bit words:
-    the upper half of each entry's bits (cutting the lower half rounds toward zero)."""
-    return (np.asarray(tab).view(np.uint32) >> 16).astype(np.uint16)
+    """The float32 tables ``tab`` (entries >= 0) rounded down to bfloat16, as 16-bit words
+    (``hd_bf16_bits``: the upper half of each entry's bits, which rounds toward zero)."""
+    out = np.empty((tab.shape[0], tab.shape[1]), dtype=np.uint16)
+    cdef unsigned short[:, ::1] o = out
+    cdef intp i, t
+    for i in range(tab.shape[0]):
+        for t in range(tab.shape[1]):
+            o[i, t] = hd_bf16_bits(tab[i, t])
+    return out
 
 
 @cython.boundscheck(HDIST_DEBUG)
@@ -830,6 +838,21 @@ cdef void _fill_tabs(const double* hq, intp nq, intp nh, const double* hb,
     cdef intp q
     for q in range(nq):
         _fill_tab_row(hq + q * nh, nh, hb + 2 * q, tab + 32 * q)
+
+
+cdef void _query_tables(const double* hq, intp nh, const intp* order, intp a0, intp n,
+                        double* hb, float* tab, unsigned short* t16) noexcept nogil:
+    """Queries ``order[a0 .. a0 + n)`` (``order`` NULL: ``a0 .. a0 + n``) of ``hq [., nh]``:
+    row ``i`` of ``hb [n, 2]`` their :func:`_hq_bounds`, of ``tab [n, 32]`` their
+    :func:`_fill_tab_row` and of ``t16 [n, 32]`` that table rounded toward zero to
+    bfloat16 (``hd_bf16_bits``)."""
+    cdef intp i, t, q
+    for i in range(n):
+        q = order[a0 + i] if order != NULL else a0 + i
+        _hq_bounds(hq + q * nh, nh, hb + 2 * i, hb + 2 * i + 1)
+        _fill_tab_row(hq + q * nh, nh, hb + 2 * i, tab + 32 * i)
+        for t in range(32):
+            t16[32 * i + t] = hd_bf16_bits(tab[32 * i + t])
 
 
 cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
@@ -1228,8 +1251,8 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
     that puts queries missing the same attributes side by side.
 
     With terms against the reference rows' missing values (``S.has_h``, codes ``S.ab``),
-    the chunk's queries' bounds and tables (:func:`_hq_bounds`, :func:`_fill_tab_row`, in
-    float32 and rounded toward zero to bfloat16) are made here, in the chunk's order, not
+    the chunk's queries' bounds and tables (:func:`_query_tables`) are made here, in the
+    chunk's order, not
     for all queries before the parallel region: ``S.hb``, ``S.tab`` and ``S.t16`` are not
     read."""
     # the block of estimates on a 64-byte boundary (rt is a multiple of HD_GPW, so every
@@ -1257,12 +1280,7 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
         hbc = <double*> tmem
         tabc = <float*> (hbc + 2 * n)
         t16c = <unsigned short*> (tabc + 32 * n)
-        for i in range(n):
-            q = order[a0 + i] if order != NULL else a0 + i
-            _hq_bounds(S.hq + q * S.nh, S.nh, hbc + 2 * i, hbc + 2 * i + 1)
-            _fill_tab_row(S.hq + q * S.nh, S.nh, hbc + 2 * i, tabc + 32 * i)
-        for i in range(32 * n):
-            t16c[i] = hd_bf16_bits(tabc[i])
+        _query_tables(S.hq, S.nh, order, a0, n, hbc, tabc, t16c)
         L.hb, L.tab, L.t16 = hbc, tabc, t16c
     r0 = 0
     while r0 < S.nr:

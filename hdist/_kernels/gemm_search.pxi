@@ -168,21 +168,24 @@ cdef class GemmKnnSelect:
                             _fill_row_codes(hq.shape[1], &rptr[0], &ridx[0], nr,
                                             <unsigned short*> &self.ab[0])
                     self.s.ab = &self.ab[0]
-                if not fused:
+                if not fused and self.npy_type == cnp.NPY_FLOAT32:
                     # each query's bounds of its terms against missing reference values
-                    # and (float32) its tables, for tile()
+                    # and its tables, float32 and bfloat16 (for the product's additions on
+                    # machines with AVX512_BF16), for tile(): as search() makes them
+                    hb_a = np.empty((nq, 2))
+                    tab_a = np.empty((nq, 32), dtype=np.float32)
+                    t16_a = np.empty((nq, 32), dtype=np.uint16)
+                    self.hb, self.tab, self.tab16 = hb_a, tab_a, t16_a
+                    self.s.hb, self.s.tab = &self.hb[0, 0], &self.tab[0, 0]
+                    self.s.t16 = &self.tab16[0, 0]
+                    with nogil:
+                        _query_tables(&hq[0, 0], hq.shape[1], NULL, 0, nq,
+                                      &self.hb[0, 0], <float*> self.s.tab,
+                                      <unsigned short*> self.s.t16)
+                elif not fused:
+                    # float64: the bounds only (the codes are float32's)
                     self.hb = _all_hq_bounds(hq)
                     self.s.hb = &self.hb[0, 0]
-                    if self.npy_type == cnp.NPY_FLOAT32:
-                        self.tab = np.empty((nq, 32), dtype=np.float32)
-                        self.s.tab = &self.tab[0, 0]
-                        with nogil:
-                            _fill_tabs(&hq[0, 0], nq, hq.shape[1], &self.hb[0, 0],
-                                       <float*> self.s.tab)
-                        # the tables in bfloat16, for the product's additions on machines
-                        # with AVX512_BF16
-                        self.tab16 = _bf16_down(self.tab)
-                        self.s.t16 = &self.tab16[0, 0]
         self.fused = fused
         # without reference-missing terms, the fused search's product adds the columns of
         # the queries that miss values (the selection then tests those sums as they are)
