@@ -67,6 +67,9 @@ cdef extern from "tile.h":
                    const float* th) noexcept nogil
     intp hd_scan_d(const double* g, intp n, intp rc, intp c_first, intp c_end,
                    const double* th) noexcept nogil
+    enum: HD_SEED_MAX
+    intp hd_seeds_f(const float* v, intp n, intp ns, intp* pos) noexcept nogil
+    intp hd_seeds_d(const double* v, intp n, intp ns, intp* pos) noexcept nogil
     void hd_prep_f(const float* g, intp n, intp rc, const float* th1, const float* gy,
                    intp gstride, const intp* mi, intp nm, const float* hc, float hm,
                    const unsigned short* ab, const float* tab, float* v) noexcept nogil

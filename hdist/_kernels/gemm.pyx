@@ -77,6 +77,8 @@ cdef enum:
     PREP_ROWS = 2048
     # attributes with a code of their own in miss_codes (the others are counted)
     CODED_ATTRS = 24
+    # fewest reference rows of a tile from which _filter_row seeds an empty heap
+    SEED_ROWS = 256
 
 #: most reference rows per chunk of the matrix-product filter (``r_chunk``)
 GEMM_MAX_CHUNK = GEMM_MAX_CHUNK_C
@@ -173,6 +175,15 @@ cdef inline bint _code_exact(unsigned short code, intp nh) noexcept nogil:
     return (code >> 8) == 31 or (code >> 8) < min(nh, <intp> CODED_ATTRS)
 
 
+cdef inline bint _seeded(const intp* seeds, intp ns, intp jj) noexcept nogil:
+    """True when ``jj`` is one of ``seeds[0 .. ns)``."""
+    cdef intp t
+    for t in range(ns):
+        if seeds[t] == jj:
+            return True
+    return False
+
+
 cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                       const real* g, intp nt, intp r0, intp r_chunk, const double* ny_max,
                       double epsx, const real* gy, intp gstride, const intp* mi, intp nm,
@@ -223,6 +234,8 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
     cdef intp b0
     cdef Hit* tmp
     cdef bint stale = True, pre = False, fused = False
+    cdef intp seeds[HD_SEED_MAX]
+    cdef intp ns = 0
     if miss_t is _Missing:
         if hb != NULL:
             lbq, hmin = hb[0], hb[1]
@@ -239,6 +252,26 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
         # the tested values are computed a segment at a time (hdist/_kernels/scan_body.h) when
         # something is added to the estimates, unless the product made them (given)
         fused = nm > 0 or hcx != NULL or ab != NULL
+    if buf == NULL and hd[0] == INFINITY and k + excl <= HD_SEED_MAX and nt >= SEED_ROWS \
+            and (miss_t is _Complete or given or not fused):
+        # the heap is not full: its first rows are those with the smallest tested values
+        # of a few groups (hd_seeds), computed exactly, so that its bound is near its
+        # final value before the scan below (which passes over them) instead of dropping
+        # row after row, each drop a pair computed exactly
+        if real is float:
+            ns = hd_seeds_f(g, nt, k + excl, seeds)
+        else:
+            ns = hd_seeds_d(g, nt, k + excl, seeds)
+        for jj in range(ns):
+            j = r0 + seeds[jj]
+            if excl and j == q + self_off:
+                continue
+            s = pair_reduced(P, QS, q, RS, j, 2, tau)
+            if s > tau:
+                continue
+            s = true_of(P, QS, q, RS, j, s)
+            if heap_offer(hd, hi, k, s, j, tl, RS.n):
+                tau = reduced_bound(P, hd[0])
     while c < nc:
         if stale or c >= cw_end:
             # the thresholds of the next chunks (SCAN_WINDOW at most), with the current
@@ -364,6 +397,8 @@ cdef intp _filter_row(const PlanS* P, const RowsS* QS, const RowsS* RS, intp q,
                         if <double> ev + corr > <double> Sr:
                             continue
             if excl and j == q + self_off:
+                continue
+            if ns > 0 and _seeded(seeds, ns, c0 + jj):
                 continue
             s = pair_reduced(P, QS, q, RS, j, 2, tau)
             if s > tau:
@@ -1112,6 +1147,30 @@ def query_coded(const int[:, ::1] codes not None, const double[::1] ev not None,
     if status == 2:
         raise ValueError("codes must be below their table's last row (the missing value's)")
     return status == 0
+
+
+def seed_rows(const real[::1] v not None, intp ns):
+    """The positions of the rows a k-NN heap of ``ns`` entries is offered first from the
+    tested values ``v`` (the selection's own rule, with this machine's variant for
+    float32): at most ``min(ns, SEED_MAX)``, in increasing order of value."""
+    cdef intp pos[HD_SEED_MAX]
+    cdef intp n = v.shape[0], c, i
+    if ns < 0:
+        raise ValueError("ns must be >= 0, got %d" % ns)
+    if n == 0:
+        return np.zeros(0, dtype=np.intp)
+    with nogil:
+        if real is float:
+            c = hd_seeds_f(&v[0], n, ns, pos)
+        else:
+            c = hd_seeds_d(&v[0], n, ns, pos)
+    return np.array([pos[i] for i in range(c)], dtype=np.intp)
+
+
+#: most rows a k-NN heap is offered first (``seed_rows``), and the fewest reference rows of
+#: a tile from which the selection offers them
+SEED_MAX = HD_SEED_MAX
+SEED_MIN_ROWS = SEED_ROWS
 
 
 @cython.boundscheck(HDIST_DEBUG)

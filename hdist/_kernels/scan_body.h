@@ -141,3 +141,48 @@ static inline hd_intp HD_SFX(hd_scan)(const HD_T *g, hd_intp n, hd_intp rc, hd_i
     }
     return c_end;
 }
+
+/* The first rows a k-NN heap is offered (hdist/_kernels/gemm.pyx, _filter_row), while its
+ * bound is still infinite: positions of at most ns (<= HD_SEED_MAX) small values of
+ * v[0 .. n).  The row is read as HD_SEED_LANES interleaved groups (entry j in group
+ * j mod HD_SEED_LANES); the ns groups with the smallest minima give their minima's first
+ * positions, in increasing order of those minima (NaN entries are passed over, and a
+ * group with no entry below +inf gives none).  The rows found do not depend on these:
+ * every row is still offered or filtered against the heap's bound, only tighter sooner. */
+static inline hd_intp HD_SFX(hd_seeds)(const HD_T *HD_RESTRICT v, hd_intp n, hd_intp ns,
+                                       hd_intp *pos)
+{
+    HD_T m[HD_SEED_LANES], bv[HD_SEED_MAX];
+    hd_intp l, j, i, c = 0, bl[HD_SEED_MAX];
+    if (ns > HD_SEED_MAX)
+        ns = HD_SEED_MAX;
+    if (ns <= 0)
+        return 0;
+    for (l = 0; l < HD_SEED_LANES; l++)
+        m[l] = (HD_T)INFINITY;
+    /* lane-wise minima (a vector minimum; a NaN entry is never taken) */
+    for (j = 0; j + HD_SEED_LANES <= n; j += HD_SEED_LANES)
+        for (l = 0; l < HD_SEED_LANES; l++)
+            m[l] = v[j + l] < m[l] ? v[j + l] : m[l];
+    for (l = 0; j + l < n; l++)
+        m[l] = v[j + l] < m[l] ? v[j + l] : m[l];
+    /* the ns smallest, by insertion */
+    for (l = 0; l < HD_SEED_LANES; l++) {
+        HD_T x = m[l];
+        if (!(x < (HD_T)INFINITY) || (c == ns && !(x < bv[c - 1])))
+            continue;
+        i = c < ns ? c++ : c - 1;
+        for (; i > 0 && x < bv[i - 1]; i--) {
+            bv[i] = bv[i - 1];
+            bl[i] = bl[i - 1];
+        }
+        bv[i] = x;
+        bl[i] = l;
+    }
+    for (i = 0; i < c; i++) {
+        for (j = bl[i]; j < n && v[j] != bv[i]; j += HD_SEED_LANES)
+            ;
+        pos[i] = j;
+    }
+    return c;
+}

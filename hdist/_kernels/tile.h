@@ -95,6 +95,10 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 #define HD_GPW 16
 /* most columns the AVX-512 filter adds in one pass (hdist/_kernels/scan_body.h) */
 #define HD_PREP_COLS 64
+/* the first rows offered to a k-NN heap (hd_seeds, hdist/_kernels/scan_body.h): at most
+ * HD_SEED_MAX, from groups of the row interleaved HD_SEED_LANES apart */
+#define HD_SEED_MAX 16
+#define HD_SEED_LANES 64
 
 /* What the filter's product adds to the estimates of a block of reference rows before
  * storing them (hdist/_kernels/gemm_body.h), per query row of a panel: the columns of the
@@ -122,6 +126,7 @@ typedef void (*hd_gemm_fn)(const float *, hd_intp, const float *, hd_intp, hd_in
 
 typedef hd_intp (*hd_scan_fn)(const float *, hd_intp, hd_intp, hd_intp, hd_intp,
                               const float *);
+typedef hd_intp (*hd_seeds_fn)(const float *, hd_intp, hd_intp, hd_intp *);
 typedef void (*hd_prep_fn)(const float *, hd_intp, hd_intp, const float *, const float *,
                            hd_intp, const hd_intp *, hd_intp, const float *, float,
                            const unsigned short *, const float *, float *);
@@ -228,6 +233,7 @@ static hd_tile_fn hd_fns[HD_NISA][7] = {
 static hd_gemm_fn hd_gemm_fns[HD_NISA] = HD_VARIANTS(hd_gemm_blk);
 static hd_scan_fn hd_scan_fns[HD_NISA] = HD_VARIANTS(hd_scan_f);
 static hd_prep_fn hd_prep_fns[HD_NISA] = HD_VARIANTS(hd_prep_f);
+static hd_seeds_fn hd_seeds_fns[HD_NISA] = HD_VARIANTS(hd_seeds_f);
 #undef HD_VARIANTS
 static int hd_isa = 0;
 /* 1: the AVX-512 variant's product adds the bfloat16 tables (hd_gemm_blk); set only when
@@ -351,6 +357,13 @@ static inline hd_intp hd_scan_f(const float *g, hd_intp n, hd_intp rc, hd_intp c
                                 hd_intp c_end, const float *th)
 {
     return hd_scan_fns[hd_isa](g, n, rc, c_first, c_end, th);
+}
+
+/* The first rows offered to a k-NN heap, from a float row of tested values
+ * (hdist/_kernels/scan_body.h; hd_seeds_d, the same for double values, is defined above). */
+static inline hd_intp hd_seeds_f(const float *v, hd_intp n, hd_intp ns, hd_intp *pos)
+{
+    return hd_seeds_fns[hd_isa](v, n, ns, pos);
 }
 
 /* The values the chunk scan tests for a float query row with missing values

@@ -31,7 +31,12 @@ That estimate is only a *filter*: a pair is computed exactly by the brute-force 
 ``pair_reduced`` unless its estimate, minus a bound on the rounding error of both
 computations, already exceeds the query's current k-th distance (or the radius).  The
 neighbors and distances returned are therefore exactly the brute force ones, whatever
-the BLAS, its threads or the tile sizes.
+the BLAS, its threads or the tile sizes.  While a query's k-NN heap is still empty (its
+first tile of at least 256 reference rows, k at most 16) it is first offered the rows with
+the smallest estimates of a few interleaved groups of the tile: its k-th distance is then
+near its final value from the start, instead of dropping row after row through the tile
+with a pair computed exactly at each drop (k = 5 against 20 000 mixed rows: 45 rows
+enter a query's heap in index order, 16 with the seeds).
 """
 from __future__ import annotations
 

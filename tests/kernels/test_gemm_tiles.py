@@ -2,7 +2,9 @@
 
 It takes the arguments of ``gemm_select`` that stay fixed during a search once and then
 selects tile by tile without the GIL: its heaps must equal ``gemm_select``'s bit for bit
-on every tile layout, and the filtered search must equal the direct kernel at tile
+on every tile layout (the same tiles: the same arrays; other tiles or the fused search:
+the same sorted lists, as the rows an empty heap is offered first depend on its first
+tile), and the filtered search must equal the direct kernel at tile
 boundaries, with ``k`` equal to the number of reference rows, ``exclude_self``, the float64
 product and missing values on either side.
 """
@@ -38,6 +40,16 @@ def prepared(n_ref, n_q, missing, seed, dtype=np.float32, r_chunk=16, name="hvdm
 
 def heaps(nq, k, nr):
     return np.full((nq, k), np.inf), np.full((nq, k), nr, dtype=np.intp)
+
+
+def assert_same_heaps(cp, HD0, HI0, HD1, HI1):
+    """The heaps hold the same rows at the same distances, bit for bit, once sorted (the
+    arrays' order depends on the order the rows were offered)."""
+    A = [np.array(x) for x in (HD0, HI0, HD1, HI1)]
+    finish_heaps(cp, A[0], A[1])
+    finish_heaps(cp, A[2], A[3])
+    np.testing.assert_array_equal(A[1], A[3])
+    np.testing.assert_array_equal(A[0], A[2])
 
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float64])
@@ -138,7 +150,7 @@ def test_products_of_every_variant(isa, nq, n, K):
 def test_search_equals_tiles(isa_bounds, missing, q_chunk, r_block, r_chunk, exclude_self):
     # the fused search (own products, blocks of 8 queries, threads over chunks of queries;
     # with missing values its product adds the tested values, from float or bfloat16
-    # tables) keeps the heaps the BLAS tiles keep, bit for bit, on every variant, and
+    # tables) keeps the rows the BLAS tiles keep, bit for bit, on every variant, and
     # returns the direct kernel's neighbours; with fused=True (the queries' tables made per
     # chunk only) as without
     m, st, rows, F = prepared(301, 67, missing, 9, r_chunk=r_chunk)
@@ -152,8 +164,7 @@ def test_search_equals_tiles(isa_bounds, missing, q_chunk, r_block, r_chunk, exc
         GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, np.float32,
                       exclude_self, 0, fused=fused, **F.extra()).search(
                           F.Xg, F.Yp, n_threads, q_chunk, r_block)
-        np.testing.assert_array_equal(HI0, HI1)
-        np.testing.assert_array_equal(HD0, HD1)
+        assert_same_heaps(cp, HD0, HI0, HD1, HI1)
     if not exclude_self:
         finish_heaps(cp, HD1, HI1)
         d, i = m._knn_rows(rows, k, False, 1, "direct")
@@ -514,8 +525,7 @@ def fused_equals_tiles_and_direct(m, st, rows, F, k, chunks):
         HD1, HI1 = heaps(nq, k, nr)
         GemmKnnSelect(cp, cQ, cR, F.nx, F.ny_chunk, F.r_chunk, HD1, HI1, F.eps, np.float32,
                       False, 0, **F.extra()).search(F.Xg, F.Yp, n_threads, *chunks)
-        np.testing.assert_array_equal(HI0, HI1)
-        np.testing.assert_array_equal(HD0, HD1)
+        assert_same_heaps(cp, HD0, HI0, HD1, HI1)
     finish_heaps(cp, HD1, HI1)
     d, i = m._knn_rows(rows, k, False, 1, "direct")
     np.testing.assert_array_equal(i, HI1)
@@ -686,3 +696,66 @@ def test_product_additions_arguments_are_checked():
         gemm_products(X, Yp, ab, tab, np.zeros((1, 20), np.float32),
                       np.array([0, 1, 1], np.intp), np.array([3], np.intp))
 
+
+
+def seeds_reference(v, ns, lanes=64, most=16):
+    """The rows an empty heap is offered first, in plain numpy: the row read as ``lanes``
+    interleaved groups, the ``min(ns, most)`` groups with the smallest minima (NaN passed
+    over, groups without a value below +inf left out; equal minima: the lower group), and
+    each one's first position of its minimum, in increasing order of the minima."""
+    n = len(v)
+    groups = []
+    for g in range(min(lanes, n)):
+        vals = v[g::lanes]
+        ok = vals < np.inf
+        if ok.any():
+            mv = vals[ok].min()
+            groups.append((mv, g, g + lanes * int(np.flatnonzero(vals == mv)[0])))
+    groups.sort(key=lambda t: (t[0], t[1]))
+    return np.array([p for _, _, p in groups[:min(ns, most)]], dtype=np.intp)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float64])
+@pytest.mark.parametrize("n", [1, 5, 63, 64, 65, 300, 2048, 2111])
+def test_seed_rows_equal_the_reference(isa, dtype, n):
+    from hdist._kernels.gemm import SEED_MAX, seed_rows
+    rng = np.random.default_rng(n)
+    for trial in range(6):
+        v = rng.normal(size=n).astype(dtype)
+        if trial == 1:
+            v = np.round(v, 1)                       # many equal values
+        if trial == 2:
+            v[rng.random(n) < 0.3] = np.nan
+        if trial == 3:
+            v[rng.random(n) < 0.5] = np.inf
+            v[rng.random(n) < 0.2] = -np.inf
+        if trial == 4:
+            v[:] = np.nan
+        if trial == 5:
+            v[::3] = np.nan
+            v[1::3] = np.inf
+        for ns in (0, 1, 5, 16, 40):
+            got = seed_rows(v, ns)
+            np.testing.assert_array_equal(got, seeds_reference(v, ns), err_msg=str((trial, ns)))
+            assert len(got) <= min(ns, SEED_MAX)
+    with pytest.raises(ValueError, match="ns"):
+        seed_rows(np.zeros(3), -1)
+
+
+@pytest.mark.parametrize("missing", [0.0, 0.2])
+@pytest.mark.parametrize("k", [1, 5, 15, 16, 17])
+@pytest.mark.parametrize("exclude_self", [False, True])
+def test_seeded_heaps_equal_the_direct_kernel(missing, k, exclude_self):
+    # tiles wide enough for the selection to offer an empty heap its seeds first (with
+    # exclude_self the query's own row is usually one), k around the most seeds, and tiles
+    # too narrow for seeds: the same lists as the direct kernel
+    from hdist._kernels.gemm import SEED_MIN_ROWS
+    X, y, nom = mixed(700, missing=missing, seed=k)
+    m = hdist.get_metric("hvdm", nominal=nom).fit(X, y)
+    rows = m.train_
+    d, i = m._knn_rows(rows, k, exclude_self, 1, "direct")
+    for r_tile in (SEED_MIN_ROWS - 1, SEED_MIN_ROWS, 700):
+        res = _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), k, 2, exclude_self,
+                        q_block=64, r_tile=r_tile, r_chunk=16)
+        np.testing.assert_array_equal(i, res[1])
+        np.testing.assert_array_equal(d, res[0])
