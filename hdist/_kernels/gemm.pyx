@@ -12,6 +12,7 @@ cimport numpy as cnp
 cimport cython
 from cython.parallel cimport prange, parallel
 from libc.stdlib cimport malloc, free, realloc, qsort
+from libc.string cimport memcpy
 from libc.math cimport INFINITY, isnan, fabs, fma, fmax, sqrt, pow
 
 from hdist._kernels.plan cimport *
@@ -559,6 +560,8 @@ ctypedef struct _SelS:
     int cols_only         # no reference-missing terms: the product adds the columns of
                           # the queries that miss values (without a table)
     TieList* ties         # per query, the rows tied with its k-th (NULL: not kept)
+    int heap_rows         # 1: HD/HI hold the heaps of a chunk's rows, in its order (the
+                          # row tq of _select_row), not those of all queries
 
 
 cdef inline bint _tabled(const _SelS* S, intp q) noexcept nogil:
@@ -574,19 +577,21 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
     """Query row ``q`` of a tile whose estimates are ``g[0 .. nt)`` (reference rows from
     ``r0``, ``nyp`` the norms' bounds from the tile's first chunk): the complete-row
     variant of :func:`_filter_row` when neither side misses a value, else the other.
-    ``tq``: the query's row of ``S.hb`` and ``S.tab``.  ``given``: ``g`` holds the tested
+    ``tq``: the query's row of ``S.hb`` and ``S.tab`` (and of its heap with
+    ``S.heap_rows``).  ``given``: ``g`` holds the tested
     values instead (only when :func:`_tabled`), made with the query's bfloat16 table
     ``t16`` (NULL: its float table)."""
     cdef intp nm = 0
     cdef const intp* mi = NULL
     cdef _Codes cd
+    cdef intp h = tq if S.heap_rows else q       # its heap
     if S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
         nm = S.qptr[q + 1] - S.qptr[q]
         mi = S.qidx + S.qptr[q]
     if nm == 0 and not S.has_h:
         _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
                     <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride, NULL, 0,
-                    NULL, NULL, NULL, NULL, NULL, S.HD + q * S.k, S.HI + q * S.k, S.k,
+                    NULL, NULL, NULL, NULL, NULL, S.HD + h * S.k, S.HI + h * S.k, S.k,
                     S.ties + q if S.ties != NULL else NULL, 0.0, NULL, NULL, 0, S.excl,
                     S.self_off, 0, <_Complete*> NULL)
     else:
@@ -600,8 +605,8 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
                     S.rptr if S.has_h else NULL, S.ridx if S.has_h else NULL,
                     <const real*> S.hc if S.has_h else NULL,
                     S.hb + 2 * tq if S.has_h and S.hb != NULL else NULL,
-                    &cd if S.ab != NULL else NULL, S.HD + q * S.k,
-                    S.HI + q * S.k, S.k, S.ties + q if S.ties != NULL else NULL, 0.0, NULL,
+                    &cd if S.ab != NULL else NULL, S.HD + h * S.k,
+                    S.HI + h * S.k, S.k, S.ties + q if S.ties != NULL else NULL, 0.0, NULL,
                     NULL, 0, S.excl, S.self_off, given, <_Missing*> NULL)
 
 
@@ -684,6 +689,7 @@ def gemm_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G, const double
     S.ties = NULL
     S.ab, S.tab, S.t16 = NULL, NULL, NULL
     S.cols_only = 0
+    S.heap_rows = 0
     with nogil:
         for ii in prange(nb, num_threads=n_threads, schedule="static"):
             _select_row(P, QS, RS, &S, &G[ii, 0], nt, q0 + ii, q0 + ii, r0, S.ny_max, 0,
@@ -753,7 +759,8 @@ cdef _bf16_down(const float[:, ::1] tab):
 def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
                   const unsigned short[::1] ab=None, const float[:, ::1] tab=None,
                   const float[:, ::1] gy=None, const intp[::1] qptr=None,
-                  const intp[::1] qidx=None, const unsigned char[::1] rows=None):
+                  const intp[::1] qidx=None, const unsigned char[::1] rows=None,
+                  bint merged=False):
     """``X [nq, K]`` times the panels ``Yp`` (:func:`gemm_panels`) as the fused filter
     computes them, ``[nq, panels x HD_GPW]`` in float32: a test hook for the products of
     every instruction-set variant.  With ``ab`` (one code per reference row,
@@ -764,7 +771,9 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
     tables rounded down).  With ``gy`` and no ``ab``: the estimates plus the columns alone
     (the fused search without reference-missing terms).  The padding rows after the last
     reference row hold zeros without additions, else unspecified values (the selection
-    never reads them)."""
+    never reads them).  ``merged``: each block of queries' columns merged before its
+    product (``hd_gemm_union_set``, as the fused search does once per block of queries),
+    not by the product itself: the same values."""
     cdef intp nq = X.shape[0], K = X.shape[1], npan = Yp.shape[0], q, i, t, n = 0
     cdef hd_gadd add
     cdef bint adds = ab is not None or gy is not None
@@ -823,6 +832,9 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
                         if gy is not None and qptr[q + i + 1] > qptr[q + i]:
                             add.mi[i] = &qidx[qptr[q + i]]
                             add.nm[i] = qptr[q + i + 1] - qptr[q + i]
+                add.nu = HD_GUNION_UNSET
+                if merged:
+                    hd_gemm_union_set(&add, min(<intp> HD_GQB, nq - q))
             hd_gemm_blk(&Xp[q // HD_GQB, 0, 0], min(<intp> HD_GQB, nq - q), &Yp[0, 0, 0],
                         npan, K, &G[q, 0], npan * HD_GPW, &add if adds else NULL)
             q = q + HD_GQB
@@ -1305,15 +1317,17 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
     """Queries ``a0 .. a1`` (``a0`` a multiple of ``HD_GQB``) of
     :meth:`GemmKnnSelect.search`: per block of ``rt`` reference rows, per panel of
     ``HD_GQB`` queries, the products into a buffer of the cache, then the selection of
-    each row as :meth:`GemmKnnSelect.tile` makes it.  1: out of memory.  ``order`` (NULL: none): the queries
-    in the order of the rows of ``Xp`` (row ``i`` is query ``order[i]``), a permutation
-    that puts queries missing the same attributes side by side.
+    each row as :meth:`GemmKnnSelect.tile` makes it.  1: out of memory.  ``order`` (NULL:
+    none): the queries in the order of the rows of ``Xp`` (row ``i`` is query
+    ``order[i]``), a permutation that puts queries missing the same attributes side by
+    side.
 
     With terms against the reference rows' missing values (``S.has_h``, codes ``S.ab``),
     the chunk's queries' bounds and tables (:func:`_query_tables`) are made here, in the
     chunk's order, not
     for all queries before the parallel region: ``S.hb``, ``S.tab`` and ``S.t16`` are not
-    read."""
+    read.  With an order, the chunk's heaps are copied into that order for the search and
+    back after it; the blocks' columns are merged once (``hd_gemm_union_set``)."""
     # the block of estimates on a 64-byte boundary (rt is a multiple of HD_GPW, so every
     # row of it is): a vector stored across two cache lines costs two stores, and one
     # read back at once is not forwarded from the store
@@ -1321,67 +1335,105 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
     cdef float* G = <float*> (((<size_t> mem) + 63) & ~(<size_t> 63))
     cdef intp r0, nt, qb, nqb, i, q, n = a1 - a0
     cdef hd_gadd add
-    cdef bint adds
     cdef _SelS L = S[0]         # S with the chunk's own tables
     cdef void* tmem = NULL
     cdef double* hbc
     cdef float* tabc
     cdef unsigned short* t16c
-    if mem == NULL:
+    # per block of HD_GQB queries, what its product adds (all but the reference rows'
+    # block: the codes, columns and their number, set per block of rows), and whether it
+    # adds anything
+    cdef intp nblk = (n + HD_GQB - 1) // HD_GQB, b
+    cdef hd_gadd* adds = <hd_gadd*> malloc(max(nblk, 1) * (sizeof(hd_gadd) + 1))
+    cdef unsigned char* has = <unsigned char*> (adds + max(nblk, 1))
+    cdef int bf16
+    # with an order, the chunk's heaps in that order (copied in and back): the selection
+    # then meets them one after another in memory, not scattered over all the queries'
+    cdef double* hdc = NULL
+    cdef intp* hic = NULL
+    if order != NULL and n > 0:
+        hdc = <double*> malloc(n * S.k * (sizeof(double) + sizeof(intp)))
+        hic = <intp*> (hdc + n * S.k)
+    if mem == NULL or adds == NULL or (order != NULL and n > 0 and hdc == NULL):
+        free(mem)
+        free(adds)
+        free(hdc)
         return 1
+    if hdc != NULL:
+        for i in range(n):
+            q = order[a0 + i]
+            memcpy(hdc + i * S.k, S.HD + q * S.k, S.k * sizeof(double))
+            memcpy(hic + i * S.k, S.HI + q * S.k, S.k * sizeof(intp))
+        L.HD, L.HI, L.heap_rows = hdc, hic, 1
     L.hb, L.tab, L.t16 = NULL, NULL, NULL
     if S.has_h and S.ab != NULL and n > 0:
         tmem = malloc(n * (2 * sizeof(double) + 32 * sizeof(float)
                            + 32 * sizeof(unsigned short)))
         if tmem == NULL:
             free(mem)
+            free(adds)
+            free(hdc)
             return 1
         hbc = <double*> tmem
         tabc = <float*> (hbc + 2 * n)
         t16c = <unsigned short*> (tabc + 32 * n)
         _query_tables(S.hq, S.nh, order, a0, n, hbc, tabc, t16c)
         L.hb, L.tab, L.t16 = hbc, tabc, t16c
+    # the product adds the terms of the query rows whose reference-missing terms are
+    # bounded by the codes (and their own columns): hd_prep's values, made while the sums
+    # are in registers.  The kind of table is read once for the chunk: the product and the
+    # selection agree even if the variant is changed meanwhile (which the rules forbid).
+    bf16 = hd_gemm_bf16() and L.t16 != NULL
+    for b in range(nblk):
+        qb = a0 + b * HD_GQB
+        nqb = min(<intp> HD_GQB, a1 - qb)
+        add = adds[b]
+        add.bf16 = bf16
+        has[b] = False
+        for i in range(HD_GQB):
+            add.tab[i], add.t16[i], add.mi[i], add.nm[i] = NULL, NULL, NULL, 0
+            if i >= nqb:
+                continue
+            q = order[qb + i] if order != NULL else qb + i
+            if _tabled(&L, qb + i - a0):
+                has[b] = True
+                add.tab[i] = L.tab + 32 * (qb + i - a0)
+                add.t16[i] = L.t16 + 32 * (qb + i - a0) if bf16 else NULL
+            elif S.cols_only and S.qptr[q + 1] > S.qptr[q]:
+                # its columns alone (add.ab NULL): the table is only a mark
+                has[b] = True
+                add.tab[i] = _NO_TABLE
+            if add.tab[i] != NULL and S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
+                add.nm[i] = S.qptr[q + 1] - S.qptr[q]
+                add.mi[i] = S.qidx + S.qptr[q]
+        # the block's columns merged once, for every block of reference rows
+        add.gstride = S.gstride
+        hd_gemm_union_set(&add, nqb)
+        adds[b] = add
     r0 = 0
     while r0 < S.nr:
         nt = min(rt, S.nr - r0)
-        qb = a0
-        while qb < a1:
+        for b in range(nblk):
+            qb = a0 + b * HD_GQB
             nqb = min(<intp> HD_GQB, a1 - qb)
-            # the product adds the terms of the query rows whose reference-missing terms
-            # are bounded by the codes (and their own columns): hd_prep's values, made
-            # while the sums are in registers
-            adds = False
-            # the kind of table, once for the block: the product and the selection agree
-            # even if the variant is changed meanwhile (which the rules forbid)
-            add.bf16 = hd_gemm_bf16() and L.t16 != NULL
-            for i in range(HD_GQB):
-                add.tab[i], add.t16[i], add.mi[i], add.nm[i] = NULL, NULL, NULL, 0
-                if i >= nqb:
-                    continue
-                q = order[qb + i] if order != NULL else qb + i
-                if _tabled(&L, qb + i - a0):
-                    adds = True
-                    add.tab[i] = L.tab + 32 * (qb + i - a0)
-                    add.t16[i] = L.t16 + 32 * (qb + i - a0) if add.bf16 else NULL
-                elif S.cols_only and S.qptr[q + 1] > S.qptr[q]:
-                    # its columns alone (add.ab NULL): the table is only a mark
-                    adds = True
-                    add.tab[i] = _NO_TABLE
-                if add.tab[i] != NULL and S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
-                    add.nm[i] = S.qptr[q + 1] - S.qptr[q]
-                    add.mi[i] = S.qidx + S.qptr[q]
-            if adds:
-                add.ab = S.ab + r0 if S.ab != NULL else NULL
-                add.gy = <const float*> S.gy + r0 if S.gy != NULL else NULL
-                add.gstride, add.nt = S.gstride, nt
+            if has[b]:
+                adds[b].ab = S.ab + r0 if S.ab != NULL else NULL
+                adds[b].gy = <const float*> S.gy + r0 if S.gy != NULL else NULL
+                adds[b].nt = nt
             hd_gemm_blk(Xp + (qb // HD_GQB) * K * HD_GQB, nqb, Yp + (r0 // HD_GPW) * K * HD_GPW,
-                        (nt + HD_GPW - 1) // HD_GPW, K, G, rt, &add if adds else NULL)
+                        (nt + HD_GPW - 1) // HD_GPW, K, G, rt, &adds[b] if has[b] else NULL)
             _select_tile(P, QS, RS, &L, <const float*> G, rt, nqb, nt, qb, r0,
-                         &add if adds else NULL, order, a0)
-            qb = qb + HD_GQB
+                         &adds[b] if has[b] else NULL, order, a0)
         r0 = r0 + rt
+    if hdc != NULL:
+        for i in range(n):
+            q = order[a0 + i]
+            memcpy(S.HD + q * S.k, hdc + i * S.k, S.k * sizeof(double))
+            memcpy(S.HI + q * S.k, hic + i * S.k, S.k * sizeof(intp))
     free(mem)
     free(tmem)
+    free(adds)
+    free(hdc)
     return 0
 
 

@@ -154,66 +154,28 @@ static HD_INLINE void HD_SFX(hd_gemm_add)(const hd_gadd *add, hd_intp n, hd_intp
     }
 }
 
-/* most columns a block of queries adds as terms of its product (hd_gemm_union) */
-#define HD_GEMM_UNION 16
-
-/* The columns the block's query rows with a table add, merged: the attributes in
- * increasing order (ucol, at most HD_GEMM_UNION) and per attribute a coefficient per query
- * row, 1 when the row adds it, else 0 (ucoef).  Returns their number, or -1 when the rows
- * add them one by one instead: a row's columns not in increasing order (the merged order
- * must be each row's own), more than HD_GEMM_UNION of them, or a union so wide that
- * adding each column to every row of the block costs more than the rows' own additions.
- * Added as fused multiply-adds, 1 g + e rounds as e + g and 0 g + e is e (g finite), so
- * each row gets its columns' sums in its own order, exactly as one by one. */
-static hd_intp HD_SFX(hd_gemm_union)(const hd_gadd *add, hd_intp nqb,
-                                     const float *ucol[HD_GEMM_UNION],
-                                     float ucoef[HD_GEMM_UNION][HD_GQB])
-{
-    hd_intp n, t, u, nu = 0, pairs = 0, a, pos[HD_GQB];
-    for (n = 0; n < nqb; n++) {
-        pos[n] = 0;
-        if (!add->tab[n])
-            continue;
-        for (t = 1; t < add->nm[n]; t++)
-            if (add->mi[n][t] <= add->mi[n][t - 1])
-                return -1;
-        pairs += add->nm[n];
-    }
-    if (pairs == 0)
-        return -1;
-    /* merge: the smallest attribute any row has not taken yet, until none is left */
-    for (;;) {
-        a = -1;
-        for (n = 0; n < nqb; n++)
-            if (add->tab[n] && pos[n] < add->nm[n] && (a < 0 || add->mi[n][pos[n]] < a))
-                a = add->mi[n][pos[n]];
-        if (a < 0)
-            break;
-        if (nu == HD_GEMM_UNION)
-            return -1;
-        ucol[nu] = add->gy + a * add->gstride;
-        for (u = 0; u < HD_GQB; u++)
-            ucoef[nu][u] = 0.0f;
-        for (n = 0; n < nqb; n++)
-            if (add->tab[n] && pos[n] < add->nm[n] && add->mi[n][pos[n]] == a) {
-                ucoef[nu][n] = 1.0f;
-                pos[n]++;
-            }
-        nu++;
-    }
-    /* a column for the whole block: 2 loads, 8 broadcasts and 16 multiply-adds per
-     * 32 rows; a row's own: about 2 loads, 2 additions and 5 instructions of its loop */
-    return 26 * nu <= 9 * pairs ? nu : -1;
-}
-
 static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd_intp npan,
                                 hd_intp K, float *G, hd_intp ldg, const hd_gadd *add)
 {
     hd_intp i, k, p, w, nu = -1;
     const float *ucol[HD_GEMM_UNION];
-    float ucoef[HD_GEMM_UNION][HD_GQB];
-    if (add)
-        nu = HD_SFX(hd_gemm_union)(add, nqb, ucol, ucoef);
+    hd_intp uab[HD_GEMM_UNION];
+    float ucb[HD_GEMM_UNION][HD_GQB];
+    const hd_intp *ua = uab;
+    const float(*ucoef)[HD_GQB] = ucb;
+    if (add) {
+        /* the block's union of columns: made by the caller once for all the blocks of
+         * reference rows this block of queries meets, or here */
+        if (add->nu == HD_GUNION_UNSET) {
+            nu = hd_gemm_union(add, nqb, uab, ucb);
+        } else {
+            nu = add->nu;
+            ua = add->ua;
+            ucoef = (const float(*)[HD_GQB])add->uc;
+        }
+        for (w = 0; w < nu; w++)
+            ucol[w] = add->gy + ua[w] * add->gstride;
+    }
     for (p = 0; p + 1 < npan; p += 2) {
         /* two panels (32 rows) at a time: 16 independent sums, two loads per 16 FMAs */
         const float *y = Y + p * K * HD_GPW;

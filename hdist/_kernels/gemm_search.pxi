@@ -77,6 +77,7 @@ cdef class GemmKnnSelect:
         self.s.HD = &HD[0, 0] if nq > 0 else NULL
         self.s.HI = &HI[0, 0] if nq > 0 else NULL
         self.s.k, self.s.nq, self.s.nr, self.s.r_chunk = HD.shape[1], nq, nr, r_chunk
+        self.s.heap_rows = 0
         self.s.eps, self.s.excl, self.s.self_off = eps, exclude_self, self_offset
         if ties is not None and len(ties) != nq:
             raise ValueError("ties must hold one list per query row")

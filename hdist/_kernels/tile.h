@@ -93,6 +93,10 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 /* the matrix-product filter's blocks: query rows per block, reference rows per panel */
 #define HD_GQB 8
 #define HD_GPW 16
+/* most columns a block of queries adds as terms of its product (hd_gemm_union), and the
+ * mark of a union the product merges itself */
+#define HD_GEMM_UNION 16
+#define HD_GUNION_UNSET (-2)
 /* most columns the AVX-512 filter adds in one pass (hdist/_kernels/scan_body.h) */
 #define HD_PREP_COLS 64
 /* the first rows offered to a k-NN heap (hd_seeds, hdist/_kernels/scan_body.h): at most
@@ -119,7 +123,68 @@ typedef struct {
     hd_intp nm[HD_GQB];           /* and their number */
     int bf16;                     /* 1: the bfloat16 tables, with the AVX512_BF16 variant
                                    * (set from hd_gemm_bf16(), read once per block) */
+    /* the rows' columns merged (hd_gemm_union): their number (-1: none, the rows add their
+     * own; HD_GUNION_UNSET: the product merges them itself), attributes and coefficients */
+    hd_intp nu;
+    hd_intp ua[HD_GEMM_UNION];
+    float uc[HD_GEMM_UNION][HD_GQB];
 } hd_gadd;
+
+/* The columns the block's query rows with a table add (the first nqb rows of add),
+ * merged: the attributes in increasing order (ua, at most HD_GEMM_UNION) and per
+ * attribute a coefficient per query row, 1 when the row adds it, else 0 (uc).  Returns
+ * their number, or -1 when the rows add them one by one instead: a row's columns not in
+ * increasing order (the merged order must be each row's own), more than HD_GEMM_UNION of
+ * them, or a union so wide that adding each column to every row of the block costs more
+ * than the rows' own additions.  Added as fused multiply-adds, 1 g + e rounds as e + g and
+ * 0 g + e is e (g finite), so each row gets its columns' sums in its own order, exactly as
+ * one by one.  It depends on the query rows only: a caller that meets the same block of
+ * queries against several blocks of reference rows merges once (hd_gemm_union_set). */
+static inline hd_intp hd_gemm_union(const hd_gadd *add, hd_intp nqb, hd_intp ua[HD_GEMM_UNION],
+                                    float uc[HD_GEMM_UNION][HD_GQB])
+{
+    hd_intp n, t, u, nu = 0, pairs = 0, a, pos[HD_GQB];
+    for (n = 0; n < nqb; n++) {
+        pos[n] = 0;
+        if (!add->tab[n])
+            continue;
+        for (t = 1; t < add->nm[n]; t++)
+            if (add->mi[n][t] <= add->mi[n][t - 1])
+                return -1;
+        pairs += add->nm[n];
+    }
+    if (pairs == 0)
+        return -1;
+    /* merge: the smallest attribute any row has not taken yet, until none is left */
+    for (;;) {
+        a = -1;
+        for (n = 0; n < nqb; n++)
+            if (add->tab[n] && pos[n] < add->nm[n] && (a < 0 || add->mi[n][pos[n]] < a))
+                a = add->mi[n][pos[n]];
+        if (a < 0)
+            break;
+        if (nu == HD_GEMM_UNION)
+            return -1;
+        ua[nu] = a;
+        for (u = 0; u < HD_GQB; u++)
+            uc[nu][u] = 0.0f;
+        for (n = 0; n < nqb; n++)
+            if (add->tab[n] && pos[n] < add->nm[n] && add->mi[n][pos[n]] == a) {
+                uc[nu][n] = 1.0f;
+                pos[n]++;
+            }
+        nu++;
+    }
+    /* a column for the whole block: 2 loads, 8 broadcasts and 16 multiply-adds per
+     * 32 rows; a row's own: about 2 loads, 2 additions and 5 instructions of its loop */
+    return 26 * nu <= 9 * pairs ? nu : -1;
+}
+
+/* add->nu, ua and uc from the first nqb rows of add (hd_gemm_union) */
+static inline void hd_gemm_union_set(hd_gadd *add, hd_intp nqb)
+{
+    add->nu = hd_gemm_union(add, nqb, add->ua, add->uc);
+}
 
 typedef void (*hd_gemm_fn)(const float *, hd_intp, const float *, hd_intp, hd_intp, float *,
                            hd_intp, const hd_gadd *);
