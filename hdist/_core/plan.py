@@ -301,6 +301,8 @@ class Plan:
                     cpen[:, k] = _weighted(self.c_rw[k], pen if (inf or self.pmode == 1)
                                            else np.power(pen, self.p))
             else:
+                # the weight itself, which the kernels then read from the plan
+                # (PlanS.c_anymax) instead of these rows
                 cpen[:, k] = self.c_rw[k]
         o = np.empty((n, self.mo), dtype=np.intc)
         for k, a in enumerate(self.o_attr):

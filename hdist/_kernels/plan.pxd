@@ -40,6 +40,7 @@ ctypedef struct PlanS:
     const double* c_elo     # min · 2^e, max · 2^e: the training range in encoded units
     const double* c_ehi     # (Weka's "max" rule)
     const unsigned char* c_maxp  # the "max" policy (its penalty depends on the value)
+    int c_anymax            # some c_maxp: else every row's cpen[a] is c_w[a]
     const unsigned char* c_ign
     const double* c_both    # term when both values are missing
     const double* o_w       # term when the values differ (pre-weighted)
@@ -190,9 +191,11 @@ cdef inline double pair_reduced_t(const PlanS* P, const RowsS* A, intp i,
         ya = B.c + j * P.mc
         if not ign and (A.c_nan or B.c_nan):
             # missing values are frequent and unpredictable: select the term by an index
-            # (0 both present, 1 y missing, 2 x missing, 3 both) instead of branching
-            xp = A.cpen + i * P.mc
-            yp = B.cpen + j * P.mc
+            # (0 both present, 1 y missing, 2 x missing, 3 both) instead of branching.
+            # Without the "max" policy the term against a missing value is the weight
+            # (Rows.cpen holds it for every row): read from the plan, not the rows
+            xp = A.cpen + i * P.mc if P.c_anymax else P.c_w
+            yp = B.cpen + j * P.mc if P.c_anymax else P.c_w
             for a in range(P.mc):
                 x = xa[a]
                 y = ya[a]

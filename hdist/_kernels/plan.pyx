@@ -120,6 +120,7 @@ cdef class CPlan:
         self.s.c_elo = &c_elo[0]
         self.s.c_ehi = &c_ehi[0]
         self.s.c_maxp = &c_maxp[0]
+        self.s.c_anymax = bool(plan.mc and np.any(plan.c_maxp))
         self.s.t_raw = &t_raw[0]
         self.s.c_ign = &c_ign[0]
         self.s.c_both = &c_both[0]
