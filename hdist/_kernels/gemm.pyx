@@ -1185,6 +1185,21 @@ SEED_MAX = HD_SEED_MAX
 SEED_MIN_ROWS = SEED_ROWS
 
 
+def _spread_blocks(order, intp chunk):
+    """``order`` with its whole blocks of ``HD_GQB`` queries dealt over the chunks of
+    ``chunk`` queries (a multiple of ``HD_GQB``) that threads take: chunk ``c`` of ``n``
+    gets blocks ``c``, ``c + n``, ``c + 2n``, ... (the last, partial block stays last), so
+    that every chunk holds a like share of the queries missing few and many attributes
+    (whose costs differ) while each block keeps queries missing the same ones."""
+    cdef intp nb = order.shape[0] // HD_GQB, per = max(1, chunk // HD_GQB)
+    cdef intp nch = (nb + per - 1) // per
+    if nch <= 1:
+        return order
+    head = np.asarray(order[:nb * HD_GQB]).reshape(nb, HD_GQB)
+    deal = np.argsort(np.arange(nb) % nch, kind="stable")
+    return np.concatenate([head[deal].ravel(), np.asarray(order[nb * HD_GQB:])])
+
+
 @cython.boundscheck(HDIST_DEBUG)
 @cython.wraparound(False)
 def miss_order(const intp[::1] qptr not None, const intp[::1] qidx not None):

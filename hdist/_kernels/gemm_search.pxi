@@ -233,7 +233,7 @@ cdef class GemmKnnSelect:
             return
         # queries missing the same attributes side by side: a block of them adds each
         # shared column once, as a term of its product (hd_gemm_blk)
-        cdef const intp[::1] order = miss_order(self.qptr, self.qidx) \
+        cdef const intp[::1] order = _spread_blocks(miss_order(self.qptr, self.qidx), qc) \
             if self.s.qidx != NULL else None
         cdef const intp* op = &order[0] if order is not None else NULL
         cdef const float[:, :, ::1] Xp = gemm_panels(X, HD_GQB, order)

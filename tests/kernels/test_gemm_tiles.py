@@ -766,3 +766,26 @@ def test_seeded_heaps_equal_the_direct_kernel(missing, k, exclude_self):
                         q_block=64, r_tile=r_tile, r_chunk=16)
         np.testing.assert_array_equal(i, res[1])
         np.testing.assert_array_equal(d, res[0])
+
+
+@pytest.mark.parametrize("nq,chunk", [(0, 8), (5, 8), (8, 8), (64, 64), (250, 64),
+                                      (2003, 504), (2000, 16)])
+def test_spread_blocks_deal_whole_blocks_over_the_chunks(nq, chunk):
+    # the fused search's order of the queries, its whole blocks of 8 dealt over the chunks
+    # the threads take: a permutation of the order, each block kept whole, the last partial
+    # block last, and chunk c holding blocks c, c + n, c + 2n, ... of the order
+    from hdist._kernels.gemm import _spread_blocks
+    rng = np.random.default_rng(nq)
+    order = rng.permutation(nq).astype(np.intp)
+    got = np.asarray(_spread_blocks(order, chunk))
+    assert sorted(got.tolist()) == sorted(order.tolist())
+    nb, per = nq // 8, chunk // 8
+    n = -(-nb // per)
+    blocks = [order[8 * b:8 * b + 8] for b in range(nb)]
+    want = [blocks[b] for c in range(n) for b in range(c, nb, n)] if n > 1 else blocks
+    np.testing.assert_array_equal(got, np.concatenate(want + [order[8 * nb:]]))
+    if n > 1:
+        # each chunk of the new order takes its blocks at a stride of n
+        k0 = min(per, len(blocks[::n]))
+        first = got[:8 * k0].reshape(-1, 8)
+        np.testing.assert_array_equal(first, np.array(blocks[::n][:k0]))
