@@ -32,7 +32,7 @@ with the one-thread phases of each call (``search_["phases"]``, milliseconds), w
 not depend on the machine's load as the ratios do.
 
     python benchmarks/bench_scaling.py [--quick] [--threads 1,2,4] [--census 200000x4000]
-    python benchmarks/bench_scaling.py --targets [--repeat 7]
+    python benchmarks/bench_scaling.py --targets [--repeat 15]
 """
 from __future__ import annotations
 
