@@ -12,7 +12,7 @@ cimport numpy as cnp
 cimport cython
 from cython.parallel cimport prange, parallel
 from libc.stdlib cimport malloc, free, realloc, qsort
-from libc.string cimport memcpy
+from libc.string cimport memcpy, memset
 from libc.math cimport INFINITY, isnan, fabs, fma, fmax, sqrt, pow
 
 from hdist._kernels.plan cimport *
@@ -1187,10 +1187,12 @@ SEED_MIN_ROWS = SEED_ROWS
 
 def _spread_blocks(order, intp chunk):
     """``order`` with its whole blocks of ``HD_GQB`` queries dealt over the chunks of
-    ``chunk`` queries (a multiple of ``HD_GQB``) that threads take: chunk ``c`` of ``n``
-    gets blocks ``c``, ``c + n``, ``c + 2n``, ... (the last, partial block stays last), so
-    that every chunk holds a like share of the queries missing few and many attributes
-    (whose costs differ) while each block keeps queries missing the same ones."""
+    ``chunk`` queries (a multiple of ``HD_GQB``) that threads take: with ``n`` such chunks,
+    the blocks ``0, n, 2n, ...``, then ``1, n + 1, 2n + 1, ...`` and so on (the last,
+    partial block stays last), which the chunks then cut every ``chunk`` queries.  Each
+    chunk so takes blocks from the whole order, a like share of the queries missing few and
+    many attributes (whose costs differ), while each block keeps queries missing the same
+    ones."""
     cdef intp nb = order.shape[0] // HD_GQB, per = max(1, chunk // HD_GQB)
     cdef intp nch = (nb + per - 1) // per
     if nch <= 1:
@@ -1399,10 +1401,12 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
     # are in registers.  The kind of table is read once for the chunk: the product and the
     # selection agree even if the variant is changed meanwhile (which the rules forbid).
     bf16 = hd_gemm_bf16() and L.t16 != NULL
+    memset(&add, 0, sizeof(hd_gadd))
     for b in range(nblk):
         qb = a0 + b * HD_GQB
         nqb = min(<intp> HD_GQB, a1 - qb)
-        add = adds[b]
+        # the reference rows' block (ab, gy, nt) is set per block of rows
+        add.ab, add.gy, add.nt = NULL, NULL, 0
         add.bf16 = bf16
         has[b] = False
         for i in range(HD_GQB):

@@ -31,10 +31,10 @@ That estimate is only a *filter*: a pair is computed exactly by the brute-force 
 ``pair_reduced`` unless its estimate, minus a bound on the rounding error of both
 computations, already exceeds the query's current k-th distance (or the radius).  The
 neighbors and distances returned are therefore exactly the brute force ones, whatever
-the BLAS, its threads or the tile sizes.  While a query's k-NN heap is still empty (its
-first tile of at least 256 reference rows, k at most 16) it is first offered the rows with
-the smallest estimates of a few interleaved groups of the tile: its k-th distance is then
-near its final value from the start, instead of dropping row after row through the tile
+the BLAS, its threads or the tile sizes.  While a query's k-NN heap is not yet full (a
+tile of at least 256 reference rows, normally its first; k, plus one with
+``exclude_self``, at most 16) it is first offered the rows with the smallest estimates of
+64 interleaved groups of the tile: its k-th distance is then near its final value early, instead of dropping row after row through the tile
 with a pair computed exactly at each drop (k = 5 against 20 000 mixed rows: 45 rows
 enter a query's heap in index order, 16 with the seeds).
 """

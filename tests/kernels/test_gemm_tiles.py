@@ -773,7 +773,7 @@ def test_seeded_heaps_equal_the_direct_kernel(missing, k, exclude_self):
 def test_spread_blocks_deal_whole_blocks_over_the_chunks(nq, chunk):
     # the fused search's order of the queries, its whole blocks of 8 dealt over the chunks
     # the threads take: a permutation of the order, each block kept whole, the last partial
-    # block last, and chunk c holding blocks c, c + n, c + 2n, ... of the order
+    # block last, the blocks taken as 0, n, 2n, ..., then 1, n + 1, ... (n chunks)
     from hdist._kernels.gemm import _spread_blocks
     rng = np.random.default_rng(nq)
     order = rng.permutation(nq).astype(np.intp)
@@ -785,7 +785,7 @@ def test_spread_blocks_deal_whole_blocks_over_the_chunks(nq, chunk):
     want = [blocks[b] for c in range(n) for b in range(c, nb, n)] if n > 1 else blocks
     np.testing.assert_array_equal(got, np.concatenate(want + [order[8 * nb:]]))
     if n > 1:
-        # each chunk of the new order takes its blocks at a stride of n
+        # the first chunk takes its blocks at a stride of n
         k0 = min(per, len(blocks[::n]))
         first = got[:8 * k0].reshape(-1, 8)
         np.testing.assert_array_equal(first, np.array(blocks[::n][:k0]))
