@@ -143,7 +143,6 @@ def gemm_products(
     qptr: npt.NDArray[np.intp] | None = ...,
     qidx: npt.NDArray[np.intp] | None = ...,
     rows: npt.NDArray[np.uint8] | None = ...,
-    merged: bool = ...,
 ) -> npt.NDArray[np.float32]: ...
 def query_continuous(
     c: Float64Array,

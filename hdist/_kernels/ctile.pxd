@@ -86,7 +86,6 @@ cdef extern from "tile.h":
         intp nm[8]
         int bf16
         intp nu
-    enum: HD_GUNION_UNSET
     void hd_gemm_union_set(hd_gadd* add, intp nqb) noexcept nogil
     void hd_gemm_blk(const float* Xt, intp nqb, const float* Y, intp npan, intp K, float* G,
                      intp ldg, const hd_gadd* add) noexcept nogil

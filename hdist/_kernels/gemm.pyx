@@ -759,8 +759,7 @@ cdef _bf16_down(const float[:, ::1] tab):
 def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not None,
                   const unsigned short[::1] ab=None, const float[:, ::1] tab=None,
                   const float[:, ::1] gy=None, const intp[::1] qptr=None,
-                  const intp[::1] qidx=None, const unsigned char[::1] rows=None,
-                  bint merged=False):
+                  const intp[::1] qidx=None, const unsigned char[::1] rows=None):
     """``X [nq, K]`` times the panels ``Yp`` (:func:`gemm_panels`) as the fused filter
     computes them, ``[nq, panels x HD_GPW]`` in float32: a test hook for the products of
     every instruction-set variant.  With ``ab`` (one code per reference row,
@@ -771,9 +770,7 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
     tables rounded down).  With ``gy`` and no ``ab``: the estimates plus the columns alone
     (the fused search without reference-missing terms).  The padding rows after the last
     reference row hold zeros without additions, else unspecified values (the selection
-    never reads them).  ``merged``: each block of queries' columns merged before its
-    product (``hd_gemm_union_set``, as the fused search does once per block of queries),
-    not by the product itself: the same values."""
+    never reads them)."""
     cdef intp nq = X.shape[0], K = X.shape[1], npan = Yp.shape[0], q, i, t, n = 0
     cdef hd_gadd add
     cdef bint adds = ab is not None or gy is not None
@@ -832,9 +829,7 @@ def gemm_products(const float[:, ::1] X not None, const float[:, :, ::1] Yp not 
                         if gy is not None and qptr[q + i + 1] > qptr[q + i]:
                             add.mi[i] = &qidx[qptr[q + i]]
                             add.nm[i] = qptr[q + i + 1] - qptr[q + i]
-                add.nu = HD_GUNION_UNSET
-                if merged:
-                    hd_gemm_union_set(&add, min(<intp> HD_GQB, nq - q))
+                hd_gemm_union_set(&add, min(<intp> HD_GQB, nq - q))
             hd_gemm_blk(&Xp[q // HD_GQB, 0, 0], min(<intp> HD_GQB, nq - q), &Yp[0, 0, 0],
                         npan, K, &G[q, 0], npan * HD_GPW, &add if adds else NULL)
             q = q + HD_GQB

@@ -159,22 +159,14 @@ static void HD_SFX(hd_gemm_blk)(const float *Xt, hd_intp nqb, const float *Y, hd
 {
     hd_intp i, k, p, w, nu = -1;
     const float *ucol[HD_GEMM_UNION];
-    hd_intp uab[HD_GEMM_UNION];
-    float ucb[HD_GEMM_UNION][HD_GQB];
-    const hd_intp *ua = uab;
-    const float(*ucoef)[HD_GQB] = ucb;
+    const float(*ucoef)[HD_GQB] = NULL;
     if (add) {
-        /* the block's union of columns: made by the caller once for all the blocks of
-         * reference rows this block of queries meets, or here */
-        if (add->nu == HD_GUNION_UNSET) {
-            nu = hd_gemm_union(add, nqb, uab, ucb);
-        } else {
-            nu = add->nu;
-            ua = add->ua;
-            ucoef = (const float(*)[HD_GQB])add->uc;
-        }
+        /* the block's union of columns, merged by the caller (hd_gemm_union_set) once for
+         * all the blocks of reference rows this block of queries meets */
+        nu = add->nu;
+        ucoef = (const float(*)[HD_GQB])add->uc;
         for (w = 0; w < nu; w++)
-            ucol[w] = add->gy + ua[w] * add->gstride;
+            ucol[w] = add->gy + add->ua[w] * add->gstride;
     }
     for (p = 0; p + 1 < npan; p += 2) {
         /* two panels (32 rows) at a time: 16 independent sums, two loads per 16 FMAs */

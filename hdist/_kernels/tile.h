@@ -93,10 +93,8 @@ typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_int
 /* the matrix-product filter's blocks: query rows per block, reference rows per panel */
 #define HD_GQB 8
 #define HD_GPW 16
-/* most columns a block of queries adds as terms of its product (hd_gemm_union), and the
- * mark of a union the product merges itself */
+/* most columns a block of queries adds as terms of its product (hd_gemm_union) */
 #define HD_GEMM_UNION 16
-#define HD_GUNION_UNSET (-2)
 /* most columns the AVX-512 filter adds in one pass (hdist/_kernels/scan_body.h) */
 #define HD_PREP_COLS 64
 /* the first rows offered to a k-NN heap (hd_seeds, hdist/_kernels/scan_body.h): at most
@@ -123,8 +121,8 @@ typedef struct {
     hd_intp nm[HD_GQB];           /* and their number */
     int bf16;                     /* 1: the bfloat16 tables, with the AVX512_BF16 variant
                                    * (set from hd_gemm_bf16(), read once per block) */
-    /* the rows' columns merged (hd_gemm_union): their number (-1: none, the rows add their
-     * own; HD_GUNION_UNSET: the product merges them itself), attributes and coefficients */
+    /* the rows' columns merged (hd_gemm_union_set, before the product): their number (-1:
+     * none, the rows add their own), attributes and coefficients */
     hd_intp nu;
     hd_intp ua[HD_GEMM_UNION];
     float uc[HD_GEMM_UNION][HD_GQB];

@@ -616,10 +616,6 @@ def test_product_additions_of_every_variant(isa_bounds, nq, n, K, nm, shared):
     qidx = np.concatenate([np.zeros(0, np.intp)] + [m.astype(np.intp) for m in miss])
     rows = (np.arange(nq) % 2 == 0).astype(np.uint8) if nq > 1 else np.ones(1, np.uint8)
     G = gemm_products(X, Yp, ab, tab, gy, qptr, qidx, rows)
-    # the blocks' columns merged before the products (as the fused search does, once per
-    # block of queries): the same values, bit for bit
-    np.testing.assert_array_equal(
-        gemm_products(X, Yp, ab, tab, gy, qptr, qidx, rows, merged=True), G)
     est = gemm_products(X, Yp)[:, :n]
     np.testing.assert_array_equal(G[rows == 0, :n], est[rows == 0])
     G, est, tab = G[rows == 1], est[rows == 1], tab[rows == 1]
@@ -639,9 +635,6 @@ def test_product_additions_of_every_variant(isa_bounds, nq, n, K, nm, shared):
     # the columns alone (no reference-missing terms: no codes, no table), on every variant
     rows1 = np.ones(len(keep), np.uint8)
     Gc = gemm_products(np.ascontiguousarray(X[keep]), Yp, None, None, gy, qptr, qidx, rows1)
-    np.testing.assert_array_equal(
-        gemm_products(np.ascontiguousarray(X[keep]), Yp, None, None, gy, qptr, qidx, rows1,
-                      merged=True), Gc)
     cols = est.copy()
     for q in range(len(keep)):
         for t in qidx[qptr[q]:qptr[q + 1]]:
