@@ -119,6 +119,7 @@ GEMM_BLOCK_ROWS: int
 GEMM_REGION_PAIRS: int
 GEMM_MAX_QUERY_CHUNK: int
 
+def aligned_empty(shape: int | tuple[int, ...], dtype: npt.DTypeLike) -> npt.NDArray[Any]: ...
 def gemm_panels(
     Y: npt.NDArray[np.float32], height: int = 16, order: IntpArray | None = None
 ) -> npt.NDArray[np.float32]: ...

@@ -151,13 +151,16 @@ cdef inline void _hq_bounds(const double* hq, intp nh, double* lbq,
     """The sum of the negative ``hq[0 .. nh)`` and their smallest (INFINITY when nh = 0),
     in the order :func:`_filter_row` needs them."""
     cdef intp t
-    lbq[0] = 0.0
-    hmin[0] = INFINITY
+    cdef double lb = 0.0, hm = INFINITY, h
+    # in locals: the outputs may alias hq as far as the compiler knows
     for t in range(nh):
-        if hq[t] < 0.0:
-            lbq[0] = lbq[0] + hq[t]
-        if hq[t] < hmin[0]:
-            hmin[0] = hq[t]
+        h = hq[t]
+        if h < 0.0:
+            lb = lb + h
+        if h < hm:
+            hm = h
+    lbq[0] = lb
+    hmin[0] = hm
 
 
 ctypedef struct _Codes:
@@ -708,13 +711,29 @@ GEMM_MAX_QUERY_CHUNK = 512
 
 @cython.boundscheck(HDIST_DEBUG)
 @cython.wraparound(False)
+def aligned_empty(shape, dtype):
+    """An uninitialised C-contiguous array whose data starts on a 64-byte boundary (a
+    cache line): the products' vector loads of the reference panels and columns then
+    never straddle two lines, which costs two loads each (numpy's own arrays start on 16
+    bytes, wherever the allocator puts them)."""
+    dt = np.dtype(dtype)
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    if any(d < 0 for d in shape):
+        raise ValueError("negative dimensions are not allowed")
+    cdef intp nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    raw = np.empty(nbytes + 64, dtype=np.uint8)
+    cdef intp off = (-raw.ctypes.data) % 64
+    return raw[off:off + nbytes].view(dt).reshape(shape)
+
+
 def gemm_panels(const float[:, ::1] Y not None, intp height=HD_GPW,
                 const intp[::1] order=None):
     """``Y [n, K]`` as panels of ``height`` rows stored attribute-major, ``[ceil(n /
     height), K, height]``, the last zero-padded: the layout :meth:`GemmKnnSelect.search`
     reads (reference rows in panels of ``HD_GPW``, queries of ``HD_GQB``).  ``order``
     (None: the rows in turn): row ``i`` of the panels is row ``order[i]`` of ``Y``, in one
-    pass (as ``gemm_panels(Y[order])``)."""
+    pass (as ``gemm_panels(Y[order])``).  The panels start on a 64-byte boundary
+    (:func:`aligned_empty`)."""
     cdef intp n = Y.shape[0] if order is None else order.shape[0], K = Y.shape[1]
     cdef intp npan, p, h, k, i, r
     if height < 1:
@@ -724,7 +743,7 @@ def gemm_panels(const float[:, ::1] Y not None, intp height=HD_GPW,
             if order[i] < 0 or order[i] >= Y.shape[0]:
                 raise ValueError("order must index the rows of Y")
     npan = (n + height - 1) // height
-    out_a = np.empty((npan, K, height), dtype=np.float32)
+    out_a = aligned_empty((npan, K, height), np.float32)
     cdef float[:, :, ::1] out = out_a
     with nogil:
         for p in range(npan):
@@ -745,7 +764,7 @@ def gemm_panels(const float[:, ::1] Y not None, intp height=HD_GPW,
 cdef _bf16_down(const float[:, ::1] tab):
     """The float32 tables ``tab`` (entries >= 0) rounded down to bfloat16, as 16-bit words
     (``hd_bf16_bits``: the upper half of each entry's bits, which rounds toward zero)."""
-    out = np.empty((tab.shape[0], tab.shape[1]), dtype=np.uint16)
+    out = aligned_empty((tab.shape[0], tab.shape[1]), np.uint16)
     cdef unsigned short[:, ::1] o = out
     cdef intp i, t
     for i in range(tab.shape[0]):
@@ -863,14 +882,18 @@ cdef inline void _fill_tab_row(const double* hq, intp nh, const double* hb,
     ``hb [2]`` (zeros when a term is negative: the codes are not used then)."""
     cdef intp na = min(nh, <intp> CODED_ATTRS), t, m
     cdef float hm
+    cdef float row[32]
+    # made in a local row and copied once: stores through tab could alias hq and hb as
+    # far as the compiler knows, which would reload them after each
     for t in range(32):
-        tab[t] = 0.0
+        row[t] = 0.0
     if hb[0] == 0.0:
         for t in range(na):
-            tab[t] = _below(hq[t], <const float*> NULL)
+            row[t] = _below(hq[t], <const float*> NULL)
         hm = _below(hb[1], <const float*> NULL)
         for m in range(1, 32 - na):
-            tab[na + m - 1] = <float> m * hm
+            row[na + m - 1] = <float> m * hm
+    memcpy(tab, row, 32 * sizeof(float))
 
 
 cdef void _fill_tabs(const double* hq, intp nq, intp nh, const double* hb,
@@ -889,12 +912,14 @@ cdef void _query_tables(const double* hq, intp nh, const intp* order, intp a0, i
     :func:`_fill_tab_row` and of ``t16 [n, 32]`` that table rounded toward zero to
     bfloat16 (``hd_bf16_bits``)."""
     cdef intp i, t, q
+    cdef unsigned short row[32]
     for i in range(n):
         q = order[a0 + i] if order != NULL else a0 + i
         _hq_bounds(hq + q * nh, nh, hb + 2 * i, hb + 2 * i + 1)
         _fill_tab_row(hq + q * nh, nh, hb + 2 * i, tab + 32 * i)
         for t in range(32):
-            t16[32 * i + t] = hd_bf16_bits(tab[32 * i + t])
+            row[t] = hd_bf16_bits(tab[32 * i + t])
+        memcpy(t16 + 32 * i, row, 32 * sizeof(unsigned short))
 
 
 cdef void _fill_codes(const double* hq, intp nq, intp nh, const double* hb,
@@ -957,7 +982,7 @@ cdef class RefMissing:
         self.rp, self.ri = rptr, ridx
         nr = self.rp.shape[0] - 1
         _check_rows(self.rp, self.ri, ncol)
-        ab = np.empty(nr, dtype=np.uint16)
+        ab = aligned_empty(nr, np.uint16)
         cdef unsigned short[::1] abv = ab
         if nr > 0:
             _fill_row_codes(ncol, &self.rp[0], &self.ri[0] if self.ri.shape[0] > 0 else NULL,
@@ -976,7 +1001,8 @@ cdef class RefMissing:
                              % (self.ncol, hq.shape[1]))
         cdef intp nq = hq.shape[0]
         cdef const double[:, ::1] hb = _all_hq_bounds(hq)
-        tab_a = np.zeros((nq, 32), dtype=np.float32)
+        tab_a = aligned_empty((nq, 32), np.float32)
+        tab_a[...] = 0
         cdef float[:, ::1] tab = tab_a
         if nq > 0 and self.ncol > 0:
             with nogil:
@@ -1312,8 +1338,9 @@ def miss_codes(const double[:, ::1] hq not None, hb, const intp[::1] rptr not No
         raise ValueError("rptr must have one entry per reference row plus one, hb one row "
                          "of two per query")
     _check_rows(rptr, ridx, nh)
-    ab_a = np.empty(nr, dtype=np.uint16)
-    tab_a = np.zeros((nq, 32), dtype=np.float32)
+    ab_a = aligned_empty(nr, np.uint16)
+    tab_a = aligned_empty((nq, 32), np.float32)
+    tab_a[...] = 0
     cdef unsigned short[::1] ab = ab_a
     cdef float[:, ::1] tab = tab_a
     _fill_codes(&hq[0, 0] if nq > 0 and nh > 0 else NULL, nq, nh,
@@ -1379,16 +1406,17 @@ cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _S
         L.HD, L.HI, L.heap_rows = hdc, hic, 1
     L.hb, L.tab, L.t16 = NULL, NULL, NULL
     if S.has_h and S.ab != NULL and n > 0:
+        # each query's tables on a 64-byte boundary (the product loads them whole)
         tmem = malloc(n * (2 * sizeof(double) + 32 * sizeof(float)
-                           + 32 * sizeof(unsigned short)))
+                           + 32 * sizeof(unsigned short)) + 64)
         if tmem == NULL:
             free(mem)
             free(adds)
             free(hdc)
             return 1
-        hbc = <double*> tmem
-        tabc = <float*> (hbc + 2 * n)
+        tabc = <float*> (((<size_t> tmem) + 63) & ~(<size_t> 63))
         t16c = <unsigned short*> (tabc + 32 * n)
+        hbc = <double*> (t16c + 32 * n)
         _query_tables(S.hq, S.nh, order, a0, n, hbc, tabc, t16c)
         L.hb, L.tab, L.t16 = hbc, tabc, t16c
     # the product adds the terms of the query rows whose reference-missing terms are

@@ -458,7 +458,11 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
             return _prepare(plan, Q, R, cache, r_chunk, np.float64)
         ny = np.sqrt(np.einsum("ij,ij->i", Y, Y) + np.diff(ref["rptr"])
                      + np.einsum("ij,ij->j", g, g))
-        gg = np.ascontiguousarray(g, dtype=dtype)
+        from .._kernels import aligned_empty, gemm_panels
+        # the columns on a cache line's boundary, as the panels: the product loads 16 of a
+        # column's entries at once
+        gg = aligned_empty(g.shape, dtype)
+        gg[...] = g
         starts = np.arange(0, R.n, r_chunk)
         # per chunk of reference rows, the smallest of each added column as stored
         gmin = np.ascontiguousarray(np.minimum.reduceat(gg, starts, axis=1).astype(np.float64)
@@ -466,7 +470,6 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
         Yg = Y.astype(dtype, copy=False)
         del Y, g                # before the panels: the peak of memory is here
         # float32: also the panels the fused k-NN search reads
-        from .._kernels import gemm_panels
         fr = (Yg, gg, gmin, np.maximum.reduceat(ny, starts) if R.n else ny, ymax,
               np.diff(ref["rptr"]).astype(dtype),
               gemm_panels(Yg) if dtype == np.float32 else None)

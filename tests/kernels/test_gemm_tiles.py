@@ -782,3 +782,37 @@ def test_spread_blocks_deal_whole_blocks_over_the_chunks(nq, chunk):
         k0 = min(per, len(blocks[::n]))
         first = got[:8 * k0].reshape(-1, 8)
         np.testing.assert_array_equal(first, np.array(blocks[::n][:k0]))
+
+
+def test_product_inputs_start_on_a_cache_line():
+    # the arrays whose entries the product loads 16 at a time (reference panels, added
+    # columns, codes, tables) start on a 64-byte boundary, whatever the allocator gives:
+    # a vector load across two cache lines costs two
+    rng = np.random.default_rng(3)
+    for n in (1, 5, 16, 37, 300, 2049):
+        Y = rng.normal(size=(n, 7)).astype(np.float32)
+        assert gemm_panels(Y).ctypes.data % 64 == 0
+        assert gemm_panels(Y, 8, np.arange(n, dtype=np.intp)[::-1].copy()).ctypes.data % 64 == 0
+        absent = rng.random((n, 5)) < 0.3
+        qptr, qidx = _kernels.miss_lists(absent.view(np.uint8))
+        refmiss = _kernels.RefMissing(qptr, qidx, 5)
+        hq = np.abs(rng.normal(size=(3, 5)))
+        assert refmiss.ab.ctypes.data % 64 == 0 and refmiss.tables(hq).ctypes.data % 64 == 0
+        ab, tab = _kernels.miss_codes(hq, None, qptr, qidx)
+        assert ab.ctypes.data % 64 == 0 and tab.ctypes.data % 64 == 0
+        np.testing.assert_array_equal(ab, refmiss.ab)
+        np.testing.assert_array_equal(tab, refmiss.tables(hq))
+    for shape, dtype in [((3, 5), np.float32), (7, np.uint16), ((0, 4), np.float64),
+                         ((2, 3, 4), np.intp)]:
+        a = _kernels.aligned_empty(shape, dtype)
+        assert a.ctypes.data % 64 == 0 and a.dtype == dtype and a.flags.c_contiguous
+        assert a.shape == ((shape,) if isinstance(shape, int) else shape)
+        assert a.flags.writeable
+    with pytest.raises(ValueError, match="negative"):
+        _kernels.aligned_empty((2, -1), np.float32)
+    # the filter's own columns of the reference rows' missing-query terms
+    X, y, nom = mixed(300, n_cont=4, n_nom=4, missing=0.2, seed=4)
+    m = hdist.get_metric("hvdm", nominal=nom).fit(X[:250], y[:250])
+    st, rows = m._fitted(), m.encode(X[250:])
+    F = _gemm._prepare(st.plan, rows, st.train, {}, 64, np.float32)
+    assert F.g.ctypes.data % 64 == 0 and F.Yp.ctypes.data % 64 == 0
