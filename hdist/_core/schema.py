@@ -278,7 +278,7 @@ def _pandas_column(name, s):
         codes, labels = _factorize(s)
         return _Column(name, "bool", codes=codes, labels=labels)
     if tname == "StringDtype" or kind in "OUS":
-        codes, labels = _factorize(s)
+        codes, labels = _arrow_text(s.array) or _factorize(s)
         return _Column(name, "object", codes=codes, labels=labels)
     if kind in "iuf":
         return _Column(name, "numeric", values=s.to_numpy(dtype=np.float64, na_value=np.nan))
@@ -308,17 +308,53 @@ def _arrow_column(name, col):
         return _Column(name, "numeric", values=np.asarray(vals, dtype=np.float64))
     if pt.is_boolean(t) or pt.is_string(t) or pt.is_large_string(t) or pt.is_binary(t) \
             or pt.is_large_binary(t):
-        if isinstance(col, pa.ChunkedArray):
-            col = col.combine_chunks()
-        enc = col.dictionary_encode()
-        codes = np.asarray(enc.indices.fill_null(-1).to_numpy(zero_copy_only=False),
-                           dtype=np.int64)
-        labels = _objects(enc.dictionary.to_pylist())
+        codes, labels = _arrow_codes(col)
         return _Column(name, "bool" if pt.is_boolean(t) else "object", codes=codes,
                        labels=labels)
     if pt.is_temporal(t):
         return _Column(name, "bad:datetime")
     return _Column(name, "bad:arrow type %s" % t)
+
+
+def _arrow_codes(col):
+    """A pyarrow Array or ChunkedArray dictionary-encoded by Arrow: int64 codes (-1 for
+    null) into an object array of the distinct values, in order of first appearance.  The
+    codes are read from the indices' buffers and the nulls set from their validity bits
+    (filling the nulls in Arrow first costs a pass and a copy of its own)."""
+    import pyarrow as pa
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks()
+    enc = col.dictionary_encode()
+    idx = enc.indices
+    n, off = len(idx), idx.offset
+    if n == 0 or idx.type != pa.int32():
+        codes = np.asarray(idx.fill_null(-1).to_numpy(zero_copy_only=False), dtype=np.int64)
+    else:
+        valid, data = idx.buffers()
+        codes = np.frombuffer(data, dtype=np.int32, count=off + n)[off:].astype(np.int64)
+        if idx.null_count:
+            bits = np.unpackbits(np.frombuffer(valid, dtype=np.uint8), count=off + n,
+                                 bitorder="little")[off:]
+            codes[bits == 0] = -1
+    return codes, _objects(enc.dictionary.to_pylist())
+
+
+def _arrow_text(arr):
+    """``(codes, labels)`` of a pandas array of text stored in Arrow (``str`` in pandas 3,
+    ``string[pyarrow]``, ``ArrowDtype(pa.string())``), encoded by Arrow itself as
+    :func:`_arrow_column` encodes an Arrow column (the same codes and labels as
+    :func:`_factorize`, without pandas' own pass over the nulls); None for any other array."""
+    if not type(arr).__name__.startswith("Arrow") or not hasattr(arr, "__arrow_array__"):
+        return None
+    import pyarrow as pa
+    import pyarrow.types as pt
+    col = arr.__arrow_array__()
+    t = col.type
+    if getattr(pt, "is_string_view", None) is not None and pt.is_string_view(t):
+        col = col.cast(pa.large_string())
+    elif not (pt.is_string(t) or pt.is_large_string(t)):
+        return None
+    return _arrow_codes(col)
 
 
 def _polars_column(name, s):

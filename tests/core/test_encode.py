@@ -283,3 +283,54 @@ def test_rows_block_is_a_view_of_take():
         a, b = getattr(part, name), getattr(same, name)
         assert np.array_equal(a, b, equal_nan=True) and a.dtype == b.dtype
         assert a.flags.c_contiguous and np.shares_memory(a, getattr(rows, name)) == (a.size > 0)
+
+
+@pytest.mark.parametrize("make", ["str", "string[pyarrow]", "arrowdtype", "large", "view"])
+def test_arrow_text_codes_equal_factorize(make):
+    # the codes read from Arrow's indices and validity bits against pandas' factorize (the
+    # column path that fills the nulls first): sliced arrays (an offset into the bits,
+    # across bytes), several chunks, all missing, empty, no missing
+    from hdist._core.schema import _arrow_codes, _arrow_text, _factorize
+    rng = np.random.default_rng(7)
+    vals = np.array(["a", "b", "c", "dd", "e"], dtype=object)[rng.integers(0, 5, 203)]
+    vals[rng.random(203) < 0.3] = None
+    cases = [vals, vals[:0], np.full(9, None, dtype=object), vals[vals != None]]  # noqa: E711
+    for v in cases:
+        for lo, hi in [(0, len(v)), (3, len(v)), (5, max(5, len(v) - 7)), (13, 14)]:
+            part = list(v[lo:hi])
+            if make == "arrowdtype":
+                s = pd.Series(part, dtype=pd.ArrowDtype(pa.string()))
+            elif make in ("large", "view"):
+                if make == "view" and not hasattr(pa, "string_view"):
+                    continue
+                t = pa.large_string() if make == "large" else pa.string_view()
+                whole = pa.chunked_array([pa.array(list(v), type=t)])
+                s = pd.Series(pd.arrays.ArrowExtensionArray(whole)).iloc[lo:hi]
+                if make == "view":
+                    # to a type pandas factorizes the same way, for the reference
+                    ref = _factorize(pd.Series(part, dtype="str"))
+                    got = _arrow_text(s.array)
+                    np.testing.assert_array_equal(got[0], ref[0])
+                    assert list(got[1]) == list(ref[1])
+                    continue
+            else:
+                s = pd.Series(list(v), dtype=make).iloc[lo:hi]
+            got = _arrow_text(s.array)
+            want = _factorize(s)
+            if not type(s.array).__name__.startswith("Arrow"):
+                assert got is None       # "str" before pandas 3: object, the general path
+                continue
+            assert got is not None
+            assert got[0].dtype == np.int64 and got[1].dtype == object
+            np.testing.assert_array_equal(got[0], want[0])
+            assert list(got[1]) == list(want[1])
+            assert all(type(a) is type(b) for a, b in zip(got[1], want[1]))
+    # several chunks, one sliced
+    arr = pa.chunked_array([pa.array(["x", None, "y"]).slice(1), pa.array([None, "x", "z"])])
+    codes, labels = _arrow_codes(arr)
+    np.testing.assert_array_equal(codes, [-1, 0, -1, 1, 2])
+    assert list(labels) == ["y", "x", "z"]
+    # other arrays are left to the general path
+    assert _arrow_text(pd.array(["a", None], dtype="string[python]")) is None
+    assert _arrow_text(pd.array([1, None], dtype="Int64")) is None
+    assert _arrow_text(pd.Series([1, 2], dtype=pd.ArrowDtype(pa.int64())).array) is None
