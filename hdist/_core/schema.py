@@ -322,9 +322,13 @@ def _arrow_codes(col):
     codes are read from the indices' buffers and the nulls set from their validity bits
     (filling the nulls in Arrow first costs a pass and a copy of its own)."""
     import pyarrow as pa
-    if isinstance(col, pa.ChunkedArray):
-        col = col.combine_chunks()
+    if isinstance(col, pa.ChunkedArray) and (col.num_chunks < 2 or len(col) == 0):
+        col = col.chunk(0) if col.num_chunks == 1 else pa.array([], type=col.type)
+    # several chunks are encoded as they are and their indices joined: joining the values
+    # first would fail past 2 GiB of text with 32-bit offsets
     enc = col.dictionary_encode()
+    if isinstance(enc, pa.ChunkedArray):
+        enc = enc.combine_chunks()
     idx = enc.indices
     n, off = len(idx), idx.offset
     if n == 0 or idx.type != pa.int32():

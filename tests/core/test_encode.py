@@ -334,3 +334,41 @@ def test_arrow_text_codes_equal_factorize(make):
     assert _arrow_text(pd.array(["a", None], dtype="string[python]")) is None
     assert _arrow_text(pd.array([1, None], dtype="Int64")) is None
     assert _arrow_text(pd.Series([1, 2], dtype=pd.ArrowDtype(pa.int64())).array) is None
+
+
+def test_arrow_codes_of_chunks_slices_and_other_types():
+    # Arrow columns of several chunks (nulls at their edges, one of them sliced, joined by
+    # pandas.concat too), booleans and binaries (tables and polars take this path), and a
+    # sliced dictionary array (indices at an offset that is no multiple of 8): the codes
+    # Arrow's indices give with their nulls filled, and its dictionary as labels
+    from hdist._core.schema import _arrow_codes, _arrow_text, _factorize
+
+    def reference(col):
+        enc = (col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
+        enc = enc if pa.types.is_dictionary(enc.type) else enc.dictionary_encode()
+        return (enc.indices.fill_null(-1).to_numpy(zero_copy_only=False).astype(np.int64),
+                enc.dictionary.to_pylist())
+
+    cols = [
+        pa.chunked_array([pa.array([None, "a", "b", None]), pa.array([None, "b"]),
+                          pa.array(["c", "a", None, None, "d"]).slice(1)]),
+        pa.chunked_array([], type=pa.string()),
+        pa.chunked_array([pa.array([None, None])]),
+        pa.chunked_array([pa.array([True, None, False]), pa.array([None, True])]),
+        pa.chunked_array([pa.array([b"x", None, b"y"], type=pa.binary()),
+                          pa.array([b"y", None], type=pa.large_binary()).cast(pa.binary())]),
+        pa.array([b"p", None, b"q", b"p"], type=pa.large_binary()),
+        pa.array(["u", "v", None, "u", "w", None, "v", "u", "w", "w", None, "u"] * 2)
+        .dictionary_encode().slice(11),
+    ]
+    for col in cols:
+        codes, labels = _arrow_codes(col)
+        want_codes, want_labels = reference(col)
+        assert codes.dtype == np.int64 and labels.dtype == object
+        np.testing.assert_array_equal(codes, want_codes)
+        assert list(labels) == want_labels
+    s = pd.concat([pd.Series(["a", None, "b"], dtype="string[pyarrow]"),
+                   pd.Series([None, "c", "a"], dtype="string[pyarrow]")], ignore_index=True)
+    got, want = _arrow_text(s.array), _factorize(s)
+    np.testing.assert_array_equal(got[0], want[0])
+    assert list(got[1]) == list(want[1])
