@@ -459,10 +459,13 @@ def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
         ny = np.sqrt(np.einsum("ij,ij->i", Y, Y) + np.diff(ref["rptr"])
                      + np.einsum("ij,ij->j", g, g))
         from .._kernels import aligned_empty, gemm_panels
-        # the columns on a cache line's boundary, as the panels: the product loads 16 of a
-        # column's entries at once
-        gg = aligned_empty(g.shape, dtype)
-        gg[...] = g
+        # float32: the columns on a cache line's boundary, as the panels (the product
+        # loads 16 of a column's entries at once); float64 keeps g itself (no copy)
+        if dtype == np.float32:
+            gg = aligned_empty(g.shape, dtype)
+            gg[...] = g
+        else:
+            gg = np.ascontiguousarray(g, dtype=dtype)
         starts = np.arange(0, R.n, r_chunk)
         # per chunk of reference rows, the smallest of each added column as stored
         gmin = np.ascontiguousarray(np.minimum.reduceat(gg, starts, axis=1).astype(np.float64)
