@@ -278,7 +278,10 @@ def _pandas_column(name, s):
         codes, labels = _factorize(s)
         return _Column(name, "bool", codes=codes, labels=labels)
     if tname == "StringDtype" or kind in "OUS":
-        codes, labels = _arrow_text(s.array) or _factorize(s)
+        col = _arrow_text(s.array)
+        if col is not None:       # text stored in Arrow: encoded as an Arrow column
+            return _arrow_column(name, col)
+        codes, labels = _factorize(s)
         return _Column(name, "object", codes=codes, labels=labels)
     if kind in "iuf":
         return _Column(name, "numeric", values=s.to_numpy(dtype=np.float64, na_value=np.nan))
@@ -344,21 +347,19 @@ def _arrow_codes(col):
 
 
 def _arrow_text(arr):
-    """``(codes, labels)`` of a pandas array of text stored in Arrow (``str`` in pandas 3,
-    ``string[pyarrow]``, ``ArrowDtype(pa.string())``), encoded by Arrow itself as
-    :func:`_arrow_column` encodes an Arrow column (the same codes and labels as
-    :func:`_factorize`, without pandas' own pass over the nulls); None for any other array."""
+    """The Arrow array behind a pandas array of text stored in Arrow (``str`` in pandas 3,
+    ``string[pyarrow]``, ``ArrowDtype(pa.string())``), which :func:`_arrow_column` encodes
+    (the same codes and labels as :func:`_factorize`, without pandas' own pass over the
+    nulls); None for any other array."""
     if not type(arr).__name__.startswith("Arrow") or not hasattr(arr, "__arrow_array__"):
         return None
-    import pyarrow as pa
     import pyarrow.types as pt
     col = arr.__arrow_array__()
     t = col.type
-    if getattr(pt, "is_string_view", None) is not None and pt.is_string_view(t):
-        col = col.cast(pa.large_string())
-    elif not (pt.is_string(t) or pt.is_large_string(t)):
-        return None
-    return _arrow_codes(col)
+    is_view = getattr(pt, "is_string_view", None)
+    if pt.is_string(t) or pt.is_large_string(t) or (is_view is not None and is_view(t)):
+        return col
+    return None
 
 
 def _polars_column(name, s):

@@ -287,10 +287,17 @@ def test_rows_block_is_a_view_of_take():
 
 @pytest.mark.parametrize("make", ["str", "string[pyarrow]", "arrowdtype", "large", "view"])
 def test_arrow_text_codes_equal_factorize(make):
-    # the codes read from Arrow's indices and validity bits against pandas' factorize (the
-    # column path that fills the nulls first): sliced arrays (an offset into the bits,
-    # across bytes), several chunks, all missing, empty, no missing
-    from hdist._core.schema import _arrow_codes, _arrow_text, _factorize
+    # a pandas column of text stored in Arrow, encoded as an Arrow column (codes read from
+    # Arrow's indices and validity bits), against pandas' factorize (the column path that
+    # fills the nulls first): sliced arrays (an offset into the bits, across bytes),
+    # several chunks, all missing, empty, no missing
+    from hdist._core.schema import _arrow_codes, _arrow_text, _factorize, _pandas_column
+
+    def encoded(s):
+        assert _arrow_text(s.array) is not None          # the Arrow path, not factorize
+        c = _pandas_column("x", s)
+        assert c.hint == "object"
+        return c.codes, c.labels
     rng = np.random.default_rng(7)
     vals = np.array(["a", "b", "c", "dd", "e"], dtype=object)[rng.integers(0, 5, 203)]
     vals[rng.random(203) < 0.3] = None
@@ -309,18 +316,18 @@ def test_arrow_text_codes_equal_factorize(make):
                 if make == "view":
                     # to a type pandas factorizes the same way, for the reference
                     ref = _factorize(pd.Series(part, dtype="str"))
-                    got = _arrow_text(s.array)
+                    got = encoded(s)
                     np.testing.assert_array_equal(got[0], ref[0])
                     assert list(got[1]) == list(ref[1])
                     continue
             else:
                 s = pd.Series(list(v), dtype=make).iloc[lo:hi]
-            got = _arrow_text(s.array)
             want = _factorize(s)
             if not type(s.array).__name__.startswith("Arrow"):
-                assert got is None       # "str" before pandas 3: object, the general path
+                # "str" before pandas 3: object, the general path
+                assert _arrow_text(s.array) is None
                 continue
-            assert got is not None
+            got = encoded(s)
             assert got[0].dtype == np.int64 and got[1].dtype == object
             np.testing.assert_array_equal(got[0], want[0])
             assert list(got[1]) == list(want[1])
@@ -341,7 +348,7 @@ def test_arrow_codes_of_chunks_slices_and_other_types():
     # pandas.concat too), booleans and binaries (tables and polars take this path), and a
     # sliced dictionary array (indices at an offset that is no multiple of 8): the codes
     # Arrow's indices give with their nulls filled, and its dictionary as labels
-    from hdist._core.schema import _arrow_codes, _arrow_text, _factorize
+    from hdist._core.schema import _arrow_codes, _arrow_text, _factorize, _pandas_column
 
     def reference(col):
         enc = (col.combine_chunks() if isinstance(col, pa.ChunkedArray) else col)
@@ -369,6 +376,8 @@ def test_arrow_codes_of_chunks_slices_and_other_types():
         assert list(labels) == want_labels
     s = pd.concat([pd.Series(["a", None, "b"], dtype="string[pyarrow]"),
                    pd.Series([None, "c", "a"], dtype="string[pyarrow]")], ignore_index=True)
-    got, want = _arrow_text(s.array), _factorize(s)
+    c, want = _pandas_column("x", s), _factorize(s)
+    assert _arrow_text(s.array) is not None
+    got = (c.codes, c.labels)
     np.testing.assert_array_equal(got[0], want[0])
     assert list(got[1]) == list(want[1])
