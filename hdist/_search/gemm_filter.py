@@ -34,9 +34,10 @@ neighbors and distances returned are therefore exactly the brute force ones, wha
 the BLAS, its threads or the tile sizes.  While a query's k-NN heap is not yet full (a
 tile of at least 256 reference rows, normally its first; k, plus one with
 ``exclude_self``, at most 16) it is first offered the rows with the smallest estimates of
-64 interleaved groups of the tile: its k-th distance is then near its final value early, instead of dropping row after row through the tile
-with a pair computed exactly at each drop (k = 5 against 20 000 mixed rows: 45 rows
-enter a query's heap in index order, 16 with the seeds).
+64 interleaved groups of the tile: its k-th distance is then near its final value early,
+instead of dropping row after row through the tile with a pair computed exactly at each
+drop (k = 5 against 20 000 mixed rows: 45 rows enter a query's heap in index order, 16
+with the seeds).
 """
 from __future__ import annotations
 
