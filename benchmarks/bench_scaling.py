@@ -12,15 +12,22 @@ For 1, 2, 4, ... up to the machine's core count, in one process:
   under threadpoolctl at the same thread counts -- what the machine's cores and memory give
   a compute-bound job.
 
-Each row prints the best of ``--repeat`` runs, pairs/s, the speed-up over one thread and
-the matrix product's speed-up at the same count.  The header prints the core count, the
-CPU, the BLAS and the load average before and after: run it on an otherwise idle machine.
+Each job runs at every thread count once per round (``--repeat`` rounds for the census-like
+jobs, ``--short-repeat`` for the mixed-20k calls, which last milliseconds), after one matrix
+product at each count in the same round, so that a slow spell of the host meets every count
+and the ceiling alike.  A row prints the best of the rounds: seconds, pairs/s, the speed-up
+over one thread, the speed-up of the kernel phase alone (``search_["phases"]``) and the
+matrix product's speed-up in the same rounds; it is followed by the phases of its best
+call (ms), which show what does not shrink with more threads.  The header prints the core
+count, the CPU, the BLAS and the load average before and after: run it on an otherwise
+idle machine.
 
 ``--targets`` instead prints the costs around the kernels against their targets (the
 compared variants alternate within each of ``--repeat`` rounds; best of the rounds):
 
 - the first ``Metric.kneighbors`` after ``fit`` against the second, on the census-like
-  frame of ``make_census_like.py`` (30 000 training x 10 000 query rows, HEOM and Gower,
+  frame of ``make_census_like.py`` (30 000 training x 10 000 query rows, HEOM, Gower and
+  HVDM -- whose first call also makes the matrix-product filter's reference features --,
   5-NN, all threads): at most 1.5x; and the share of the first call the "auto" rule spent
   deciding (``search_["phases"]["decide"]``): at most half;
 - HVDM with 10 % missing values against none, the mixed 20k job on 2 threads (whole call
@@ -55,15 +62,6 @@ def cpu_name():
     except OSError:
         pass
     return platform.processor() or platform.machine()
-
-
-def best_of(fn, repeat):
-    best = np.inf
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t)
-    return best
 
 
 def thread_counts(spec):
@@ -109,46 +107,89 @@ def mixed_frames(n_ref, n_query, missing, seed=0):
     return frame.iloc[:n_ref], y[:n_ref], frame.iloc[n_ref:]
 
 
-class Table:
-    def __init__(self, counts, ceiling):
-        self.counts, self.ceiling = counts, ceiling
-        print("  %-34s %7s %9s %11s %8s %8s" % ("job", "threads", "seconds", "pairs/s",
-                                                "speed-up", "matmul"))
+class Matmul:
+    """numpy's float64 product of two ``size`` x ``size`` matrices under threadpoolctl: the
+    ceiling, timed in the same rounds as each job so that both meet the same load."""
 
-    def job(self, label, pairs, run, repeat):
-        base = None
-        out = {}
-        for t in self.counts:
-            s = best_of(lambda: run(t), repeat)
-            rate = pairs / s
-            base = base or rate
-            out[t] = rate / base
-            print("  %-34s %7d %9.3f %11.3e %7.2fx %7.2fx" % (label, t, s, rate, rate / base,
-                                                             self.ceiling[t]))
-        short = [t for t in self.counts if out[t] < self.ceiling[t]]
-        print("  %-34s below the matrix product's speed-up at: %s"
-              % ("", ", ".join(map(str, short)) or "none"))
-        return out
+    def __init__(self, size=2048):
+        from threadpoolctl import threadpool_info
+        rng = np.random.default_rng(0)
+        self.A = rng.normal(size=(size, size))
+        self.B = rng.normal(size=(size, size))
+        self.flop = 2.0 * size ** 3
+        self.best = {}
+        info = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        if info:
+            print("BLAS: %s %s (%s)" % (info[0].get("internal_api"), info[0].get("version"),
+                                        info[0].get("architecture")))
 
-
-def matmul_ceiling(counts, repeat, size=2048):
-    from threadpoolctl import threadpool_info, threadpool_limits
-    rng = np.random.default_rng(0)
-    A = rng.normal(size=(size, size))
-    B = rng.normal(size=(size, size))
-    info = [i for i in threadpool_info() if i.get("user_api") == "blas"]
-    if info:
-        print("BLAS: %s %s (%s)" % (info[0].get("internal_api"), info[0].get("version"),
-                                    info[0].get("architecture")))
-    rates = {}
-    for t in counts:
+    def __call__(self, t):
+        """Seconds of one product on ``t`` threads."""
+        from threadpoolctl import threadpool_limits
         with threadpool_limits(t, user_api="blas"):
-            A @ B
-            rates[t] = 2.0 * size ** 3 / best_of(lambda: A @ B, repeat)
-    base = rates[counts[0]]
-    print("  %-34s %s" % ("float64 matmul GFLOP/s", "  ".join(
-        "%d: %.1f" % (t, rates[t] / 1e9) for t in counts)))
-    return {t: rates[t] / base for t in counts}
+            t0 = time.perf_counter()
+            self.A @ self.B
+            dt = time.perf_counter() - t0
+        self.best[t] = min(self.best.get(t, np.inf), dt)
+        return dt
+
+    def summary(self):
+        print("  %-34s %s" % ("float64 matmul GFLOP/s (best)", "  ".join(
+            "%d: %.1f" % (t, self.flop / s / 1e9) for t, s in sorted(self.best.items()))))
+
+
+class Table:
+    """Each round runs one matrix product at every thread count, then the job at every
+    count; a count's row is the best of the rounds, and its "matmul" column the speed-up
+    of the products of the same rounds."""
+
+    def __init__(self, counts, matmul):
+        self.counts, self.matmul = counts, matmul
+        for t in counts:                    # threads started, BLAS warmed
+            matmul(t)
+        time.sleep(0.3)
+        print("  %-34s %7s %9s %11s %8s %8s %8s" % ("job", "threads", "seconds", "pairs/s",
+                                                     "speed-up", "kernel", "matmul"))
+
+    def job(self, label, pairs, run, rounds, index=None):
+        """``run(t)`` at each thread count; with ``index``, the "kernel" column is the
+        speed-up of the kernel phase alone (``index.search_["phases"]``) and each row is
+        followed by the phases (ms) of its best call."""
+        best = {t: np.inf for t in self.counts}
+        mm = {t: np.inf for t in self.counts}
+        phases = {}
+        for _ in range(rounds):
+            for t in self.counts:
+                mm[t] = min(mm[t], self.matmul(t))
+            # OpenBLAS's threads spin for a while after a product: let them sleep before
+            # the job's threads need the cores
+            time.sleep(0.3)
+            for t in self.counts:
+                t0 = time.perf_counter()
+                run(t)
+                dt = time.perf_counter() - t0
+                if dt < best[t]:
+                    best[t] = dt
+                    if index is not None:
+                        phases[t] = dict(index.search_["phases"])
+        t1 = self.counts[0]
+        whole, kern, ceil = {}, {}, {}
+        for t in self.counts:
+            whole[t] = best[t1] / best[t]
+            ceil[t] = mm[t1] / mm[t]
+            kern[t] = phases[t1]["kernel"] / phases[t]["kernel"] if phases else None
+            print("  %-34s %7d %9.3f %11.3e %7.2fx %8s %7.2fx"
+                  % (label, t, best[t], pairs / best[t], whole[t],
+                     "%.2fx" % kern[t] if phases else "", ceil[t]))
+            if phases:
+                print("  %-34s [%s]" % ("", phases_ms(phases[t])))
+        for what, sp in (("whole call", whole), ("kernel", kern)):
+            if what == "kernel" and not phases:
+                continue
+            short = [t for t in self.counts if sp[t] < ceil[t]]
+            print("  %-34s %s below the matrix product's speed-up at: %s"
+                  % ("", what, ", ".join(map(str, short)) or "none"))
+        return whole
 
 
 def verdict(label, ratio, target, at_least=True):
@@ -175,7 +216,7 @@ def targets(repeat):
     y = train.pop("income").to_numpy()
     ok = []
     print("first kneighbors after fit / second, census-like 30 000 x 10 000, 5-NN:")
-    for name in ("heom", "gower"):
+    for name in ("heom", "gower", "hvdm"):
         first, second, share = np.inf, np.inf, 0.0
         for _ in range(repeat):
             metric = hdist.Metric(name).fit(train, y)
@@ -231,6 +272,8 @@ def main(argv=None):
     p.add_argument("--threads", help="comma-separated thread counts (default 1, 2, 4, ... nproc)")
     p.add_argument("--census", default="200000x4000", help="reference x query rows")
     p.add_argument("--repeat", type=int, default=3)
+    p.add_argument("--short-repeat", type=int, default=10,
+                   help="runs of each mixed-20k call (they last milliseconds)")
     p.add_argument("--targets", action="store_true",
                    help="the costs around the kernels against their targets")
     args = p.parse_args(argv)
@@ -244,8 +287,8 @@ def main(argv=None):
           % ((hdist.__version__, np.__version__, platform.python_version(), os.cpu_count(),
               cpu_name()) + os.getloadavg()))
     hdist.show_config()
-    ceiling = matmul_ceiling(counts, repeat)
-    table = Table(counts, ceiling)
+    matmul = Matmul(1024 if args.quick else 2048)
+    table = Table(counts, matmul)
 
     X, nominal = census_numeric(n_ref, n_q)
     for name in ("heom", "gower"):
@@ -254,7 +297,7 @@ def main(argv=None):
         Q = X[n_ref:]
         index.kneighbors(Q[:10], k)
         table.job("census-like %s" % name, n_ref * n_q,
-                  lambda t: index.kneighbors(Q, k, n_jobs=t), repeat)
+                  lambda t: index.kneighbors(Q, k, n_jobs=t), repeat, index)
 
     m_ref, m_q = (5000, 500) if args.quick else (20000, 2000)
     for name, missing in (("manhattan", 0.0), ("gower", 0.0), ("hvdm", 0.0), ("hvdm", 0.1)):
@@ -263,8 +306,10 @@ def main(argv=None):
         index.kneighbors(Qf[:10], k)
         # the whole call on a DataFrame: the queries' encoding and the search
         table.job("mixed 20k %s%s" % (name, ", 10 % missing" if missing else ""),
-                  m_ref * m_q, lambda t: index.kneighbors(Qf, k, n_jobs=t), repeat)
-    print("load average at the end: %s" % (os.getloadavg(),))
+                  m_ref * m_q, lambda t: index.kneighbors(Qf, k, n_jobs=t),
+                  1 if args.quick else args.short_repeat, index)
+    matmul.summary()
+    print("load average at the end: %.2f %.2f %.2f" % os.getloadavg())
 
 
 if __name__ == "__main__":
