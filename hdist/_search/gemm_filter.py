@@ -202,7 +202,12 @@ def _reference(plan, R, cache, project=True):
         return None, None
     centres, bases, vtab = [], [], {}
     for a, (E, pres, _, _, vals, codes) in enumerate(attrs):
-        P = E[pres] if E is not None else vals[codes[pres]]
+        if E is not None:
+            P = E[pres]
+        else:
+            # a nominal attribute's distinct values held by the rows: the same extremes
+            # and the same span as one embedding per row, from a few rows
+            P = vals[np.bincount(codes[pres], minlength=len(vals)) > 0]
         c = 0.5 * (P.min(axis=0) + P.max(axis=0)) if len(P) else np.zeros(P.shape[1])
         basis, c = _span(P, c) if project else (None, c)
         centres.append(c)
@@ -239,19 +244,30 @@ def _features(attrs, ref, n):
     Y = np.empty((n, sum(widths) + 2))
     g = np.empty((len(attrs), n))
     Y[:, -2] = 1.0
-    Y[:, -1] = 0.0
+    ssum = np.zeros(n)      # Σ s, summed contiguously and written to Y once
     x = 0
     for a, (c, basis) in enumerate(zip(ref["centres"], ref["bases"])):
-        E, pres, A = _embedded(attrs[a]), attrs[a][1], attrs[a][2]
-        attrs[a] = None         # each embedding goes once its columns are written
-        Et = _centred(E, pres, c, basis)
-        del E
-        s = np.einsum("ij,ij->i", Et, Et)
-        np.multiply(Et, -2.0, out=Y[:, x:x + widths[a]])
+        pres, A, codes = attrs[a][1], attrs[a][2], attrs[a][5]
+        if a in ref["vtab"]:
+            # a nominal attribute: its rows' ẽ and s looked up in the values' table (the
+            # query side's too), whose last row is a missing value's (0, 0)
+            Ev, sv, _ = ref["vtab"][a]
+            at = np.where(pres, codes, len(Ev) - 1)
+            attrs[a] = None
+            Et, s = Ev.take(at, axis=0), sv.take(at)     # (take: numpy's fast gather)
+        else:
+            E = _embedded(attrs[a])
+            attrs[a] = None         # each embedding goes once its columns are written
+            Et = _centred(E, pres, c, basis)
+            del E
+            s = np.einsum("ij,ij->i", Et, Et)
+        for col in range(widths[a]):    # column by column: faster strided writes
+            np.multiply(Et[:, col], -2.0, out=Y[:, x + col])
         del Et
         x += widths[a]
-        Y[:, -1] += s
+        ssum += s
         g[a] = np.where(pres, A - s, 0.0)
+    Y[:, -1] = ssum
     return Y, g
 
 

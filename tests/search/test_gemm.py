@@ -344,3 +344,26 @@ def test_reference_features_are_made_without_a_copy_per_attribute():
         tracemalloc.stop()
     assert res is not None
     assert peak < 5.0 * data, peak / data
+
+
+@pytest.mark.parametrize("name,params", [c for c in CASES if "aggregate" not in c[1]])
+@pytest.mark.parametrize("missing", [0.0, 0.15])
+def test_estimates_are_the_squared_distances(name, params, missing):
+    # the filter's estimate X[q]·Y[j] + Σ g[a, j] (attributes q misses) + Σ H[q, t]
+    # (attributes j misses), on the float64 features, is the squared distance up to
+    # rounding: the reference rows' features (a nominal attribute's looked up in its
+    # values' table, its centre and span taken from the distinct values the rows hold) and
+    # the queries' describe the same terms
+    X, y, nom = mixed(500, missing=missing, seed=61)
+    m = hdist.get_metric(name, nominal=nom, **params).fit(X[:400], y[:400])
+    rows = m.encode(X[400:])
+    F = _gemm._prepare(m.plan_, rows, m.train_, {}, 64, dtype=np.float64)
+    assert F is not None
+    est = F.Xg @ F.Yg.T
+    for q in range(len(est)):
+        est[q] += F.g[F.qidx[F.qptr[q]:F.qptr[q + 1]]].sum(axis=0)
+    for j in range(est.shape[1]):
+        est[:, j] += F.H[:, F.ridx[F.rptr[j]:F.rptr[j + 1]]].sum(axis=1)
+    D2 = m.pairwise(X[400:], X[:400]) ** 2
+    scale = max(1.0, float(D2.max()))
+    np.testing.assert_allclose(est, D2, rtol=0, atol=1e-10 * scale)
