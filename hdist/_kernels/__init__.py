@@ -14,8 +14,8 @@ metric or an estimator.
 This module gathers the names the layers above use.
 """
 from . import gemm, pam, plan, tiles, trees
-from .gemm import (GEMM_BLOCK_ROWS, GEMM_MAX_CHUNK, GEMM_MAX_QUERY_CHUNK, GEMM_REGION_PAIRS,
-                   GemmKnnSelect, RefMissing, aligned_empty, bf16_bounds,
+from .gemm import (GEMM_BLOCK_ROWS, GEMM_CACHED_PANELS, GEMM_MAX_CHUNK, GEMM_MAX_QUERY_CHUNK,
+                   GEMM_REGION_PAIRS, GemmKnnSelect, RefMissing, aligned_empty, bf16_bounds,
                    bf16_bounds_available, gemm_panels, gemm_products, gemm_radius_lists,
                    gemm_radius_select, gemm_select, miss_codes, miss_lists, query_coded,
                    query_continuous, query_norms, set_bf16_bounds)

@@ -118,6 +118,7 @@ class GemmKnnSelect:
 GEMM_BLOCK_ROWS: int
 GEMM_REGION_PAIRS: int
 GEMM_MAX_QUERY_CHUNK: int
+GEMM_CACHED_PANELS: int
 
 def aligned_empty(shape: int | tuple[int, ...], dtype: npt.DTypeLike) -> npt.NDArray[Any]: ...
 def gemm_panels(

@@ -206,9 +206,11 @@ cdef class GemmKnnSelect:
         chunk reading the reference panels once (0: half a thread's share of the
         queries, between 32 and ``GEMM_MAX_QUERY_CHUNK``: large reference sets do not fit
         in the caches, so the fewer passes over them the better, while each thread still
-        gets two chunks); signals are checked between parallel regions."""
+        gets two chunks; a quarter of its share when the panels take at most
+        ``GEMM_CACHED_PANELS`` bytes, which the caches hold: the threads then end closer
+        together); signals are checked between parallel regions."""
         cdef intp nq = self.s.nq, nr = self.s.nr, K = X.shape[1], unit, b0, b1, c, nch
-        cdef intp rt, qc
+        cdef intp rt, qc, per
         cdef int failed = 0
         if self.npy_type != cnp.NPY_FLOAT32:
             raise TypeError("search() runs float32 searches only")
@@ -224,8 +226,9 @@ cdef class GemmKnnSelect:
         if rt % unit != 0:
             rt = max(1, rt // unit) * unit
         n_threads = _threads_for(n_threads, nq * nr)
+        per = 4 if Yp.shape[0] * K * HD_GPW * sizeof(float) <= GEMM_CACHED_PANELS else 2
         qc = q_chunk if q_chunk > 0 else \
-            min(GEMM_MAX_QUERY_CHUNK, max(32, (nq + 2 * n_threads - 1) // (2 * n_threads)))
+            min(GEMM_MAX_QUERY_CHUNK, max(32, (nq + per * n_threads - 1) // (per * n_threads)))
         qc = (qc + HD_GQB - 1) // HD_GQB * HD_GQB      # whole panels of queries
         region = max(qc * n_threads, GEMM_REGION_PAIRS // max(1, nr))
         region = (region + qc - 1) // qc * qc

@@ -566,8 +566,8 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
     In float32 the products are computed by our own kernel, 8 queries against ``r_tile``
     (default ``GEMM_BLOCK_ROWS``, 2048) reference rows at a time, each block of estimates
     selected while it is in the cache; threads take chunks of ``q_block`` queries
-    (default: half a thread's share, at most 512, each chunk one pass over the reference
-    features).  In float64 (features too large for float32) BLAS computes ``q_block``
+    (default: half a thread's share, a quarter when the reference features fit in the
+    caches, at most 512, each chunk one pass over the reference features).  In float64 (features too large for float32) BLAS computes ``q_block``
     (default 512) x ``r_tile`` (default 512) tiles which stay in a core's L2 cache between
     the product and the selection.
 
