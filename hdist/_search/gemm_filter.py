@@ -255,8 +255,8 @@ def _features(attrs, ref, n):
             at = np.where(pres, codes, len(Ev) - 1)
             attrs[a] = None
             Et, s = Ev.take(at, axis=0), sv.take(at)     # (take: numpy's fast gather)
-        else:
-            E = _embedded(attrs[a])
+        else:                       # continuous or embedded: E is given
+            E = attrs[a][0]
             attrs[a] = None         # each embedding goes once its columns are written
             Et = _centred(E, pres, c, basis)
             del E
@@ -567,9 +567,10 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
     (default ``GEMM_BLOCK_ROWS``, 2048) reference rows at a time, each block of estimates
     selected while it is in the cache; threads take chunks of ``q_block`` queries
     (default: half a thread's share, a quarter when the reference features fit in the
-    caches, at most 512, each chunk one pass over the reference features).  In float64 (features too large for float32) BLAS computes ``q_block``
-    (default 512) x ``r_tile`` (default 512) tiles which stay in a core's L2 cache between
-    the product and the selection.
+    caches, at most 512, each chunk one pass over the reference features).  In float64
+    (features too large for float32) BLAS computes ``q_block`` (default 512) x ``r_tile``
+    (default 512) tiles which stay in a core's L2 cache between the product and the
+    selection.
 
     ``cache`` (a dict kept by the caller for a fixed reference set ``R``) keeps the
     reference side's features between calls.  ``ties``: the lists also hold every other
