@@ -46,10 +46,12 @@ SERIAL_PAIRS = 1 << 14
 REGION_PAIRS = 1 << 23
 
 
-def _region_rows(int n_threads, Py_ssize_t n_other):
+def _region_rows(int n_threads, Py_ssize_t n_other, Py_ssize_t per=1):
     """Query rows per parallel region: few barriers (a thread that waits at one burns the
-    core its preempted partner needs on a loaded machine), still many chunks per thread."""
-    return max(64, 16 * n_threads, REGION_PAIRS // max(1, n_other))
+    core its preempted partner needs on a loaded machine), still many chunks of ``per``
+    rows per thread (at least 16: a thread on a slower core, or one preempted, then ends
+    at most a small part of its share after the others)."""
+    return max(64, 16 * n_threads * max(1, per), REGION_PAIRS // max(1, n_other))
 
 
 def _threads_for(int n_threads, Py_ssize_t pairs):

@@ -328,8 +328,11 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
         return dist, ind
     if strategy is None:
         strategy = "queries" if nq >= 8 * n_threads or nr < 4096 else "references"
+    # one small chunk of queries per iteration of the "queries" strategy; chunks are
+    # independent
+    per = 8
     if block <= 0:
-        block = _region_rows(n_threads, nr)
+        block = _region_rows(n_threads, nr, per)
     cdef double* td
     cdef intp* ti
     cdef intp nt
@@ -346,8 +349,6 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
         for b0 in range(0, nq, block):
             b1 = min(nq, b0 + block)
             nb = b1 - b0
-            # one small chunk of queries per iteration; chunks are independent
-            per = 8
             with nogil:
                 for c in prange((nb + per - 1) // per, num_threads=n_threads, schedule="dynamic"):
                     scan_tile(&TP, P, QS, RS, &TR, _mem_of(mem, mstride),
