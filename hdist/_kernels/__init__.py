@@ -18,7 +18,7 @@ from .gemm import (GEMM_BLOCK_ROWS, GEMM_CACHED_PANELS, GEMM_MAX_CHUNK, GEMM_MAX
                    GEMM_REGION_PAIRS, GemmKnnSelect, RefMissing, aligned_empty, bf16_bounds,
                    bf16_bounds_available, gemm_panels, gemm_products, gemm_radius_lists,
                    gemm_radius_select, gemm_select, miss_codes, miss_lists, query_coded,
-                   query_continuous, query_norms, set_bf16_bounds)
+                   query_continuous, query_norms, set_bf16_bounds, _query_chunks)
 from .pam import pam_assign, pam_swaps
 from .plan import (REGION_PAIRS, SAFE_RANGE, SERIAL_PAIRS, CPlan, CRows, TieLists, _c,
                    _region_rows, _threads_for, omp_max_threads, openmp_enabled)

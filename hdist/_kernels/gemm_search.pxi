@@ -208,9 +208,10 @@ cdef class GemmKnnSelect:
         in the caches, so the fewer passes over them the better, while each thread still
         gets two chunks; a quarter of its share when the panels take at most
         ``GEMM_CACHED_PANELS`` bytes, which the caches hold: the threads then end closer
-        together); signals are checked between parallel regions."""
+        together); signals are checked between parallel regions, each of which gives every
+        thread as many chunks, at least that many (:func:`_query_chunks`)."""
         cdef intp nq = self.s.nq, nr = self.s.nr, K = X.shape[1], unit, b0, b1, c, nch
-        cdef intp rt, qc, per
+        cdef intp rt, qc, region
         cdef int failed = 0
         if self.npy_type != cnp.NPY_FLOAT32:
             raise TypeError("search() runs float32 searches only")
@@ -226,12 +227,8 @@ cdef class GemmKnnSelect:
         if rt % unit != 0:
             rt = max(1, rt // unit) * unit
         n_threads = _threads_for(n_threads, nq * nr)
-        per = 4 if Yp.shape[0] * K * HD_GPW * sizeof(float) <= GEMM_CACHED_PANELS else 2
-        qc = q_chunk if q_chunk > 0 else \
-            min(GEMM_MAX_QUERY_CHUNK, max(32, (nq + per * n_threads - 1) // (per * n_threads)))
-        qc = (qc + HD_GQB - 1) // HD_GQB * HD_GQB      # whole panels of queries
-        region = max(qc * n_threads, GEMM_REGION_PAIRS // max(1, nr))
-        region = (region + qc - 1) // qc * qc
+        qc, region = _query_chunks(nq, nr, n_threads,
+                                   Yp.shape[0] * K * HD_GPW * sizeof(float), q_chunk)
         if nq == 0 or nr == 0:
             return
         # queries missing the same attributes side by side: a block of them adds each

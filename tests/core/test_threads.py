@@ -35,6 +35,36 @@ def test_forced_threads_on_tiny_inputs_change_nothing(name, monkeypatch):
             np.testing.assert_array_equal(a, b)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2, 4, 16, 64])
+@pytest.mark.parametrize("n_other", [1, 1000, 200_000, 10 ** 8])
+@pytest.mark.parametrize("per", [1, 8])
+def test_regions_give_every_thread_many_chunks(n_threads, n_other, per):
+    # a region ends at a barrier: with only a chunk or two per thread, a thread on a slower
+    # core (or preempted) keeps the others waiting for most of a chunk at every region
+    rows = _kernels._region_rows(n_threads, n_other, per)
+    assert rows >= 16 * n_threads * per
+    assert rows * n_other >= min(_kernels.REGION_PAIRS, 64 * n_other)
+
+
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 4, 16])
+@pytest.mark.parametrize("nq,nr", [(10, 100), (2000, 20_000), (10_000, 30_000),
+                                   (10 ** 6, 10 ** 6), (4000, 10)])
+@pytest.mark.parametrize("cached", [True, False])
+@pytest.mark.parametrize("q_chunk", [0, 5, 64])
+def test_filter_regions_hold_whole_rounds_of_chunks(n_threads, nq, nr, cached, q_chunk):
+    panel_bytes = _kernels.GEMM_CACHED_PANELS + (0 if cached else 1)
+    qc, region = _kernels._query_chunks(nq, nr, n_threads, panel_bytes, q_chunk)
+    assert qc % 8 == 0 and qc >= max(q_chunk, 1)
+    if q_chunk == 0:
+        assert qc <= max(32, _kernels.GEMM_MAX_QUERY_CHUNK)
+    # every thread gets as many chunks in each region, and at least two (four when the
+    # panels are read from the caches), so that none waits long at the region's end
+    per = 4 if cached else 2
+    assert region % (qc * n_threads) == 0
+    assert region >= per * qc * n_threads
+    assert region * nr >= _kernels.GEMM_REGION_PAIRS - qc * n_threads * nr
+
+
 def test_threads_for():
     assert _kernels._threads_for(4, 10) == 1
     assert _kernels._threads_for(4, _kernels.SERIAL_PAIRS) == 4
