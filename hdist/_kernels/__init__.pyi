@@ -14,6 +14,7 @@ IntpArray = npt.NDArray[np.intp]
 
 SERIAL_PAIRS: int
 REGION_PAIRS: int
+THREAD_REGION_PAIRS: int
 GEMM_MAX_CHUNK: int
 
 def openmp_enabled() -> bool: ...

@@ -46,12 +46,20 @@ SERIAL_PAIRS = 1 << 14
 REGION_PAIRS = 1 << 23
 
 
+#: most pairs a thread computes in one parallel region beyond its first two chunks: about
+#: a second of work, the longest a region keeps Ctrl-C waiting
+THREAD_REGION_PAIRS = 1 << 27
+
+
 def _region_rows(int n_threads, Py_ssize_t n_other, Py_ssize_t per=1):
     """Query rows per parallel region: few barriers (a thread that waits at one burns the
     core its preempted partner needs on a loaded machine), still many chunks of ``per``
-    rows per thread (at least 16: a thread on a slower core, or one preempted, then ends
-    at most a small part of its share after the others)."""
-    return max(64, 16 * n_threads * max(1, per), REGION_PAIRS // max(1, n_other))
+    rows per thread: 16 (a thread on a slower core, or one preempted, then ends at most a
+    small part of its share after the others), fewer, down to 2, where 16 would hold a
+    thread longer than ``THREAD_REGION_PAIRS`` pairs between signal checks."""
+    per = max(1, per)
+    cdef Py_ssize_t chunks = min(16, max(2, THREAD_REGION_PAIRS // max(1, per * n_other)))
+    return max(64, chunks * n_threads * per, REGION_PAIRS // max(1, n_other))
 
 
 def _threads_for(int n_threads, Py_ssize_t pairs):

@@ -36,14 +36,21 @@ def test_forced_threads_on_tiny_inputs_change_nothing(name, monkeypatch):
 
 
 @pytest.mark.parametrize("n_threads", [1, 2, 4, 16, 64])
-@pytest.mark.parametrize("n_other", [1, 1000, 200_000, 10 ** 8])
+@pytest.mark.parametrize("n_other", [1, 1000, 200_000, 10 ** 6, 3 * 10 ** 6, 10 ** 8])
 @pytest.mark.parametrize("per", [1, 8])
 def test_regions_give_every_thread_many_chunks(n_threads, n_other, per):
     # a region ends at a barrier: with only a chunk or two per thread, a thread on a slower
     # core (or preempted) keeps the others waiting for most of a chunk at every region
     rows = _kernels._region_rows(n_threads, n_other, per)
-    assert rows >= 16 * n_threads * per
+    assert rows >= 2 * n_threads * per
+    if 16 * per * n_other <= _kernels.THREAD_REGION_PAIRS:
+        assert rows >= 16 * n_threads * per
     assert rows * n_other >= min(_kernels.REGION_PAIRS, 64 * n_other)
+    # signals are checked between regions: beyond two chunks, a thread's share of a
+    # region stays within THREAD_REGION_PAIRS (about a second), so Ctrl-C is prompt
+    if rows > max(64, _kernels.REGION_PAIRS // n_other):
+        assert rows * n_other <= n_threads * max(_kernels.THREAD_REGION_PAIRS,
+                                                 2 * per * n_other)
 
 
 @pytest.mark.parametrize("n_threads", [1, 2, 3, 4, 16])
