@@ -725,12 +725,14 @@ def _query_chunks(intp nq, intp nr, int n_threads, Py_ssize_t panel_bytes, intp 
     cdef intp qc = q_chunk if q_chunk > 0 else \
         min(GEMM_MAX_QUERY_CHUNK, max(32, (nq + per * n_threads - 1) // (per * n_threads)))
     qc = (qc + HD_GQB - 1) // HD_GQB * HD_GQB      # whole panels of queries
-    # a region holds whole rounds of chunks, at least ``per`` for every thread: a region
-    # of one chunk per thread (as large queries' regions were) keeps every thread waiting
-    # at its end for the slowest (census-like HVDM 30 000 x 10 000 on 2 threads: 1.6x the
-    # one-thread rate, 2.0x with whole rounds)
+    # a region holds whole rounds of chunks, ``per`` for every thread (fewer, down to one,
+    # where that would hold a thread past THREAD_REGION_PAIRS between signal checks): a
+    # region of one chunk per thread keeps every thread waiting at its end for the slowest
+    # (census-like HVDM 30 000 x 10 000 on 2 threads: 1.6x the one-thread rate, 2.0x with
+    # two chunks per thread)
     cdef intp wave = qc * n_threads
-    cdef intp region = max(per * wave, GEMM_REGION_PAIRS // max(1, nr))
+    cdef intp region = max(_region_rows(n_threads, nr, qc, per, 1),
+                           GEMM_REGION_PAIRS // max(1, nr))
     region = (region + wave - 1) // wave * wave
     return qc, region
 

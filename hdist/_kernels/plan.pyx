@@ -51,14 +51,17 @@ REGION_PAIRS = 1 << 23
 THREAD_REGION_PAIRS = 1 << 27
 
 
-def _region_rows(int n_threads, Py_ssize_t n_other, Py_ssize_t per=1):
+def _region_rows(int n_threads, Py_ssize_t n_other, Py_ssize_t per=1, Py_ssize_t most=16,
+                 Py_ssize_t fewest=2):
     """Query rows per parallel region: few barriers (a thread that waits at one burns the
     core its preempted partner needs on a loaded machine), still many chunks of ``per``
-    rows per thread: 16 (a thread on a slower core, or one preempted, then ends at most a
-    small part of its share after the others), fewer, down to 2, where 16 would hold a
-    thread longer than ``THREAD_REGION_PAIRS`` pairs between signal checks."""
+    rows per thread: ``most`` (a thread on a slower core, or one preempted, then ends at
+    most a small part of its share after the others), fewer, down to ``fewest``, where
+    ``most`` would hold a thread longer than ``THREAD_REGION_PAIRS`` pairs between signal
+    checks."""
     per = max(1, per)
-    cdef Py_ssize_t chunks = min(16, max(2, THREAD_REGION_PAIRS // max(1, per * n_other)))
+    cdef Py_ssize_t chunks = THREAD_REGION_PAIRS // max(1, per * n_other)
+    chunks = min(most, max(fewest, chunks))
     return max(64, chunks * n_threads * per, REGION_PAIRS // max(1, n_other))
 
 

@@ -55,7 +55,7 @@ def test_regions_give_every_thread_many_chunks(n_threads, n_other, per):
 
 @pytest.mark.parametrize("n_threads", [1, 2, 3, 4, 16])
 @pytest.mark.parametrize("nq,nr", [(10, 100), (2000, 20_000), (10_000, 30_000),
-                                   (10 ** 6, 10 ** 6), (4000, 10)])
+                                   (10 ** 6, 10 ** 6), (10 ** 5, 10 ** 5), (4000, 10)])
 @pytest.mark.parametrize("cached", [True, False])
 @pytest.mark.parametrize("q_chunk", [0, 5, 64])
 def test_filter_regions_hold_whole_rounds_of_chunks(n_threads, nq, nr, cached, q_chunk):
@@ -68,7 +68,14 @@ def test_filter_regions_hold_whole_rounds_of_chunks(n_threads, nq, nr, cached, q
     # panels are read from the caches), so that none waits long at the region's end
     per = 4 if cached else 2
     assert region % (qc * n_threads) == 0
-    assert region >= per * qc * n_threads
+    assert region >= qc * n_threads
+    if per * qc * nr <= _kernels.THREAD_REGION_PAIRS:
+        assert region >= per * qc * n_threads
+    # signals are checked between regions: beyond one chunk, a thread's share of a region
+    # stays within THREAD_REGION_PAIRS
+    floor = -(-_kernels.GEMM_REGION_PAIRS // nr // (qc * n_threads)) * qc * n_threads
+    if region > max(qc * n_threads, floor):
+        assert region * nr <= n_threads * max(_kernels.THREAD_REGION_PAIRS, qc * nr)
     assert region * nr >= _kernels.GEMM_REGION_PAIRS - qc * n_threads * nr
 
 
