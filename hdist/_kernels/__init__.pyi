@@ -15,6 +15,7 @@ IntpArray = npt.NDArray[np.intp]
 SERIAL_PAIRS: int
 REGION_PAIRS: int
 THREAD_REGION_PAIRS: int
+STREAM_BYTES: int
 GEMM_MAX_CHUNK: int
 
 def openmp_enabled() -> bool: ...
@@ -46,6 +47,7 @@ def knn(
     self_offset: int = 0,
     strategy: Literal["queries", "references"] | None = None,
     ties: bool = False,
+    chunk: int = 0,
 ) -> tuple[Float64Array, IntpArray]: ...
 
 class TieLists:

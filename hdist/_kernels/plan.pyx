@@ -65,6 +65,26 @@ def _region_rows(int n_threads, Py_ssize_t n_other, Py_ssize_t per=1, Py_ssize_t
     return max(64, chunks * n_threads * per, REGION_PAIRS // max(1, n_other))
 
 
+#: reference bytes past which the tile kernel's pass over the reference rows reads them
+#: from memory rather than from the caches (a few MiB of L2 and a share of L3 per thread)
+STREAM_BYTES = 1 << 23
+
+
+def _knn_chunk(Py_ssize_t nq, Py_ssize_t nr, int n_threads, Py_ssize_t ref_bytes):
+    """Queries per chunk of the tile kernel's k-NN search.  A chunk is one pass over the
+    reference rows, each tile of them read once for all the chunk's queries: 8 queries,
+    or 16 or 32 when the reference rows exceed ``STREAM_BYTES`` (each pass then streams
+    them from memory, and more queries per pass read fewer bytes per pair), as long as
+    every thread still gets 8 chunks and two chunks stay within ``THREAD_REGION_PAIRS``
+    (signals are checked between regions of chunks)."""
+    cdef Py_ssize_t per = 8
+    if ref_bytes > STREAM_BYTES:
+        while (per < 32 and nq >= 16 * per * max(1, n_threads)
+               and 4 * per * nr <= THREAD_REGION_PAIRS):
+            per *= 2
+    return per
+
+
 def _threads_for(int n_threads, Py_ssize_t pairs):
     if n_threads < 1:
         raise ValueError("n_threads must be >= 1, got %d" % n_threads)

@@ -19,7 +19,7 @@ from libc.stdlib cimport malloc, calloc, free, realloc, qsort
 from libc.math cimport INFINITY, isnan, fabs, fma, fmax, sqrt, pow
 
 from hdist._kernels.plan cimport *
-from hdist._kernels.plan import _c, _region_rows, _threads_for, SAFE_RANGE
+from hdist._kernels.plan import _c, _knn_chunk, _region_rows, _threads_for, SAFE_RANGE
 from hdist._kernels.ctile cimport *
 from hdist._kernels.tiles cimport AttrRows
 
@@ -151,13 +151,19 @@ cdef hd_tplan _tplan(CPlan plan) except *:
 ATTR_MAJOR_BYTES = 1 << 30
 
 
+cdef Py_ssize_t _ref_bytes(CRows R) except -1:
+    """Bytes of R's rows that the tile kernel reads (its attribute-major copy's)."""
+    keep = R._keep
+    return sum(keep[k].nbytes for k in ("c", "cpen", "o", "t", "e"))
+
+
 cdef hd_tr _tref(CRows R) except *:
     """Attribute-major copy of R's rows (made once per CRows, kept with it); ``ld = 0``
     when the copy would exceed ``ATTR_MAJOR_BYTES``."""
     cdef hd_tr T
     keep = R._keep
     am = keep.get("_attr_major")
-    if am is None and sum(keep[k].nbytes for k in ("c", "cpen", "o", "t", "e")) > ATTR_MAJOR_BYTES:
+    if am is None and _ref_bytes(R) > ATTR_MAJOR_BYTES:
         T.ld = 0
         return T
     if am is None:
@@ -297,7 +303,7 @@ cdef void scan_tile(const hd_tplan* T, const PlanS* P, const RowsS* Q, const Row
 @cython.wraparound(False)
 def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
         intp block=0, bint exclude_self=False, intp self_offset=0, strategy=None,
-        bint ties=False):
+        bint ties=False, intp chunk=0):
     """Exact k nearest reference rows for every query row.
 
     Returns ``(dist, ind)``, both ``[n_q, k]``, sorted by (distance, index); ``dist`` holds
@@ -307,6 +313,8 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
     ``ties``: the lists also hold, after the k-th, every other row at the k-th distance
     (:meth:`TieLists.widen`: width k plus the most ties of a row, padded with ``inf``
     and index 0), found in the same pass.
+    ``chunk``: queries per pass over the reference rows in the "queries" strategy (0:
+    :func:`_knn_chunk`'s rule).
     """
     cdef const PlanS* P = &plan.s
     cdef const RowsS* QS = &Q.s
@@ -330,7 +338,7 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
         strategy = "queries" if nq >= 8 * n_threads or nr < 4096 else "references"
     # one small chunk of queries per iteration of the "queries" strategy; chunks are
     # independent
-    per = 8
+    per = chunk if chunk > 0 else _knn_chunk(nq, nr, n_threads, _ref_bytes(R))
     if block <= 0:
         block = _region_rows(n_threads, nr, per)
     cdef double* td

@@ -53,6 +53,26 @@ def test_regions_give_every_thread_many_chunks(n_threads, n_other, per):
                                                  2 * per * n_other)
 
 
+@pytest.mark.parametrize("n_threads", [1, 2, 16, 64])
+@pytest.mark.parametrize("nq", [1, 100, 2000, 4000, 10 ** 5])
+@pytest.mark.parametrize("nr", [1000, 200_000, 10 ** 6, 3 * 10 ** 6, 10 ** 7])
+@pytest.mark.parametrize("streams", [False, True])
+def test_knn_chunks_grow_only_where_the_reference_rows_stream(n_threads, nq, nr, streams):
+    # a chunk of queries is one pass over the reference rows: past the caches each pass
+    # reads them from memory, and more queries per pass read fewer bytes per pair
+    ref_bytes = _kernels.STREAM_BYTES + 1 if streams else min(nr * 64, _kernels.STREAM_BYTES)
+    per = _kernels._knn_chunk(nq, nr, n_threads, ref_bytes)
+
+    def allowed(p):     # every thread keeps 8 chunks; two chunks stay a short region
+        return p == 8 or (streams and nq >= 8 * p * n_threads
+                          and 2 * p * nr <= _kernels.THREAD_REGION_PAIRS)
+
+    assert per in (8, 16, 32) and allowed(per)
+    assert per == max(p for p in (8, 16, 32) if allowed(p))
+    if not streams:
+        assert per == 8
+
+
 @pytest.mark.parametrize("n_threads", [1, 2, 3, 4, 16])
 @pytest.mark.parametrize("nq,nr", [(10, 100), (2000, 20_000), (10_000, 30_000),
                                    (10 ** 6, 10 ** 6), (10 ** 5, 10 ** 5), (4000, 10)])

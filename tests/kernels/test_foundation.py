@@ -710,12 +710,19 @@ def test_thread_tile_block_strategy_invariance(invariance_case, preset, params):
     cq = _kernels.CRows(m.encode(Q))
     ct = _kernels.CRows(m.train_)
     grid = all_pairs({"nj": [1, 2, 3], "tile": [1, 5, 256], "block": [1, 4, 0],
-                      "strategy": ["queries", "references"]})
-    for nj, tile, block, strategy in (tuple(g.values()) for g in grid):
+                      "strategy": ["queries", "references"], "chunk": [0, 1, 3, 8, 32]})
+    for nj, tile, block, strategy, chunk in (tuple(g.values()) for g in grid):
         d, i = _kernels.knn(m.plan_.cplan, cq, ct, 7, nj, tile=tile, block=block,
-                            strategy=strategy)
-        assert np.array_equal(d, base_d), (nj, tile, block, strategy)
-        assert np.array_equal(i, base_i), (nj, tile, block, strategy)
+                            strategy=strategy, chunk=chunk)
+        assert np.array_equal(d, base_d), (nj, tile, block, strategy, chunk)
+        assert np.array_equal(i, base_i), (nj, tile, block, strategy, chunk)
+    # the rows tied with the k-th, found in the same pass, whatever the chunks of queries
+    tie_d, tie_i = _kernels.knn(m.plan_.cplan, cq, ct, 7, 1, ties=True, chunk=8)
+    assert np.array_equal(tie_d[:, :7], base_d) and np.array_equal(tie_i[:, :7], base_i)
+    for nj, chunk, block in itertools.product((1, 3), (1, 5, 16, 32), (0, 4)):
+        d, i = _kernels.knn(m.plan_.cplan, cq, ct, 7, nj, block=block, ties=True,
+                            strategy="queries", chunk=chunk)
+        assert np.array_equal(d, tie_d) and np.array_equal(i, tie_i), (nj, chunk, block)
     # exclude_self through the kernel, both strategies
     ref_d, ref_i = m.kneighbors(None, 5, exclude_self=True, n_jobs=1)
     for nj, strategy in itertools.product((1, 2, 3), ("queries", "references")):
