@@ -21,8 +21,8 @@ from .gemm import (GEMM_BLOCK_ROWS, GEMM_CACHED_PANELS, GEMM_MAX_CHUNK, GEMM_MAX
                    query_continuous, query_norms, set_bf16_bounds, _query_chunks)
 from .pam import pam_assign, pam_swaps
 from .plan import (REGION_PAIRS, SAFE_RANGE, SERIAL_PAIRS, STREAM_BYTES, THREAD_REGION_PAIRS,
-                   CPlan, CRows, TieLists, _c, _knn_chunk, _region_rows, _threads_for,
-                   omp_max_threads, openmp_enabled)
+                   CPlan, CRows, TieLists, _c, _knn_chunk, _radius_chunk_rows, _region_rows,
+                   _threads_for, omp_max_threads, openmp_enabled)
 from .tiles import (ATTR_MAJOR_BYTES, TILE_ROWS, finalize_array, finish_heaps, isa,
                     isa_variants, knn, knn_lists, pair_terms, pairwise, radius,
                     radius_lists, reduced_radius, tile_view)

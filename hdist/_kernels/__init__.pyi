@@ -229,6 +229,7 @@ def radius(
     exclude_self: bool = False,
     self_offset: int = 0,
     block: int = 0,
+    chunk: int = 0,
 ) -> tuple[list[Float64Array], list[IntpArray]]: ...
 def knn_lists(
     plan: CPlan,

@@ -85,6 +85,16 @@ def _knn_chunk(Py_ssize_t nq, Py_ssize_t nr, int n_threads, Py_ssize_t ref_bytes
     return per
 
 
+def _radius_chunk_rows(Py_ssize_t nq, Py_ssize_t nr, int n_threads, Py_ssize_t ref_bytes):
+    """Queries per chunk of the tile kernel's radius search: :func:`_knn_chunk`'s, fewer,
+    down to one, where that would leave a thread fewer than 8 chunks (a radius search
+    has no other way to share few queries among the threads)."""
+    cdef Py_ssize_t per = _knn_chunk(nq, nr, n_threads, ref_bytes)
+    while per > 1 and nq < 8 * per * max(1, n_threads):
+        per //= 2
+    return per
+
+
 def _threads_for(int n_threads, Py_ssize_t pairs):
     if n_threads < 1:
         raise ValueError("n_threads must be >= 1, got %d" % n_threads)

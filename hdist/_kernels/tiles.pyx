@@ -19,7 +19,8 @@ from libc.stdlib cimport malloc, calloc, free, realloc, qsort
 from libc.math cimport INFINITY, isnan, fabs, fma, fmax, sqrt, pow
 
 from hdist._kernels.plan cimport *
-from hdist._kernels.plan import _c, _knn_chunk, _region_rows, _threads_for, SAFE_RANGE
+from hdist._kernels.plan import (_c, _knn_chunk, _radius_chunk_rows, _region_rows,
+                                 _threads_for, SAFE_RANGE)
 from hdist._kernels.ctile cimport *
 from hdist._kernels.tiles cimport AttrRows
 
@@ -554,63 +555,71 @@ def reduced_radius(CPlan plan, double r):
     return red
 
 
-cdef intp _radius_row(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
-                      const RowsS* RS, const hd_tr* whole, double* mem, intp nr, double r,
-                      double rred, int excl, intp self_off, Hit** out) noexcept nogil:
-    """Reference rows within true distance r of query q, sorted, into a new buffer
-    ``*out`` (freed by the caller).  Returns their count, or -1 when out of memory.
+cdef int _radius_chunk(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q0,
+                       intp q1, const RowsS* RS, const hd_tr* whole, double* mem, intp nr,
+                       double r, double rred, int excl, intp self_off, Hit** bufs,
+                       intp* counts) noexcept nogil:
+    """Reference rows within true distance r of each query of [q0, q1), tile by tile
+    (each tile read once for all the chunk's queries, as in ``scan_tile``): query q's
+    ``counts[q - q0]`` rows, sorted, in a new buffer ``bufs[q - q0]`` (NULL when none;
+    freed by the caller).  Returns 0, or -1 when out of memory (that query's count -1).
     ``rred`` (``reduced_radius``): a tile whose rows all pass it is abandoned, and a row
     past it is not finalized (its true distance exceeds r)."""
     cdef double tb[HD_TB]
     cdef hd_tq qr
     cdef hd_tr R
-    cdef intp t0, t1, j, j0, cap = 16, cnt = 0
+    cdef intp t0, t1, j, j0, q, cnt
     cdef double d
-    cdef Hit* tmp
-    cdef Hit* buf = <Hit*> malloc(cap * sizeof(Hit))
-    out[0] = NULL
-    if buf == NULL:
-        return -1
-    _tq_row(P, Q, q, &qr)
+    cdef Hit* buf
+    for q in range(q0, q1):
+        bufs[q - q0] = NULL
+        counts[q - q0] = 0
     t0 = 0
     while t0 < nr:
         t1 = t0 + HD_TB
         if t1 > nr:
             t1 = nr
         R = _tile_of(P, RS, whole, t0, t1 - t0, mem, &j0)
-        if hd_tile(T, &qr, &R, j0, t1 - t0, rred, tb):
-            t0 = t1
-            continue
-        for j in range(t0, t1):
-            if tb[j - t0] > rred or (excl and j == q + self_off):
+        for q in range(q0, q1):
+            _tq_row(P, Q, q, &qr)
+            if hd_tile(T, &qr, &R, j0, t1 - t0, rred, tb):
                 continue
-            d = true_of(P, Q, q, RS, j, tb[j - t0])
-            if d <= r:
-                if cnt == cap:
-                    cap = cap * 2
-                    tmp = <Hit*> realloc(buf, cap * sizeof(Hit))
-                    if tmp == NULL:
-                        free(buf)
-                        return -1
-                    buf = tmp
-                buf[cnt].d = d
-                buf[cnt].j = j
-                cnt = cnt + 1
+            buf = bufs[q - q0]
+            cnt = counts[q - q0]
+            for j in range(t0, t1):
+                if tb[j - t0] > rred or (excl and j == q + self_off):
+                    continue
+                d = true_of(P, Q, q, RS, j, tb[j - t0])
+                if d <= r:
+                    # capacity 16, doubled whenever a power of two >= 16 is reached
+                    if cnt == 0 or (cnt >= 16 and (cnt & (cnt - 1)) == 0):
+                        buf = <Hit*> realloc(buf, (16 if cnt == 0 else 2 * cnt) * sizeof(Hit))
+                        if buf == NULL:
+                            free(bufs[q - q0])
+                            bufs[q - q0] = NULL
+                            counts[q - q0] = -1
+                            return -1
+                        bufs[q - q0] = buf
+                    buf[cnt].d = d
+                    buf[cnt].j = j
+                    cnt = cnt + 1
+            counts[q - q0] = cnt
         t0 = t1
-    if cnt > 0:
-        qsort(buf, cnt, sizeof(Hit), _cmp_hit)
-    out[0] = buf
-    return cnt
+    for q in range(q0, q1):
+        if counts[q - q0] > 1:
+            qsort(bufs[q - q0], counts[q - q0], sizeof(Hit), _cmp_hit)
+    return 0
 
 
 def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_self=False,
-           intp self_offset=0, intp block=0):
+           intp self_offset=0, intp block=0, intp chunk=0):
     """All reference rows within true distance ``r`` (inclusive) of each query row,
-    sorted by (distance, index).  Returns two lists of arrays."""
+    sorted by (distance, index).  Returns two lists of arrays.  ``chunk``: queries per
+    pass over the reference rows (0: :func:`_radius_chunk_rows`' rule)."""
     cdef const PlanS* P = &plan.s
     cdef const RowsS* QS = &Q.s
     cdef const RowsS* RS = &R.s
-    cdef intp nq = Q.s.n, nr = R.s.n, q, b0, b1, cnt, h
+    cdef intp nq = Q.s.n, nr = R.s.n, q, b0, b1, cnt, h, c, nb, per
     cdef int excl = exclude_self
     cdef double rred = reduced_radius(plan, r)
     cdef Hit** bufs
@@ -618,8 +627,9 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
     out_d = []
     out_i = []
     n_threads = _threads_for(n_threads, nq * nr)
+    per = chunk if chunk > 0 else _radius_chunk_rows(nq, nr, n_threads, _ref_bytes(R))
     if block <= 0:
-        block = min(max(1, nq), _region_rows(n_threads, nr))
+        block = min(max(1, nq), _region_rows(n_threads, nr, per))
     cdef hd_tplan TP = _tplan(plan)
     cdef hd_tr TR = _tref(R)
     cdef double* mem
@@ -639,11 +649,13 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
             for q in range(b1 - b0):
                 bufs[q] = NULL
                 counts[q] = 0
+            nb = b1 - b0
             with nogil:
-                for q in prange(b0, b1, num_threads=n_threads, schedule="dynamic"):
-                    counts[q - b0] = _radius_row(&TP, P, QS, q, RS, &TR, _mem_of(mem, mstride),
-                                                 nr, r, rred, excl, self_offset,
-                                                 &bufs[q - b0])
+                for c in prange((nb + per - 1) // per, num_threads=n_threads,
+                                schedule="dynamic"):
+                    _radius_chunk(&TP, P, QS, b0 + c * per, min(b1, b0 + c * per + per), RS,
+                                  &TR, _mem_of(mem, mstride), nr, r, rred, excl, self_offset,
+                                  &bufs[c * per], &counts[c * per])
             for q in range(b1 - b0):
                 if counts[q] < 0:
                     raise MemoryError("radius search ran out of memory")

@@ -73,6 +73,23 @@ def test_knn_chunks_grow_only_where_the_reference_rows_stream(n_threads, nq, nr,
         assert per == 8
 
 
+@pytest.mark.parametrize("n_threads", [1, 2, 16])
+@pytest.mark.parametrize("nq", [1, 7, 100, 2000, 10 ** 5])
+@pytest.mark.parametrize("nr", [1000, 200_000, 10 ** 7])
+@pytest.mark.parametrize("streams", [False, True])
+def test_radius_chunks_leave_every_thread_work(n_threads, nq, nr, streams):
+    # a radius search shares its queries among the threads: chunks as the k-NN search's,
+    # smaller (down to one query) where a thread would get fewer than 8 of them
+    ref_bytes = _kernels.STREAM_BYTES + 1 if streams else 1000
+    per = _kernels._radius_chunk_rows(nq, nr, n_threads, ref_bytes)
+    big = _kernels._knn_chunk(nq, nr, n_threads, ref_bytes)
+    assert 1 <= per <= big
+    if per < big:
+        assert nq < 16 * per * n_threads
+    if per > 1:
+        assert nq >= 8 * per * n_threads
+
+
 @pytest.mark.parametrize("n_threads", [1, 2, 3, 4, 16])
 @pytest.mark.parametrize("nq,nr", [(10, 100), (2000, 20_000), (10_000, 30_000),
                                    (10 ** 6, 10 ** 6), (10 ** 5, 10 ** 5), (4000, 10)])

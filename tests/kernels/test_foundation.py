@@ -707,6 +707,14 @@ def test_thread_tile_block_strategy_invariance(invariance_case, preset, params):
                                  _kernels.CRows(m.train_), float(np.median(base_p)),
                                  nj or 2, block=3)
         assert all(np.array_equal(a, b) for a, b in zip(il, base_r[1]))
+        # queries in chunks, each tile of reference rows read once for a chunk's queries
+        for chunk, block in ((1, 0), (3, 5), (8, 0), (32, 0), (0, 0), (0, 2)):
+            dl, il = _kernels.radius(m.plan_.cplan, _kernels.CRows(m.encode(Q)),
+                                     _kernels.CRows(m.train_), float(np.median(base_p)),
+                                     nj or 2, block=block, chunk=chunk)
+            assert len(il) == len(base_r[1])
+            assert all(np.array_equal(a, b) for a, b in zip(il, base_r[1])), (chunk, block)
+            assert all(np.array_equal(a, b) for a, b in zip(dl, base_r[0])), (chunk, block)
     cq = _kernels.CRows(m.encode(Q))
     ct = _kernels.CRows(m.train_)
     grid = all_pairs({"nj": [1, 2, 3], "tile": [1, 5, 256], "block": [1, 4, 0],
@@ -725,6 +733,14 @@ def test_thread_tile_block_strategy_invariance(invariance_case, preset, params):
         assert np.array_equal(d, tie_d) and np.array_equal(i, tie_i), (nj, chunk, block)
     # exclude_self through the kernel, both strategies
     ref_d, ref_i = m.kneighbors(None, 5, exclude_self=True, n_jobs=1)
+    r = float(np.median(ref_d[:, -1]))
+    rad_d, rad_i = m.radius_neighbors(None, r, exclude_self=True, n_jobs=1)
+    assert sum(map(len, rad_i)) > 0
+    for nj, chunk in itertools.product((1, 3), (1, 8, 32, 0)):
+        dl, il = _kernels.radius(m.plan_.cplan, ct, ct, r, nj, exclude_self=True,
+                                 chunk=chunk)
+        assert all(np.array_equal(a, b) for a, b in zip(il, rad_i)), (nj, chunk)
+        assert all(np.array_equal(a, b) for a, b in zip(dl, rad_d)), (nj, chunk)
     for nj, strategy in itertools.product((1, 2, 3), ("queries", "references")):
         d, i = _kernels.knn(m.plan_.cplan, ct, ct, 5, nj, tile=9, block=2,
                             exclude_self=True, strategy=strategy)
