@@ -219,6 +219,7 @@ def pairwise(
     n_threads: int,
     symmetric: bool = False,
     reduced: bool = False,
+    chunk: int = 0,
 ) -> Float64Array: ...
 def radius(
     plan: CPlan,

@@ -444,28 +444,33 @@ def finish_heaps(CPlan plan, double[:, ::1] D, intp[:, ::1] I):
             heap_sort(&D[q, 0], &I[q, 0], k)
 
 
-cdef void _pairwise_row(const hd_tplan* T, const PlanS* P, const RowsS* X, intp i,
-                        const RowsS* YS, const hd_tr* whole, double* mem, intp jstart,
-                        intp ny, double* out, int red) noexcept nogil:
-    """Row i of a pairwise matrix from column jstart on."""
+cdef void _pairwise_rows(const hd_tplan* T, const PlanS* P, const RowsS* X, intp i0,
+                         intp i1, const RowsS* YS, const hd_tr* whole, double* mem, int sym,
+                         intp ny, double* out, int red) noexcept nogil:
+    """Rows [i0, i1) of a pairwise matrix, tile by tile (each tile of Y read once for all
+    the rows); with ``sym``, row i from column i on."""
     cdef double buf[HD_TB]
     cdef hd_tq qr
     cdef hd_tr Y
-    cdef intp t0, t1, j, j0
+    cdef intp t0, t1, j, j0, i, js
     cdef double s
-    _tq_row(P, X, i, &qr)
-    t0 = jstart
+    t0 = i0 if sym else 0
     while t0 < ny:
         t1 = t0 + HD_TB
         if t1 > ny:
             t1 = ny
         Y = _tile_of(P, YS, whole, t0, t1 - t0, mem, &j0)
-        hd_tile(T, &qr, &Y, j0, t1 - t0, INFINITY, buf)
-        for j in range(t0, t1):
-            s = buf[j - t0]
-            if not red:
-                s = true_of(P, X, i, YS, j, s)
-            out[i * ny + j] = s
+        for i in range(i0, i1):
+            js = i if sym and i > t0 else t0
+            if js >= t1:
+                continue
+            _tq_row(P, X, i, &qr)
+            hd_tile(T, &qr, &Y, j0 + (js - t0), t1 - js, INFINITY, buf)
+            for j in range(js, t1):
+                s = buf[j - js]
+                if not red:
+                    s = true_of(P, X, i, YS, j, s)
+                out[i * ny + j] = s
         t0 = t1
 
 
@@ -486,23 +491,25 @@ cdef void _mirror_tile(double* out, intp ny, intp b0, intp b1, intp j0) noexcept
 
 
 def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
-             bint symmetric=False, bint reduced=False):
+             bint symmetric=False, bint reduced=False, intp chunk=0):
     """Fill ``out[i, j]`` with the distance of X row i and Y row j.
 
     With ``symmetric`` (X is Y), each pair is computed once, right of the diagonal, and
     copied to the left by cache-sized tiles after each block of rows.
-    ``reduced`` keeps the reduced distance (no root, no mean)."""
+    ``reduced`` keeps the reduced distance (no root, no mean).  ``chunk``: rows of X per
+    pass over Y's rows (0: :func:`_radius_chunk_rows`' rule)."""
     cdef const PlanS* P = &plan.s
     cdef const RowsS* XS = &X.s
     cdef const RowsS* YS = &Y.s
-    cdef intp nx = X.s.n, ny = Y.s.n, i, j, b0, b1, block
+    cdef intp nx = X.s.n, ny = Y.s.n, i, j, b0, b1, block, per, c, nb
     cdef int red = reduced
     cdef int sym = symmetric
     if out.shape[0] != nx or out.shape[1] != ny:
         raise ValueError("out has shape (%d, %d), expected (%d, %d)"
                          % (out.shape[0], out.shape[1], nx, ny))
     n_threads = _threads_for(n_threads, nx * ny)
-    block = _region_rows(n_threads, ny)
+    per = chunk if chunk > 0 else _radius_chunk_rows(nx, ny, n_threads, _ref_bytes(Y))
+    block = _region_rows(n_threads, ny, per)
     cdef hd_tplan TP = _tplan(plan)
     cdef hd_tr TY = _tref(Y)
     cdef double* o = &out[0, 0] if nx and ny else NULL
@@ -511,10 +518,11 @@ def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
     keep_mem = _tile_buffers(plan, Y, n_threads, &TY, &mem, &mstride)
     for b0 in range(0, nx, block):
         b1 = min(nx, b0 + block)
+        nb = b1 - b0
         with nogil:
-            for i in prange(b0, b1, num_threads=n_threads, schedule="dynamic"):
-                _pairwise_row(&TP, P, XS, i, YS, &TY, _mem_of(mem, mstride), i if sym else 0,
-                              ny, o, red)
+            for c in prange((nb + per - 1) // per, num_threads=n_threads, schedule="dynamic"):
+                _pairwise_rows(&TP, P, XS, b0 + c * per, min(b1, b0 + c * per + per), YS,
+                               &TY, _mem_of(mem, mstride), sym, ny, o, red)
             if sym:   # the block's rows, right of the diagonal, copied into its columns
                 for j in prange((ny - b0 + MIRROR - 1) // MIRROR, num_threads=n_threads,
                                 schedule="static"):

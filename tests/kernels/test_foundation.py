@@ -731,6 +731,18 @@ def test_thread_tile_block_strategy_invariance(invariance_case, preset, params):
         d, i = _kernels.knn(m.plan_.cplan, cq, ct, 7, nj, block=block, ties=True,
                             strategy="queries", chunk=chunk)
         assert np.array_equal(d, tie_d) and np.array_equal(i, tie_i), (nj, chunk, block)
+    # rows of X in chunks per pass over Y's rows: the same matrices; the symmetric one is
+    # the upper triangle of the full one, mirrored
+    full = m.pairwise(train.frame(), train.frame(), n_jobs=1)
+    sym = m.pairwise(train.frame(), n_jobs=1)
+    assert np.array_equal(np.triu(sym), np.triu(full)) and np.array_equal(sym, sym.T)
+    for nj, chunk in itertools.product((1, 3), (1, 3, 8, 32, 0)):
+        got = np.empty_like(base_p)
+        _kernels.pairwise(m.plan_.cplan, cq, ct, got, nj, chunk=chunk)
+        assert np.array_equal(got, base_p), (nj, chunk)
+        got = np.empty_like(sym)
+        _kernels.pairwise(m.plan_.cplan, ct, ct, got, nj, symmetric=True, chunk=chunk)
+        assert np.array_equal(got, sym), (nj, chunk)
     # exclude_self through the kernel, both strategies
     ref_d, ref_i = m.kneighbors(None, 5, exclude_self=True, n_jobs=1)
     r = float(np.median(ref_d[:, -1]))

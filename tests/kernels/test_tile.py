@@ -183,11 +183,19 @@ def test_tile_by_tile_transposition(monkeypatch, preset, params):
     want_r = m.radius_neighbors(Q, r, n_jobs=1)
     monkeypatch.setattr(_kernels.tiles, "ATTR_MAJOR_BYTES", 0)
     cq = _kernels.CRows(m.encode(Q))
+    want_s = m.pairwise(train.frame(), n_jobs=1)
     for nj in (1, 2):
         ct = _kernels.CRows(m.train_)      # fresh: no copy cached
         got = np.empty_like(want_p)
         _kernels.pairwise(m.plan_.cplan, cq, ct, got, nj)
         assert np.array_equal(got, want_p)
+        for chunk in (1, 8, 600):          # rows per pass over the tiles, > a tile too
+            got = np.empty_like(want_s)
+            _kernels.pairwise(m.plan_.cplan, ct, ct, got, nj, symmetric=True, chunk=chunk)
+            assert np.array_equal(got, want_s), chunk
+            dl, il = _kernels.radius(m.plan_.cplan, cq, ct, r, nj, chunk=chunk)
+            assert all(np.array_equal(a, b) for a, b in zip(il, want_r[1]))
+            assert all(np.array_equal(a, b) for a, b in zip(dl, want_r[0]))
         for strategy in ("queries", "references"):
             d, i = _kernels.knn(m.plan_.cplan, cq, ct, 5, nj, tile=77, strategy=strategy)
             assert np.array_equal(d, want_k[0]) and np.array_equal(i, want_k[1])
