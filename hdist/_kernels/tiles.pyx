@@ -339,7 +339,8 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
         strategy = "queries" if nq >= 8 * n_threads or nr < 4096 else "references"
     # one small chunk of queries per iteration of the "queries" strategy; chunks are
     # independent
-    per = chunk if chunk > 0 else _knn_chunk(nq, nr, n_threads, _ref_bytes(R))
+    # (a chunk beyond the rows is all of them: no overflow of the count of chunks)
+    per = min(chunk, max(1, nq)) if chunk > 0 else _knn_chunk(nq, nr, n_threads, _ref_bytes(R))
     if block <= 0:
         block = _region_rows(n_threads, nr, per)
     cdef double* td
@@ -508,7 +509,8 @@ def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
         raise ValueError("out has shape (%d, %d), expected (%d, %d)"
                          % (out.shape[0], out.shape[1], nx, ny))
     n_threads = _threads_for(n_threads, nx * ny)
-    per = chunk if chunk > 0 else _radius_chunk_rows(nx, ny, n_threads, _ref_bytes(Y))
+    per = min(chunk, max(1, nx)) if chunk > 0 else \
+        _radius_chunk_rows(nx, ny, n_threads, _ref_bytes(Y))
     block = _region_rows(n_threads, ny, per)
     cdef hd_tplan TP = _tplan(plan)
     cdef hd_tr TY = _tref(Y)
@@ -635,7 +637,8 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
     out_d = []
     out_i = []
     n_threads = _threads_for(n_threads, nq * nr)
-    per = chunk if chunk > 0 else _radius_chunk_rows(nq, nr, n_threads, _ref_bytes(R))
+    per = min(chunk, max(1, nq)) if chunk > 0 else \
+        _radius_chunk_rows(nq, nr, n_threads, _ref_bytes(R))
     if block <= 0:
         block = min(max(1, nq), _region_rows(n_threads, nr, per))
     cdef hd_tplan TP = _tplan(plan)

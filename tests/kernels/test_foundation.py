@@ -743,6 +743,23 @@ def test_thread_tile_block_strategy_invariance(invariance_case, preset, params):
         got = np.empty_like(sym)
         _kernels.pairwise(m.plan_.cplan, ct, ct, got, nj, symmetric=True, chunk=chunk)
         assert np.array_equal(got, sym), (nj, chunk)
+    # a chunk larger than any query set is one chunk (its count of chunks, rounded up,
+    # must not overflow to none)
+    huge = 2 ** 63 - 1
+    got = np.full_like(base_p, -1.0)
+    _kernels.pairwise(m.plan_.cplan, cq, ct, got, 2, chunk=huge)
+    assert np.array_equal(got, base_p)
+    d, i = _kernels.knn(m.plan_.cplan, cq, ct, 7, 2, strategy="queries", chunk=huge)
+    assert np.array_equal(d, base_d) and np.array_equal(i, base_i)
+    dl, il = _kernels.radius(m.plan_.cplan, cq, ct, float(np.median(base_p)), 2, chunk=huge)
+    assert all(np.array_equal(a, b) for a, b in zip(il, base_r[1]))
+    # every row within an infinite radius: each query's hit buffer grows past 16, 32, ...
+    # 256 rows, in the order of the full matrix's row sorted by (distance, index)
+    for chunk in (1, 8, 0):
+        dl, il = _kernels.radius(m.plan_.cplan, cq, ct, np.inf, 2, chunk=chunk)
+        for q in range(len(il)):
+            order = np.lexsort((np.arange(base_p.shape[1]), base_p[q]))
+            assert np.array_equal(il[q], order) and np.array_equal(dl[q], base_p[q, order])
     # exclude_self through the kernel, both strategies
     ref_d, ref_i = m.kneighbors(None, 5, exclude_self=True, n_jobs=1)
     r = float(np.median(ref_d[:, -1]))

@@ -181,9 +181,18 @@ def test_tile_by_tile_transposition(monkeypatch, preset, params):
     want_k = m.kneighbors(Q, 5, n_jobs=1)
     r = float(np.median(want_p))
     want_r = m.radius_neighbors(Q, r, n_jobs=1)
+    # the symmetric matrix: the upper triangle of the full one, also in chunks of rows
+    # larger than a tile (rows whose diagonal lies past the chunk's first tiles)
+    want_s = m.pairwise(train.frame(), n_jobs=1)
+    full = m.pairwise(train.frame(), train.frame(), n_jobs=1)
+    assert np.array_equal(np.triu(want_s), np.triu(full)) and np.array_equal(want_s, want_s.T)
+    for chunk in (1, 600):
+        got = np.empty_like(want_s)
+        _kernels.pairwise(m.plan_.cplan, _kernels.CRows(m.train_), _kernels.CRows(m.train_),
+                          got, 2, symmetric=True, chunk=chunk)
+        assert np.array_equal(got, want_s), chunk
     monkeypatch.setattr(_kernels.tiles, "ATTR_MAJOR_BYTES", 0)
     cq = _kernels.CRows(m.encode(Q))
-    want_s = m.pairwise(train.frame(), n_jobs=1)
     for nj in (1, 2):
         ct = _kernels.CRows(m.train_)      # fresh: no copy cached
         got = np.empty_like(want_p)
