@@ -342,7 +342,7 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
     # (a chunk beyond the rows is all of them: no overflow of the count of chunks)
     per = min(chunk, max(1, nq)) if chunk > 0 else _knn_chunk(nq, nr, n_threads, _ref_bytes(R))
     if block <= 0:
-        block = _region_rows(n_threads, nr, per)
+        block = _region_rows(n_threads, nr, 8)
     cdef double* td
     cdef intp* ti
     cdef intp nt
@@ -511,7 +511,7 @@ def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
     n_threads = _threads_for(n_threads, nx * ny)
     per = min(chunk, max(1, nx)) if chunk > 0 else \
         _radius_chunk_rows(nx, ny, n_threads, _ref_bytes(Y))
-    block = _region_rows(n_threads, ny, per)
+    block = _region_rows(n_threads, ny, 8)
     cdef hd_tplan TP = _tplan(plan)
     cdef hd_tr TY = _tref(Y)
     cdef double* o = &out[0, 0] if nx and ny else NULL
@@ -640,7 +640,7 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
     per = min(chunk, max(1, nq)) if chunk > 0 else \
         _radius_chunk_rows(nq, nr, n_threads, _ref_bytes(R))
     if block <= 0:
-        block = min(max(1, nq), _region_rows(n_threads, nr, per))
+        block = min(max(1, nq), _region_rows(n_threads, nr, 8))
     cdef hd_tplan TP = _tplan(plan)
     cdef hd_tr TR = _tref(R)
     cdef double* mem

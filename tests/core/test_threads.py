@@ -63,9 +63,13 @@ def test_knn_chunks_grow_only_where_the_reference_rows_stream(n_threads, nq, nr,
     ref_bytes = _kernels.STREAM_BYTES + 1 if streams else min(nr * 64, _kernels.STREAM_BYTES)
     per = _kernels._knn_chunk(nq, nr, n_threads, ref_bytes)
 
-    def allowed(p):     # every thread keeps 8 chunks; two chunks stay a short region
+    # the regions keep their queries whatever the chunk (a thread's work between two
+    # signal checks does not grow with it)
+    region = _kernels._region_rows(n_threads, nr, 8)
+
+    def allowed(p):     # every thread keeps 8 chunks of the queries and of each region
         return p == 8 or (streams and nq >= 8 * p * n_threads
-                          and 2 * p * nr <= _kernels.THREAD_REGION_PAIRS)
+                          and region >= 8 * p * n_threads)
 
     assert per in (8, 16, 32) and allowed(per)
     assert per == max(p for p in (8, 16, 32) if allowed(p))
