@@ -158,6 +158,19 @@ cdef Py_ssize_t _ref_bytes(CRows R) except -1:
     return sum(keep[k].nbytes for k in ("c", "cpen", "o", "t", "e"))
 
 
+cdef intp _rows_per_chunk(intp chunk, intp n, intp n_other, int n_threads, CRows R,
+                          bint share) except -1:
+    """Rows per chunk, each chunk one pass over R's ``n_other`` rows: ``chunk`` when
+    positive (all ``n`` rows at most, so that the count of chunks cannot overflow), else
+    the rule for R's size: :func:`_knn_chunk`, or with ``share`` :func:`_radius_chunk_rows`
+    (smaller chunks where a thread would get fewer than 8)."""
+    if chunk > 0:
+        return min(chunk, max(1, n))
+    if share:
+        return _radius_chunk_rows(n, n_other, n_threads, _ref_bytes(R))
+    return _knn_chunk(n, n_other, n_threads, _ref_bytes(R))
+
+
 cdef hd_tr _tref(CRows R) except *:
     """Attribute-major copy of R's rows (made once per CRows, kept with it); ``ld = 0``
     when the copy would exceed ``ATTR_MAJOR_BYTES``."""
@@ -339,8 +352,7 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
         strategy = "queries" if nq >= 8 * n_threads or nr < 4096 else "references"
     # one small chunk of queries per iteration of the "queries" strategy; chunks are
     # independent
-    # (a chunk beyond the rows is all of them: no overflow of the count of chunks)
-    per = min(chunk, max(1, nq)) if chunk > 0 else _knn_chunk(nq, nr, n_threads, _ref_bytes(R))
+    per = _rows_per_chunk(chunk, nq, nr, n_threads, R, False)
     if block <= 0:
         block = _region_rows(n_threads, nr, 8)
     cdef double* td
@@ -509,8 +521,7 @@ def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
         raise ValueError("out has shape (%d, %d), expected (%d, %d)"
                          % (out.shape[0], out.shape[1], nx, ny))
     n_threads = _threads_for(n_threads, nx * ny)
-    per = min(chunk, max(1, nx)) if chunk > 0 else \
-        _radius_chunk_rows(nx, ny, n_threads, _ref_bytes(Y))
+    per = _rows_per_chunk(chunk, nx, ny, n_threads, Y, True)
     block = _region_rows(n_threads, ny, 8)
     cdef hd_tplan TP = _tplan(plan)
     cdef hd_tr TY = _tref(Y)
@@ -637,8 +648,7 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
     out_d = []
     out_i = []
     n_threads = _threads_for(n_threads, nq * nr)
-    per = min(chunk, max(1, nq)) if chunk > 0 else \
-        _radius_chunk_rows(nq, nr, n_threads, _ref_bytes(R))
+    per = _rows_per_chunk(chunk, nq, nr, n_threads, R, True)
     if block <= 0:
         block = min(max(1, nq), _region_rows(n_threads, nr, 8))
     cdef hd_tplan TP = _tplan(plan)
