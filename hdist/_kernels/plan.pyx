@@ -75,14 +75,16 @@ def _knn_chunk(Py_ssize_t nq, Py_ssize_t nr, int n_threads, Py_ssize_t ref_bytes
     reference rows, each tile of them read once for all the chunk's queries: 8 queries,
     or 16 or 32 when the reference rows exceed ``STREAM_BYTES`` (each pass then streams
     them from memory, and more queries per pass read fewer bytes per pair), as long as
-    every thread still gets 8 chunks of the queries and 8 chunks of each parallel region.
-    The regions keep ``_region_rows(n_threads, nr, 8)`` queries whatever the chunk, so
-    that a thread's work between two signal checks does not grow with it."""
+    every thread still gets 4 chunks of the queries and 4 chunks of each parallel region
+    (the schedule is dynamic: a thread that falls behind holds the others at the region's
+    end for at most one chunk).  The regions keep ``_region_rows(n_threads, nr, 8)``
+    queries whatever the chunk, so that a thread's work between two signal checks does
+    not grow with it."""
     cdef Py_ssize_t per = 8
     cdef Py_ssize_t region = _region_rows(n_threads, nr, 8)
     if ref_bytes > STREAM_BYTES:
-        while (per < 32 and nq >= 16 * per * max(1, n_threads)
-               and region >= 16 * per * max(1, n_threads)):
+        while (per < 32 and nq >= 8 * per * max(1, n_threads)
+               and region >= 8 * per * max(1, n_threads)):
             per *= 2
     return per
 

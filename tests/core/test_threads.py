@@ -67,9 +67,9 @@ def test_knn_chunks_grow_only_where_the_reference_rows_stream(n_threads, nq, nr,
     # signal checks does not grow with it)
     region = _kernels._region_rows(n_threads, nr, 8)
 
-    def allowed(p):     # every thread keeps 8 chunks of the queries and of each region
-        return p == 8 or (streams and nq >= 8 * p * n_threads
-                          and region >= 8 * p * n_threads)
+    def allowed(p):     # every thread keeps 4 chunks of the queries and of each region
+        return p == 8 or (streams and nq >= 4 * p * n_threads
+                          and region >= 4 * p * n_threads)
 
     assert per in (8, 16, 32) and allowed(per)
     assert per == max(p for p in (8, 16, 32) if allowed(p))
