@@ -7,12 +7,11 @@
 # the same reduced distances, true distances and (distance, index) order as ``knn`` and
 # ``radius`` over the same rows, so that probing every list returns what brute force
 # returns.  The k-NN scan takes the queries in groups that read each list once for all
-# the queries of the group probing it (``_knn_group``); the radius scan goes query by
-# query, lists in probe order.
+# the queries of the group probing it (``_knn_group``, ``_radius_group``).
 
 
 #: a group of queries scanning their lists together holds about this many queries per
-#: list it probes (_knn_group)
+#: list it probes (_knn_group, _radius_group)
 LIST_GROUP_PROBES = 32
 
 
@@ -159,6 +158,48 @@ cdef intp _knn_probed(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
     return rows
 
 
+cdef int _list_queries(const intp* pr, intp np_, intp q0, intp q1, intp L, intp first,
+                       intp** start, intp** who) noexcept nogil:
+    """The queries ``q0 .. q1`` of each list, from their probes ``first, first + 1, ...``
+    (the probes end at the first -1): list l's are ``(*who)[(*start)[l] .. (*start)[l + 1]]``,
+    ascending.  Both arrays are new (freed by the caller).  Returns 1 when out of memory
+    (nothing allocated)."""
+    cdef intp q, p, l, nm = 0
+    cdef intp* st = <intp*> calloc(L + 1, sizeof(intp))
+    cdef intp* w
+    if st == NULL:
+        return 1
+    for q in range(q0, q1):
+        for p in range(np_):
+            l = pr[q * np_ + p]
+            if l < 0:
+                break
+            if p >= first:
+                st[l + 1] += 1
+                nm += 1
+    w = <intp*> malloc((nm + 1) * sizeof(intp))
+    if w == NULL:
+        free(st)
+        return 1
+    for l in range(L):
+        st[l + 1] += st[l]
+    # st[l] advances to the end of list l's part, which is where list l + 1's starts
+    for q in range(q0, q1):
+        for p in range(np_):
+            l = pr[q * np_ + p]
+            if l < 0:
+                break
+            if p >= first:
+                w[st[l]] = q
+                st[l] += 1
+    for l in range(L, 0, -1):
+        st[l] = st[l - 1]
+    st[0] = 0
+    start[0] = st
+    who[0] = w
+    return 0
+
+
 cdef int _knn_group(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q0, intp q1,
                     const hd_tr* S, const intp* off, intp L, const intp* ids,
                     const intp* pr, intp np_, double* D, intp* I, intp k, const intp* selfs,
@@ -172,56 +213,30 @@ cdef int _knn_group(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q0, 
     when out of memory."""
     cdef double buf[HD_TB]
     cdef hd_tq qr
-    cdef intp q, p, l, h, t0, t1, e, j, nm = 0
-    cdef intp* head = <intp*> calloc(L + 1, sizeof(intp))
+    cdef intp q, l, t0, t1, e, j
+    cdef intp* start
     cdef intp* who
-    if head == NULL:
-        return 1
     for q in range(q0, q1):
         cnt[q] = _knn_probed(T, P, Q, q, S, off, ids, pr + q * np_, 1, D + q * k, I + q * k,
                              k, selfs[q], scratch, ties + q if ties != NULL else NULL, n)
-        if pr[q * np_] < 0:
-            continue            # the probes end at the first -1
-        for p in range(1, np_):
-            l = pr[q * np_ + p]
-            if l < 0:
-                break
-            head[l + 1] += 1
-            nm += 1
-    who = <intp*> malloc((nm + 1) * sizeof(intp))
-    if who == NULL:
-        free(head)
-        return 1
-    for l in range(L):
-        head[l + 1] += head[l]
-    # the queries of each list, ascending (head[l] advances to the end of list l's part)
-    for q in range(q0, q1):
-        if pr[q * np_] < 0:
-            continue
-        for p in range(1, np_):
-            l = pr[q * np_ + p]
-            if l < 0:
-                break
-            who[head[l]] = q
-            head[l] += 1
-    h = 0
+    if np_ < 2 or _list_queries(pr, np_, q0, q1, L, 1, &start, &who):
+        return 0 if np_ < 2 else 1
     for l in range(L):
         e = off[l + 1]
-        for j in range(h, head[l]):
+        for j in range(start[l], start[l + 1]):
             cnt[who[j]] += e - off[l]
         t0 = off[l]
         while t0 < e:
             t1 = min(t0 + HD_TB, e)
-            for j in range(h, head[l]):
+            for j in range(start[l], start[l + 1]):
                 q = who[j]
                 _tq_row(P, Q, q, &qr)
                 _offer_tile(T, P, Q, q, &qr, S, t0, t1, ids, selfs[q], D + q * k,
                             I + q * k, k, ties + q if ties != NULL else NULL, n, scratch,
                             buf)
             t0 = t1
-        h = head[l]
     free(who)
-    free(head)
+    free(start)
     return 0
 
 
@@ -309,60 +324,59 @@ def knn_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
     return dist, ind, scanned
 
 
-cdef intp _radius_probed(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q,
-                         const hd_tr* S, const intp* off, const intp* ids,
-                         const intp* probes, intp n_probe, double r, double rred,
-                         intp self_id, double* scratch, Hit** out,
-                         intp* scanned) noexcept nogil:
-    """Stored rows of query q's probed lists within true distance r, sorted, into a new
-    buffer ``*out`` (freed by the caller).  Returns their count, or -1 when out of
-    memory."""
+cdef int _radius_group(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q0,
+                       intp q1, const hd_tr* S, const intp* off, intp L, const intp* ids,
+                       const intp* pr, intp np_, double r, double rred, const intp* selfs,
+                       double* scratch, Hit** bufs, intp* counts,
+                       intp* scanned) noexcept nogil:
+    """Stored rows within true distance r of each query of ``q0 .. q1`` among the lists
+    it probes: query q's ``counts[q - q0]`` rows, sorted by (distance, index), in a new
+    buffer ``bufs[q - q0]`` (NULL when none; freed by the caller), and the rows it
+    scanned in ``scanned[q]``.  The lists are scanned one after another, each tile of a
+    list by every query of the group that probes it while the tile is in the cache (as
+    ``_knn_group``); the rows each query meets, and so its sorted hits, are those of its
+    own lists.  Returns 0, or -1 when out of memory (that query's count -1)."""
     cdef double tb[HD_TB]
     cdef hd_tq qr
-    cdef intp p, l, t0, t1, e, j, cap = 16, cnt = 0, rows = 0
+    cdef intp q, l, t0, t1, e, j, h
     cdef double d
-    cdef Hit* tmp
-    cdef Hit* buf = <Hit*> malloc(cap * sizeof(Hit))
-    out[0] = NULL
-    scanned[0] = 0
-    if buf == NULL:
+    cdef intp* start
+    cdef intp* who
+    for q in range(q0, q1):
+        bufs[q - q0] = NULL
+        counts[q - q0] = 0
+        scanned[q] = 0
+    if _list_queries(pr, np_, q0, q1, L, 0, &start, &who):
+        counts[0] = -1
         return -1
-    _tq_row(P, Q, q, &qr)
-    for p in range(n_probe):
-        l = probes[p]
-        if l < 0:
-            break
-        t0 = off[l]
+    for l in range(L):
         e = off[l + 1]
-        rows += e - t0
+        for h in range(start[l], start[l + 1]):
+            scanned[who[h]] += e - off[l]
+        t0 = off[l]
         while t0 < e:
-            t1 = t0 + HD_TB
-            if t1 > e:
-                t1 = e
-            if hd_tile(T, &qr, S, t0, t1 - t0, rred, tb):
-                t0 = t1
-                continue
-            for j in range(t0, t1):
-                if tb[j - t0] > rred or ids[j] == self_id:
-                    continue
-                d = _stored_true(P, Q, q, S, j, tb[j - t0], scratch)
-                if d <= r:
-                    if cnt == cap:
-                        cap = cap * 2
-                        tmp = <Hit*> realloc(buf, cap * sizeof(Hit))
-                        if tmp == NULL:
-                            free(buf)
-                            return -1
-                        buf = tmp
-                    buf[cnt].d = d
-                    buf[cnt].j = ids[j]
-                    cnt = cnt + 1
+            t1 = min(t0 + HD_TB, e)
+            for h in range(start[l], start[l + 1]):
+                q = who[h]
+                _tq_row(P, Q, q, &qr)
+                if hd_tile(T, &qr, S, t0, t1 - t0, rred, tb):
+                    continue        # every row of the tile is beyond the radius
+                for j in range(t0, t1):
+                    if tb[j - t0] > rred or ids[j] == selfs[q]:
+                        continue
+                    d = _stored_true(P, Q, q, S, j, tb[j - t0], scratch)
+                    if d <= r and _hit_push(&bufs[q - q0], &counts[q - q0], d, ids[j]) < 0:
+                        counts[q - q0] = -1
+                        free(who)
+                        free(start)
+                        return -1
             t0 = t1
-    if cnt > 0:
-        qsort(buf, cnt, sizeof(Hit), _cmp_hit)
-    out[0] = buf
-    scanned[0] = rows
-    return cnt
+    free(who)
+    free(start)
+    for q in range(q0, q1):
+        if counts[q - q0] > 1:
+            qsort(bufs[q - q0], counts[q - q0], sizeof(Hit), _cmp_hit)
+    return 0
 
 
 @cython.boundscheck(HDIST_DEBUG)
@@ -374,7 +388,7 @@ def radius_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
     Returns two lists of arrays (distances, indices) and the rows each query scanned."""
     cdef const PlanS* P = &plan.s
     cdef const RowsS* QS = &Q.s
-    cdef intp nq = Q.s.n, n = ids.shape[0], np_ = probes.shape[1], q, b0, b1, h, cnt_q
+    cdef intp nq = Q.s.n, n = ids.shape[0], np_ = probes.shape[1], q, b0, b1
     cdef intp block
     cdef double rred = reduced_radius(plan, r)
     if probes.shape[0] != nq:
@@ -400,8 +414,13 @@ def radius_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
     cdef const intp* pr = &probes[0, 0] if np_ else NULL
     cdef intp sd = _scratch_doubles(P, QS)
     cdef intp per_q = max(1, n * np_ // max(1, offsets.shape[0] - 1))
+    cdef intp L = offsets.shape[0] - 1, per, c, lo, hi_
+    cdef int failed = 0
     n_threads = _threads_for(n_threads, nq * per_q)
-    block = min(nq, _region_rows(n_threads, per_q))
+    # groups of queries that scan their lists together (_radius_group), as knn_lists'
+    per = max(8, LIST_GROUP_PROBES * L // max(1, np_))
+    per = min(per, max(8, (nq + n_threads - 1) // n_threads))
+    block = min(nq, max(_region_rows(n_threads, per_q), 2 * n_threads * per))
     keep_scratch = np.empty((n_threads, sd))
     cdef double* scratch = <double*> cnp.PyArray_DATA(keep_scratch)
     cdef Hit** bufs = <Hit**> malloc(block * sizeof(Hit*))
@@ -412,29 +431,24 @@ def radius_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
         raise MemoryError()
     for q in range(block):
         bufs[q] = NULL
+        counts[q] = 0
     try:
         for b0 in range(0, nq, block):
             b1 = min(nq, b0 + block)
-            for q in range(b1 - b0):
-                bufs[q] = NULL
-                counts[q] = 0
             if np_:
                 with nogil:
-                    for q in prange(b0, b1, num_threads=n_threads, schedule="dynamic"):
-                        counts[q - b0] = _radius_probed(&TP, P, QS, q, &S, off, idp,
-                                                        pr + q * np_, np_, r, rred, selfs[q],
-                                                        _mem_of(scratch, sd), &bufs[q - b0],
-                                                        &sc[q])
+                    for c in prange((b1 - b0 + per - 1) // per, num_threads=n_threads,
+                                    schedule="dynamic"):
+                        lo = b0 + c * per
+                        hi_ = min(b1, lo + per)
+                        failed += _radius_group(&TP, P, QS, lo, hi_, &S, off, L, idp, pr,
+                                                np_, r, rred, &selfs[0],
+                                                _mem_of(scratch, sd), &bufs[lo - b0],
+                                                &counts[lo - b0], &sc[0])
+            if failed:
+                raise MemoryError("radius search ran out of memory")
             for q in range(b1 - b0):
-                if counts[q] < 0:
-                    raise MemoryError("radius search ran out of memory")
-            for q in range(b1 - b0):
-                cnt_q = counts[q]
-                dq = np.empty(cnt_q)
-                iq = np.empty(cnt_q, dtype=np.intp)
-                for h in range(cnt_q):
-                    dq[h] = bufs[q][h].d
-                    iq[h] = bufs[q][h].j
+                dq, iq = _hit_arrays(bufs[q], counts[q])
                 free(bufs[q])
                 bufs[q] = NULL
                 out_d.append(dq)

@@ -8,7 +8,7 @@ algorithm computes a pair's distance with the same floating-point operations; th
 (distance, index) order of candidates and the heaps that keep the k best are here too.
 """
 from libc.math cimport fabs, fmax, sqrt, pow, INFINITY
-from libc.stdlib cimport realloc
+from libc.stdlib cimport realloc, free
 
 cdef extern from "openmp.h":
     int hdist_openmp_enabled() noexcept nogil
@@ -523,6 +523,36 @@ ctypedef struct Hit:
 
 cdef inline bint _before(double d1, intp i1, double d2, intp i2) noexcept nogil:
     return d1 < d2 or (d1 == d2 and i1 < i2)
+
+
+cdef inline int _cmp_hit(const void* a, const void* b) noexcept nogil:
+    """qsort's order of hits: (distance, index)."""
+    cdef const Hit* x = <const Hit*> a
+    cdef const Hit* y = <const Hit*> b
+    if _before(x.d, x.j, y.d, y.j):
+        return -1
+    if _before(y.d, y.j, x.d, x.j):
+        return 1
+    return 0
+
+
+cdef inline int _hit_push(Hit** buf, intp* cnt, double d, intp j) noexcept nogil:
+    """Append the hit (d, j) to ``*buf``, which holds ``*cnt``: room for 16 at first,
+    doubled whenever a power of two >= 16 is reached.  Returns -1 when out of memory
+    (``*buf`` freed and NULL)."""
+    cdef intp c = cnt[0]
+    cdef Hit* b
+    if c == 0 or (c >= 16 and (c & (c - 1)) == 0):
+        b = <Hit*> realloc(buf[0], (16 if c == 0 else 2 * c) * sizeof(Hit))
+        if b == NULL:
+            free(buf[0])
+            buf[0] = NULL
+            return -1
+        buf[0] = b
+    buf[0][c].d = d
+    buf[0][c].j = j
+    cnt[0] = c + 1
+    return 0
 
 
 cdef inline void heap_push(double* hd, intp* hi, intp k, double d, intp j) noexcept nogil:

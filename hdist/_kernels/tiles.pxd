@@ -1,6 +1,6 @@
 # cython: language_level=3
-"""The tile kernel for the other compiled modules (the trees' leaves)."""
-from hdist._kernels.plan cimport PlanS, RowsS, intp
+"""The tile kernel for the other compiled modules (the trees' leaves, their radius hits)."""
+from hdist._kernels.plan cimport Hit, PlanS, RowsS, intp
 
 
 ctypedef struct AttrRows:
@@ -15,3 +15,6 @@ ctypedef struct AttrRows:
 cdef int tile_block(const void* view, const PlanS* P, const RowsS* Q, intp q,
                     const AttrRows* R, intp j0, intp nb, double bound,
                     double* s) noexcept nogil
+
+
+cdef tuple _hit_arrays(const Hit* buf, intp cnt)

@@ -544,14 +544,18 @@ def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
     return np.asarray(out)
 
 
-cdef int _cmp_hit(const void* a, const void* b) noexcept nogil:
-    cdef const Hit* x = <const Hit*> a
-    cdef const Hit* y = <const Hit*> b
-    if _before(x.d, x.j, y.d, y.j):
-        return -1
-    if _before(y.d, y.j, x.d, x.j):
-        return 1
-    return 0
+cdef tuple _hit_arrays(const Hit* buf, intp cnt):
+    """The hits ``buf[0 .. cnt]`` as two new arrays, distances (float64) and indices
+    (intp)."""
+    dq = np.empty(cnt)
+    iq = np.empty(cnt, dtype=np.intp)
+    cdef double* dp = <double*> cnp.PyArray_DATA(dq)
+    cdef intp* ip = <intp*> cnp.PyArray_DATA(iq)
+    cdef intp h
+    for h in range(cnt):
+        dp[h] = buf[h].d
+        ip[h] = buf[h].j
+    return dq, iq
 
 
 def reduced_radius(CPlan plan, double r):
@@ -589,9 +593,8 @@ cdef int _radius_chunk(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q
     cdef double tb[HD_TB]
     cdef hd_tq qr
     cdef hd_tr R
-    cdef intp t0, t1, j, j0, q, cnt
+    cdef intp t0, t1, j, j0, q
     cdef double d
-    cdef Hit* buf
     for q in range(q0, q1):
         bufs[q - q0] = NULL
         counts[q - q0] = 0
@@ -605,26 +608,13 @@ cdef int _radius_chunk(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q
             _tq_row(P, Q, q, &qr)
             if hd_tile(T, &qr, &R, j0, t1 - t0, rred, tb):
                 continue
-            buf = bufs[q - q0]
-            cnt = counts[q - q0]
             for j in range(t0, t1):
                 if tb[j - t0] > rred or (excl and j == q + self_off):
                     continue
                 d = true_of(P, Q, q, RS, j, tb[j - t0])
-                if d <= r:
-                    # capacity 16, doubled whenever a power of two >= 16 is reached
-                    if cnt == 0 or (cnt >= 16 and (cnt & (cnt - 1)) == 0):
-                        buf = <Hit*> realloc(buf, (16 if cnt == 0 else 2 * cnt) * sizeof(Hit))
-                        if buf == NULL:
-                            free(bufs[q - q0])
-                            bufs[q - q0] = NULL
-                            counts[q - q0] = -1
-                            return -1
-                        bufs[q - q0] = buf
-                    buf[cnt].d = d
-                    buf[cnt].j = j
-                    cnt = cnt + 1
-            counts[q - q0] = cnt
+                if d <= r and _hit_push(&bufs[q - q0], &counts[q - q0], d, j) < 0:
+                    counts[q - q0] = -1
+                    return -1
         t0 = t1
     for q in range(q0, q1):
         if counts[q - q0] > 1:
@@ -640,7 +630,7 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
     cdef const PlanS* P = &plan.s
     cdef const RowsS* QS = &Q.s
     cdef const RowsS* RS = &R.s
-    cdef intp nq = Q.s.n, nr = R.s.n, q, b0, b1, cnt, h, c, nb, per
+    cdef intp nq = Q.s.n, nr = R.s.n, q, b0, b1, c, nb, per
     cdef int excl = exclude_self
     cdef double rred = reduced_radius(plan, r)
     cdef Hit** bufs
@@ -681,12 +671,7 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
                 if counts[q] < 0:
                     raise MemoryError("radius search ran out of memory")
             for q in range(b1 - b0):
-                cnt = counts[q]
-                dq = np.empty(cnt)
-                iq = np.empty(cnt, dtype=np.intp)
-                for h in range(cnt):
-                    dq[h] = bufs[q][h].d
-                    iq[h] = bufs[q][h].j
+                dq, iq = _hit_arrays(bufs[q], counts[q])
                 free(bufs[q])
                 bufs[q] = NULL
                 out_d.append(dq)

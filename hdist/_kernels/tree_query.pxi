@@ -592,35 +592,11 @@ cdef void kd_batch(const QueryS* S, const intp* qs, const intp* homes, intp nq, 
         sp += 2
 
 
-ctypedef struct HitBuf:
-    double* d
-    intp* j
-    intp n
-    intp cap
-
-
-cdef inline int hit_add(HitBuf* h, double d, intp j) noexcept nogil:
-    cdef double* nd
-    cdef intp* nj
-    if h.n == h.cap:
-        h.cap = 2 * h.cap if h.cap else 16
-        nd = <double*> realloc(h.d, h.cap * sizeof(double))
-        if nd == NULL:
-            return -1
-        h.d = nd
-        nj = <intp*> realloc(h.j, h.cap * sizeof(intp))
-        if nj == NULL:
-            return -1
-        h.j = nj
-    h.d[h.n] = d
-    h.j[h.n] = j
-    h.n += 1
-    return 0
-
-
-cdef int radius_chunk(const QueryS* S, intp q0, intp q1, HitBuf* hits, intp hoff,
-                      intp* cnt) noexcept nogil:
-    """Rows within true distance S.r of queries [q0, q1) into hits[q - hoff]."""
+cdef int radius_chunk(const QueryS* S, intp q0, intp q1, Hit** hits, intp* nhits,
+                      intp hoff, intp* cnt) noexcept nogil:
+    """Rows within true distance S.r of queries [q0, q1): query q's ``nhits[q - hoff]``
+    rows, sorted by (distance, index), in the buffer ``hits[q - hoff]`` (``_hit_push``;
+    freed by the caller)."""
     cdef const PlanS* P = S.P
     cdef const TreeS* T = S.T
     cdef intp cap = S.stack_cap
@@ -689,8 +665,12 @@ cdef int radius_chunk(const QueryS* S, intp q0, intp q1, HitBuf* hits, intp hoff
                                                      S.two[q]) > rt:
                             continue
                         d = true_of(P, S.Q, q, S.Ro, j, s)
-                        if d <= S.r and hit_add(&hits[q - hoff], d, j) < 0:
+                        if d <= S.r and _hit_push(&hits[q - hoff], &nhits[q - hoff], d,
+                                                  j) < 0:
+                            # the buffer is gone: the call fails, the rest of the query
+                            # goes to a new one
                             status = -1
+                            nhits[q - hoff] = 0
                     e0 += nb
                 continue
             Rn = T.right[node]
@@ -709,6 +689,8 @@ cdef int radius_chunk(const QueryS* S, intp q0, intp q1, HitBuf* hits, intp hoff
                 sdq[sp] = dq
                 sp += 1
         cnt[q] = c
+        if nhits[q - hoff] > 1:
+            qsort(hits[q - hoff], nhits[q - hoff], sizeof(Hit), _cmp_hit)
     free(snode)
     free(sdq)
     free(bm)
@@ -995,7 +977,7 @@ def radius(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm
     ``R`` and ``leaf_rows`` as for ``knn``.  ``rred`` is a reduced-distance threshold that every pair with true distance <= r
     stays under (the caller computes it with a margin).  Returns ``(dists, inds,
     n_evaluations)``: lists of arrays sorted by (distance, index), and the counts."""
-    cdef intp nq = Q.s.n, n = R.s.n, b0, b1, nch, ch, per = 4, q, h
+    cdef intp nq = Q.s.n, n = R.s.n, b0, b1, nch, ch, per = 4, q
     _check_state(kind, arrays, perm, rowdist, n)
     if exclude_self and nq != n:
         raise ValueError("exclude_self needs the indexed rows as queries")
@@ -1009,8 +991,11 @@ def radius(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm
     cdef intp* Cc = <intp*> cnp.PyArray_DATA(counts)
     if block <= 0:
         block = max(256, 128 * n_threads)
-    cdef HitBuf* hits = <HitBuf*> malloc(block * sizeof(HitBuf))
-    if hits == NULL:
+    cdef Hit** hits = <Hit**> malloc(block * sizeof(Hit*))
+    cdef intp* nhits = <intp*> malloc(block * sizeof(intp))
+    if hits == NULL or nhits == NULL:
+        free(hits)
+        free(nhits)
         raise MemoryError()
     status = np.zeros(max(1, (block + per - 1) // per), dtype=np.intc)
     cdef int* st = <int*> cnp.PyArray_DATA(status)
@@ -1018,10 +1003,8 @@ def radius(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm
     out_d = []
     out_i = []
     for q in range(block):
-        hits[q].d = NULL
-        hits[q].j = NULL
-        hits[q].n = 0
-        hits[q].cap = 0
+        hits[q] = NULL
+        nhits[q] = 0
     try:
         for b0 in range(0, nq, block):
             b1 = min(nq, b0 + block)
@@ -1031,23 +1014,20 @@ def radius(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm
             with nogil:
                 for ch in prange(nch, num_threads=nt, schedule="dynamic"):
                     st[ch] = radius_chunk(&S.s, b0 + ch * per, min(b1, b0 + ch * per + per),
-                                          hits, b0, Cc)
+                                          hits, nhits, b0, Cc)
             PyErr_CheckSignals()
             if (status < 0).any():
                 raise MemoryError("tree radius query ran out of memory")
             for q in range(b1 - b0):
-                dq = np.empty(hits[q].n)
-                iq = np.empty(hits[q].n, dtype=np.intp)
-                for h in range(hits[q].n):
-                    dq[h] = hits[q].d[h]
-                    iq[h] = hits[q].j[h]
-                hits[q].n = 0
-                o = np.lexsort((iq, dq))
-                out_d.append(dq[o])
-                out_i.append(iq[o])
+                dq, iq = _hit_arrays(hits[q], nhits[q])
+                free(hits[q])
+                hits[q] = NULL
+                nhits[q] = 0
+                out_d.append(dq)
+                out_i.append(iq)
     finally:
         for q in range(block):
-            free(hits[q].d)
-            free(hits[q].j)
+            free(hits[q])
         free(hits)
+        free(nhits)
     return out_d, out_i, counts

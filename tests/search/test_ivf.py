@@ -146,6 +146,18 @@ def test_grouped_list_scans_give_every_query_its_own_answer(monkeypatch, group):
             got = wi[q][np.isfinite(wd[q])]
             np.testing.assert_array_equal(np.sort(got), tied)
             np.testing.assert_array_equal(got[:k], ei[q])
+    # the radius scan's groups: each query's own rows within r, sorted by (distance,
+    # index), whatever the grouping and threads (many ties at every distance)
+    for r in (np.quantile(D, 0.1), np.inf):
+        for threads in (1, 2):
+            dl, il, scanned = radius_lists(metric.plan_.cplan, CRows(Qr), store, offsets,
+                                           ids, probes, r, threads, selfs)
+            np.testing.assert_array_equal(scanned, [held[p[p >= 0]].sum() for p in probes])
+            for q in range(Qr.n):
+                keep = np.flatnonzero(allowed[q] & (D[q] <= r))
+                keep = keep[np.lexsort((keep, D[q, keep]))]
+                np.testing.assert_array_equal(il[q], keep)
+                np.testing.assert_array_equal(dl[q], D[q, keep])
 
 
 def test_a_probe_row_ends_at_its_first_minus_one():
@@ -170,7 +182,13 @@ def test_a_probe_row_ends_at_its_first_minus_one():
         np.testing.assert_array_equal(i, ei)
         np.testing.assert_array_equal(d, ed)
         np.testing.assert_array_equal(scanned, allowed.sum(axis=1))
-    assert scanned[2] == 0 and np.all(np.isinf(d[2]))
+        dl, il, scanned = radius_lists(metric.plan_.cplan, CRows(Qr), store, offsets, ids,
+                                       probes, np.inf, threads)
+        np.testing.assert_array_equal(scanned, allowed.sum(axis=1))
+        for q in range(Qr.n):
+            keep = np.flatnonzero(allowed[q])
+            np.testing.assert_array_equal(il[q], keep[np.lexsort((keep, D[q, keep]))])
+    assert scanned[2] == 0 and np.all(np.isinf(d[2])) and len(il[2]) == 0
 
 
 def test_list_scans_refuse_bad_layouts():
