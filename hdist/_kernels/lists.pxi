@@ -15,6 +15,16 @@
 LIST_GROUP_PROBES = 32
 
 
+def _list_group_rows(Py_ssize_t nq, int n_threads, Py_ssize_t n_lists,
+                     Py_ssize_t probes):
+    """Queries per group of a list scan (``_knn_group``, ``_radius_group``), ``probes``
+    lists scanned together by each query: about ``LIST_GROUP_PROBES`` queries per list
+    (at least 8), as long as every thread still gets a group; with fewer than 8 queries
+    per thread, ``nq // n_threads`` (at least one), a group or more for every thread."""
+    cdef Py_ssize_t per = max(8, LIST_GROUP_PROBES * n_lists // max(1, probes))
+    return max(1, min(per, nq // max(1, n_threads)))
+
+
 cdef object _store_array(store, str name, object dtype, intp m, intp n):
     """``store[name]``, checked: C-contiguous of ``dtype``, ``[m, n]`` (any non-empty
     array when ``m == 0``)."""
@@ -302,8 +312,7 @@ def knn_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
     # list is probed by several of them, while every thread still gets groups
     cdef intp L = offsets.shape[0] - 1
     cdef int failed = 0
-    per = max(per, LIST_GROUP_PROBES * L // max(1, np_ - 1))
-    per = min(per, max(8, (nq + n_threads - 1) // n_threads))
+    per = _list_group_rows(nq, n_threads, L, np_ - 1)
     block = max(block, 2 * n_threads * per)
     for b0 in range(0, nq, block):
         b1 = min(nq, b0 + block)
@@ -335,7 +344,8 @@ cdef int _radius_group(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q
     scanned in ``scanned[q]``.  The lists are scanned one after another, each tile of a
     list by every query of the group that probes it while the tile is in the cache (as
     ``_knn_group``); the rows each query meets, and so its sorted hits, are those of its
-    own lists.  Returns 0, or -1 when out of memory (that query's count -1)."""
+    own lists.  Returns 0, or -1 when out of memory (the count of a query whose buffer
+    could not grow -1)."""
     cdef double tb[HD_TB]
     cdef hd_tq qr
     cdef intp q, l, t0, t1, e, j, h
@@ -347,7 +357,6 @@ cdef int _radius_group(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q
         counts[q - q0] = 0
         scanned[q] = 0
     if _list_queries(pr, np_, q0, q1, L, 0, &start, &who):
-        counts[0] = -1
         return -1
     for l in range(L):
         e = off[l + 1]
@@ -418,8 +427,7 @@ def radius_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
     cdef int failed = 0
     n_threads = _threads_for(n_threads, nq * per_q)
     # groups of queries that scan their lists together (_radius_group), as knn_lists'
-    per = max(8, LIST_GROUP_PROBES * L // max(1, np_))
-    per = min(per, max(8, (nq + n_threads - 1) // n_threads))
+    per = _list_group_rows(nq, n_threads, L, np_)
     block = min(nq, max(_region_rows(n_threads, per_q), 2 * n_threads * per))
     keep_scratch = np.empty((n_threads, sd))
     cdef double* scratch = <double*> cnp.PyArray_DATA(keep_scratch)

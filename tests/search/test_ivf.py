@@ -160,6 +160,22 @@ def test_grouped_list_scans_give_every_query_its_own_answer(monkeypatch, group):
                 np.testing.assert_array_equal(dl[q], D[q, keep])
 
 
+@pytest.mark.parametrize("n_threads", [1, 2, 3, 16])
+@pytest.mark.parametrize("nq", [1, 2, 5, 9, 15, 16, 17, 100, 10 ** 5])
+@pytest.mark.parametrize("n_lists,probes", [(9, 3), (2191, 7), (1000, 0)])
+def test_list_groups_leave_no_thread_idle(n_threads, nq, n_lists, probes):
+    # a list scan shares its queries among the threads only by groups: every thread
+    # gets one as long as there are queries for it, and groups hold at least 8 queries
+    # where every thread can still get one of them
+    import hdist._kernels.tiles as tiles
+    per = tiles._list_group_rows(nq, n_threads, n_lists, probes)
+    groups = -(-nq // per)
+    assert per >= 1 and groups >= min(nq, n_threads)
+    if nq >= 8 * n_threads:
+        assert per >= 8
+    assert per <= max(8, tiles.LIST_GROUP_PROBES * n_lists // max(1, probes))
+
+
 def test_a_probe_row_ends_at_its_first_minus_one():
     # a query scans its probes up to the first -1, even when that is the first entry
     # (later entries are not read): nothing scanned, no neighbour found
