@@ -455,12 +455,7 @@ def radius_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
                                                 &counts[lo - b0], &sc[0])
             if failed:
                 raise MemoryError("radius search ran out of memory")
-            for q in range(b1 - b0):
-                dq, iq = _hit_arrays(bufs[q], counts[q])
-                free(bufs[q])
-                bufs[q] = NULL
-                out_d.append(dq)
-                out_i.append(iq)
+            _take_hits(bufs, counts, b1 - b0, out_d, out_i)
             PyErr_CheckSignals()
     finally:
         for q in range(block):

@@ -1,5 +1,6 @@
 # cython: language_level=3
-"""The tile kernel for the other compiled modules (the trees' leaves, their radius hits)."""
+"""The tile kernel for the other compiled modules (the trees' leaves), and the radius
+searches' hits taken into arrays."""
 from hdist._kernels.plan cimport Hit, PlanS, RowsS, intp
 
 
@@ -17,4 +18,4 @@ cdef int tile_block(const void* view, const PlanS* P, const RowsS* Q, intp q,
                     double* s) noexcept nogil
 
 
-cdef tuple _hit_arrays(const Hit* buf, intp cnt)
+cdef int _take_hits(Hit** bufs, intp* counts, intp nb, list out_d, list out_i) except -1

@@ -544,18 +544,29 @@ def pairwise(CPlan plan, CRows X, CRows Y, double[:, ::1] out, int n_threads,
     return np.asarray(out)
 
 
-cdef tuple _hit_arrays(const Hit* buf, intp cnt):
-    """The hits ``buf[0 .. cnt]`` as two new arrays, distances (float64) and indices
-    (intp)."""
-    dq = np.empty(cnt)
-    iq = np.empty(cnt, dtype=np.intp)
-    cdef double* dp = <double*> cnp.PyArray_DATA(dq)
-    cdef intp* ip = <intp*> cnp.PyArray_DATA(iq)
-    cdef intp h
-    for h in range(cnt):
-        dp[h] = buf[h].d
-        ip[h] = buf[h].j
-    return dq, iq
+cdef int _take_hits(Hit** bufs, intp* counts, intp nb, list out_d,
+                    list out_i) except -1:
+    """Append the hits of buffers ``bufs[0 .. nb]`` (``counts`` of each) to ``out_d`` and
+    ``out_i`` as two new arrays each, distances (float64) and indices (intp); each buffer
+    is freed, NULL and its count 0 afterwards."""
+    cdef intp q, h, cnt
+    cdef double* dp
+    cdef intp* ip
+    for q in range(nb):
+        cnt = counts[q]
+        dq = np.empty(cnt)
+        iq = np.empty(cnt, dtype=np.intp)
+        dp = <double*> cnp.PyArray_DATA(dq)
+        ip = <intp*> cnp.PyArray_DATA(iq)
+        for h in range(cnt):
+            dp[h] = bufs[q][h].d
+            ip[h] = bufs[q][h].j
+        free(bufs[q])
+        bufs[q] = NULL
+        counts[q] = 0
+        out_d.append(dq)
+        out_i.append(iq)
+    return 0
 
 
 def reduced_radius(CPlan plan, double r):
@@ -670,12 +681,7 @@ def radius(CPlan plan, CRows Q, CRows R, double r, int n_threads, bint exclude_s
             for q in range(b1 - b0):
                 if counts[q] < 0:
                     raise MemoryError("radius search ran out of memory")
-            for q in range(b1 - b0):
-                dq, iq = _hit_arrays(bufs[q], counts[q])
-                free(bufs[q])
-                bufs[q] = NULL
-                out_d.append(dq)
-                out_i.append(iq)
+            _take_hits(bufs, counts, b1 - b0, out_d, out_i)
             PyErr_CheckSignals()
     finally:
         for q in range(block):

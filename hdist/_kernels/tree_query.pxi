@@ -1018,13 +1018,7 @@ def radius(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm
             PyErr_CheckSignals()
             if (status < 0).any():
                 raise MemoryError("tree radius query ran out of memory")
-            for q in range(b1 - b0):
-                dq, iq = _hit_arrays(hits[q], nhits[q])
-                free(hits[q])
-                hits[q] = NULL
-                nhits[q] = 0
-                out_d.append(dq)
-                out_i.append(iq)
+            _take_hits(hits, nhits, b1 - b0, out_d, out_i)
     finally:
         for q in range(block):
             free(hits[q])

@@ -50,7 +50,7 @@ from hdist._kernels.plan cimport (PlanS, RowsS, CPlan, CRows, TieList, TieLists,
                                   tie_add, tie_displaced, pw, acc, pair_reduced,
                                   finalize, reduced_bound, true_of, Hit, _cmp_hit,
                                   _hit_push)
-from hdist._kernels.tiles cimport AttrRows, tile_block, _hit_arrays
+from hdist._kernels.tiles cimport AttrRows, tile_block, _take_hits
 from hdist._kernels.tiles import TILE_ROWS, tile_view
 
 cnp.import_array()
