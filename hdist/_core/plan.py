@@ -276,45 +276,37 @@ class Plan:
         return codes
 
     def encode(self, cont, nom):
-        """Schema-encoded arrays -> :class:`Rows`."""
+        """Schema-encoded arrays -> :class:`Rows`.  The continuous and the nominal blocks
+        are made a whole block at a time (the same operations on each value as one column
+        at a time: the same bits), so that a short call's encoding costs a few array
+        operations rather than a few per attribute."""
         n = cont.shape[0] if cont.ndim == 2 else nom.shape[0]
         inf = self.pmode == 0
-        c = np.empty((n, self.mc))
+        comps = self.components
+        # (np.take: C-contiguous blocks, as the kernels read them; cont[:, idx] is not)
+        v = np.take(cont, self.cont_pos[self.c_attr], axis=1) if self.mc else np.empty((n, 0))
+        with np.errstate(over="ignore", invalid="ignore"):
+            c = (v - self.c_shift) * self.c_pow2
+        if self.c_void.any():
+            c[:, self.c_void] = np.where(np.isnan(v[:, self.c_void]), np.nan, 0.0)
+        self._check_scaled_block(c, v)
         cpen = np.empty((n, self.mc))
-        for k, a in enumerate(self.c_attr):
-            comp = self.components[a]
-            v = cont[:, self.cont_pos[a]]
+        # the weight itself, which the kernels then read from the plan (PlanS.c_anymax)
+        # instead of these rows, where the policy is not "max"
+        cpen[...] = self.c_rw
+        kmax = np.array([comps[a].policy == MAX for a in self.c_attr], dtype=bool)
+        if kmax.any():
+            # Weka's penalty max(x - min, max - x) / δ in encoded units, as the pair terms:
+            # it overflows only where the encoded value itself would
             with np.errstate(over="ignore", invalid="ignore"):
-                if self.c_void[k]:
-                    c[:, k] = np.where(np.isnan(v), np.nan, 0.0)
-                else:
-                    c[:, k] = (v - self.c_shift[k]) * self.c_pow2[k]
-            self._check_scaled(c[:, k], v, a, "scaled towards the spread δ = %r"
-                               % comp.delta)
-            if comp.policy == MAX:
-                # Weka's penalty max(x - min, max - x) / δ in encoded units, as the pair
-                # terms: it overflows only where the encoded value itself would
-                with np.errstate(over="ignore", invalid="ignore"):
-                    x = c[:, k]
-                    pen = np.maximum(x - self.c_elo[k], self.c_ehi[k] - x) * self.c_inv[k]
-                    pen = np.where(np.isnan(pen), 0.0, np.maximum(pen, 0.0))
-                    cpen[:, k] = _weighted(self.c_rw[k], pen if (inf or self.pmode == 1)
-                                           else np.power(pen, self.p))
-            else:
-                # the weight itself, which the kernels then read from the plan
-                # (PlanS.c_anymax) instead of these rows
-                cpen[:, k] = self.c_rw[k]
-        o = np.empty((n, self.mo), dtype=np.intc)
-        for k, a in enumerate(self.o_attr):
-            comp = self.components[a]
-            o[:, k] = _as_int32(self.nominal_codes(comp, nom[:, self.nom_pos[a]]),
-                                comp.n_values)
-        t = np.empty((n, self.mt), dtype=np.intc)
-        for k, a in enumerate(self.t_attr):
-            comp = self.components[a]
-            codes = self.nominal_codes(comp, nom[:, self.nom_pos[a]])
-            # every unseen code maps to row V in the kernel; keep distinct codes for equality
-            t[:, k] = _as_int32(codes, comp.n_values)
+                x = c[:, kmax]
+                pen = np.maximum(x - self.c_elo[kmax], self.c_ehi[kmax] - x) * self.c_inv[kmax]
+                pen = np.where(np.isnan(pen), 0.0, np.maximum(pen, 0.0))
+                cpen[:, kmax] = _weighted(self.c_rw[kmax], pen if (inf or self.pmode == 1)
+                                          else np.power(pen, self.p))
+        o = self._nominal_block(nom, self.o_attr, n)
+        # every unseen code maps to row V in the kernel; keep distinct codes for equality
+        t = self._nominal_block(nom, self.t_attr, n)
         e = np.empty((n, self.D))
         for k, a in enumerate(self.e_attr):
             comp = self.components[a]
@@ -328,6 +320,30 @@ class Plan:
             miss = np.isnan(vec).any(axis=1) if vec.size else np.zeros(n, bool)
             e[miss, lo] = np.nan
         return Rows(n, c, cpen, o, t, e)
+
+    def _nominal_block(self, nom, attrs, n):
+        """The kernels' int32 codes of the nominal attributes ``attrs`` (one block):
+        :meth:`nominal_codes` of each column."""
+        if not len(attrs):
+            return np.empty((n, 0), dtype=np.intc)
+        codes = np.asarray(np.take(nom, self.nom_pos[attrs], axis=1), dtype=np.int64)
+        sym = [k for k, a in enumerate(attrs) if self.components[a].policy == SYMBOL]
+        if sym:
+            # the symbol is the last learned value
+            V = np.array([self.components[attrs[k]].n_values - 1 for k in sym], np.int64)
+            x = codes[:, sym]
+            codes[:, sym] = np.where(x < 0, V, np.where(x >= V, x + 1, x))
+        return _as_int32(codes)
+
+    def _check_scaled_block(self, c, v):
+        """:meth:`_check_scaled` of the continuous block ``c`` (scaled) made from ``v``,
+        naming the first column that overflowed."""
+        bad = np.isinf(c) & ~np.isinf(v)
+        if bad.any():
+            k = int(np.flatnonzero(bad.any(axis=0))[0])
+            a = self.c_attr[k]
+            self._check_scaled(c[:, k], v[:, k], a, "scaled towards the spread δ = %r"
+                               % self.components[a].delta)
 
     def _check_scaled(self, scaled, raw, a, how):
         """Refuse values whose scaled form overflowed (infinite where the input is not)."""
@@ -389,7 +405,7 @@ def _pow_finite(x, e):
         return False
 
 
-def _as_int32(codes, n_values):
+def _as_int32(codes):
     if codes.size and codes.max() > np.iinfo(np.int32).max:
         raise ValueError("more than 2**31 distinct nominal values in one column")
     return codes.astype(np.intc)

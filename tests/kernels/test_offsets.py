@@ -166,6 +166,17 @@ def test_overflowing_scaled_value_names_its_column():
         m.pairwise(np.array([[1e300]]))
 
 
+
+def test_overflowing_scaled_value_names_the_first_such_column():
+    """The continuous columns are scaled as one block: the error still names the first
+    column (in the fitted order) whose value overflowed, and the value that did."""
+    X = np.array([[0.0, 5e-300, 5e-300], [1.0, 6e-300, 6e-300]])
+    m = Metric("manhattan").fit(X)
+    with pytest.raises(ValueError, match="column '1': the value 2e\\+300 overflows float64"):
+        m.pairwise(np.array([[7.0, 2e300, 3e300], [8.0, 3e300, 4e300]]))
+    with pytest.raises(ValueError, match="column '2': the value 4e\\+300 overflows float64"):
+        m.pairwise(np.array([[7.0, 0.0, 0.0], [8.0, 1e-300, 4e300]]))
+
 def test_huge_values_whose_encoded_form_fits():
     """Near float64's largest value the encoded form x · 2^-1000 fits where x - min does
     not: the distance, and Weka's "max" penalty against a missing value, are finite."""
