@@ -209,7 +209,7 @@ def gemm_radius_select(
     tab: npt.NDArray[np.float32] | None = None,
 ) -> tuple[IntpArray, IntpArray, Float64Array]: ...
 def gemm_radius_lists(
-    qs: IntpArray, js: IntpArray, ds: Float64Array, nq: int
+    qs: IntpArray, js: IntpArray, ds: Float64Array, nq: int, n_threads: int = 1
 ) -> tuple[list[Float64Array], list[IntpArray]]: ...
 def pairwise(
     plan: CPlan,

@@ -11,13 +11,14 @@ import numpy as np
 cimport numpy as cnp
 cimport cython
 from cython.parallel cimport prange, parallel
-from libc.stdlib cimport malloc, free, realloc, qsort
+from libc.stdlib cimport malloc, free, realloc
 from libc.string cimport memcpy, memset
 from libc.math cimport INFINITY, isnan, fabs, fma, fmax, sqrt, pow
 
 from hdist._kernels.plan cimport *
 from hdist._kernels.plan import _c, _region_rows, _threads_for, SAFE_RANGE
 from hdist._kernels.ctile cimport *
+from hdist._kernels.tiles cimport sort_hits
 
 cnp.import_array()
 

@@ -393,67 +393,14 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
         free(owner)
 
 
-cdef void _sort_hits(Hit* a, Hit* tmp, intp n) noexcept nogil:
-    """Sort ``a[0:n]`` by (distance, index): insertion sort on runs of 16, then bottom-up
-    merges through ``tmp`` (n entries), comparisons inlined (``qsort``'s indirect calls
-    cost most of the time on the short lists of a radius search)."""
-    cdef intp lo, hi, i, j, w, m, e, x, y, k
-    cdef Hit h
-    cdef Hit* src = a
-    cdef Hit* dst = tmp
-    cdef Hit* sw
-    for lo in range(0, n, 16):
-        hi = lo + 16 if lo + 16 < n else n
-        for i in range(lo + 1, hi):
-            h = a[i]
-            j = i - 1
-            while j >= lo and _before(h.d, h.j, a[j].d, a[j].j):
-                a[j + 1] = a[j]
-                j = j - 1
-            a[j + 1] = h
-    w = 16
-    while w < n:
-        lo = 0
-        while lo < n:
-            m = lo + w if lo + w < n else n
-            e = lo + 2 * w if lo + 2 * w < n else n
-            x = lo
-            y = m
-            k = lo
-            while x < m and y < e:
-                if _before(src[y].d, src[y].j, src[x].d, src[x].j):
-                    dst[k] = src[y]
-                    y = y + 1
-                else:
-                    dst[k] = src[x]
-                    x = x + 1
-                k = k + 1
-            while x < m:
-                dst[k] = src[x]
-                x = x + 1
-                k = k + 1
-            while y < e:
-                dst[k] = src[y]
-                y = y + 1
-                k = k + 1
-            lo = e
-        sw = src
-        src = dst
-        dst = sw
-        w = 2 * w
-    if src != a:
-        for i in range(n):
-            a[i] = src[i]
-
-
 @cython.boundscheck(HDIST_DEBUG)
 @cython.wraparound(False)
 def gemm_radius_lists(const intp[::1] qs, const intp[::1] js, const double[::1] ds,
-                      intp nq):
+                      intp nq, int n_threads=1):
     """The hits ``(query, index, distance)`` of :func:`gemm_radius_select`, in any order,
     as :func:`radius` returns them: two lists of ``nq`` arrays (distances, indices), each
-    query's sorted by (distance, index)."""
-    cdef intp n = qs.shape[0], h, q
+    query's sorted by (distance, index), the queries shared by ``n_threads``."""
+    cdef intp n = qs.shape[0], h, q, qq
     cdef Hit* buf
     if js.shape[0] != n or ds.shape[0] != n:
         raise ValueError("qs, js and ds must have the same length")
@@ -471,7 +418,7 @@ def gemm_radius_lists(const intp[::1] qs, const intp[::1] js, const double[::1] 
     for q in range(nq):
         st[q + 1] += st[q]
     ps[:] = st
-    buf = <Hit*> malloc(2 * max(1, n) * sizeof(Hit))
+    buf = <Hit*> malloc(max(1, n) * sizeof(Hit))
     if buf == NULL:
         raise MemoryError("radius search ran out of memory")
     try:
@@ -481,8 +428,8 @@ def gemm_radius_lists(const intp[::1] qs, const intp[::1] js, const double[::1] 
                 buf[ps[q]].d = ds[h]
                 buf[ps[q]].j = js[h]
                 ps[q] += 1
-            for q in range(nq):
-                _sort_hits(&buf[st[q]], &buf[n + st[q]], st[q + 1] - st[q])
+            for qq in prange(nq, num_threads=max(1, n_threads), schedule="dynamic"):
+                sort_hits(&buf[st[qq]], st[qq + 1] - st[qq])
             for h in range(n):
                 Dv[h] = buf[h].d
                 Iv[h] = buf[h].j

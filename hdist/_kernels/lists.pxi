@@ -384,7 +384,7 @@ cdef int _radius_group(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q
     free(start)
     for q in range(q0, q1):
         if counts[q - q0] > 1:
-            qsort(bufs[q - q0], counts[q - q0], sizeof(Hit), _cmp_hit)
+            sort_hits(bufs[q - q0], counts[q - q0])
     return 0
 
 

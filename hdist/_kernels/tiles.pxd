@@ -1,6 +1,6 @@
 # cython: language_level=3
 """The tile kernel for the other compiled modules (the trees' leaves), and the radius
-searches' hits taken into arrays."""
+searches' hits sorted and taken into arrays."""
 from hdist._kernels.plan cimport Hit, PlanS, RowsS, intp
 
 
@@ -16,6 +16,9 @@ ctypedef struct AttrRows:
 cdef int tile_block(const void* view, const PlanS* P, const RowsS* Q, intp q,
                     const AttrRows* R, intp j0, intp nb, double bound,
                     double* s) noexcept nogil
+
+
+cdef void sort_hits(Hit* a, intp n) noexcept nogil
 
 
 cdef int _take_hits(Hit** bufs, intp* counts, intp nb, list out_d, list out_i) except -1

@@ -690,7 +690,7 @@ cdef int radius_chunk(const QueryS* S, intp q0, intp q1, Hit** hits, intp* nhits
                 sp += 1
         cnt[q] = c
         if nhits[q - hoff] > 1:
-            qsort(hits[q - hoff], nhits[q - hoff], sizeof(Hit), _cmp_hit)
+            sort_hits(hits[q - hoff], nhits[q - hoff])
     free(snode)
     free(sdq)
     free(bm)

@@ -48,9 +48,9 @@ from libc.stdint cimport uint64_t
 
 from hdist._kernels.plan cimport (PlanS, RowsS, CPlan, CRows, TieList, TieLists, intp,
                                   tie_add, tie_displaced, pw, acc, pair_reduced,
-                                  finalize, reduced_bound, true_of, Hit, _cmp_hit,
+                                  finalize, reduced_bound, true_of, Hit,
                                   _hit_push)
-from hdist._kernels.tiles cimport AttrRows, tile_block, _take_hits
+from hdist._kernels.tiles cimport AttrRows, tile_block, _take_hits, sort_hits
 from hdist._kernels.tiles import TILE_ROWS, tile_view
 
 cnp.import_array()

@@ -645,4 +645,4 @@ def radius(plan, Q, R, cQ, cR, r, n_threads, exclude_self=False, self_offset=0,
         qs, js, ds = (np.concatenate(z) for z in zip(*found))
     else:
         qs, js, ds = np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)
-    return gemm_radius_lists(qs, js, ds, nq)
+    return gemm_radius_lists(qs, js, ds, nq, n_threads)
