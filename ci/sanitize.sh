@@ -80,7 +80,7 @@ print_versions "$PY"
 TESTS=(tests/kernels/test_foundation.py tests/kernels/test_gemm_tiles.py
        tests/kernels/test_trees.py tests/kernels/test_tile.py tests/kernels/test_extreme_p.py
        tests/kernels/test_tile_ignore.py tests/kernels/test_power.py
-       tests/kernels/test_memory.py tests/kernels/test_pam.py
+       tests/kernels/test_memory.py tests/kernels/test_pam.py tests/kernels/test_gemm_lists.py
        tests/search/test_gemm.py tests/search/test_ties.py tests/search/test_concurrency.py
        tests/search/test_properties.py tests/search/test_ivf.py tests/faces/test_bad_input.py)
 if [ -n "${SANITIZE_TESTS:-}" ]; then
