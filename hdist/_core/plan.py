@@ -271,8 +271,7 @@ class Plan:
         """Schema codes -> codes for the kernels ("symbol": missing becomes a value)."""
         codes = np.asarray(codes, dtype=np.int64)
         if comp.policy == SYMBOL:
-            V = comp.n_values - 1  # the symbol is the last learned value
-            return np.where(codes < 0, V, np.where(codes >= V, codes + 1, codes))
+            return _symbol_codes(codes, comp.n_values - 1)
         return codes
 
     def encode(self, cont, nom):
@@ -282,7 +281,6 @@ class Plan:
         operations rather than a few per attribute."""
         n = cont.shape[0] if cont.ndim == 2 else nom.shape[0]
         inf = self.pmode == 0
-        comps = self.components
         # (np.take: C-contiguous blocks, as the kernels read them; cont[:, idx] is not)
         v = np.take(cont, self.cont_pos[self.c_attr], axis=1) if self.mc else np.empty((n, 0))
         with np.errstate(over="ignore", invalid="ignore"):
@@ -294,7 +292,7 @@ class Plan:
         # the weight itself, which the kernels then read from the plan (PlanS.c_anymax)
         # instead of these rows, where the policy is not "max"
         cpen[...] = self.c_rw
-        kmax = np.array([comps[a].policy == MAX for a in self.c_attr], dtype=bool)
+        kmax = self.c_max
         if kmax.any():
             # Weka's penalty max(x - min, max - x) / δ in encoded units, as the pair terms:
             # it overflows only where the encoded value itself would
@@ -329,10 +327,8 @@ class Plan:
         codes = np.asarray(np.take(nom, self.nom_pos[attrs], axis=1), dtype=np.int64)
         sym = [k for k, a in enumerate(attrs) if self.components[a].policy == SYMBOL]
         if sym:
-            # the symbol is the last learned value
             V = np.array([self.components[attrs[k]].n_values - 1 for k in sym], np.int64)
-            x = codes[:, sym]
-            codes[:, sym] = np.where(x < 0, V, np.where(x >= V, x + 1, x))
+            codes[:, sym] = _symbol_codes(codes[:, sym], V)
         return _as_int32(codes)
 
     def _check_scaled_block(self, c, v):
@@ -403,6 +399,13 @@ def _pow_finite(x, e):
         return math.isfinite(math.pow(x, e))
     except OverflowError:
         return False
+
+
+def _symbol_codes(codes, V):
+    """Codes under the "symbol" policy: missing (< 0) becomes ``V``, the last learned value
+    (the symbol), and the unseen codes from ``V`` on move up by one (``V`` one value per
+    column, or an array of them for a block of columns)."""
+    return np.where(codes < 0, V, np.where(codes >= V, codes + 1, codes))
 
 
 def _as_int32(codes):
