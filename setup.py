@@ -3,6 +3,7 @@
 OpenMP is required: a build without it fails unless ``HDIST_ALLOW_NO_OPENMP=1``
 is set.  ``HDIST_DEBUG=1`` builds with Cython bounds checks, ``-O0 -g``.
 ``HDIST_SANITIZE=1`` adds AddressSanitizer and UndefinedBehaviorSanitizer (gcc/clang).
+``HDIST_MODULES=pam,trees`` builds only the modules named (a development rebuild).
 On Linux the modules are linked without their debugging information (a quarter of the
 size; symbol names stay, so profilers still name the functions) unless
 ``HDIST_KEEP_DEBUG=1`` (or one of the two above) is set.
@@ -26,6 +27,9 @@ KEEP_DEBUG = DEBUG or SANITIZE or os.environ.get("HDIST_KEEP_DEBUG", "0") == "1"
 #: the compiled modules (hdist/_kernels/<name>.pyx), their C headers and included sources
 KDIR = os.path.join("hdist", "_kernels")
 MODULES = ["plan", "tiles", "gemm", "pam", "trees"]
+if os.environ.get("HDIST_MODULES"):
+    # a development rebuild of some modules only (``HDIST_MODULES=pam,trees``)
+    MODULES = [m for m in MODULES if m in os.environ["HDIST_MODULES"].split(",")]
 HEADERS = ["tile.h", "tile_body.h", "gemm_body.h", "scan_body.h", "pw.h", "gemm_scan.h", "openmp.h"]
 INCLUDED = ["plan.pxd", "tiles.pxd", "ctile.pxd", "gemm_search.pxi", "tree_query.pxi",
             "lists.pxi"]
