@@ -18,6 +18,23 @@ def loss_of(D, med, w=None):
     return float(dmin.sum() if w is None else dmin @ w)
 
 
+def swap_losses(D, med, w=None):
+    """``L[i, j]``: the loss ``Σ_o w_o min(min_{l != i} D[med_l, o], D[j, o])`` of the
+    medoids ``med`` with slot ``i`` given to row ``j`` (``inf`` where ``j`` is a medoid),
+    every single swap from its definition."""
+    D = np.asarray(D, dtype=np.float64)
+    med = np.asarray(med)
+    n, k = D.shape[1], med.size
+    w = np.ones(n) if w is None else np.asarray(w, dtype=np.float64)
+    L = np.empty((k, D.shape[0]))
+    for i in range(k):
+        rest = np.delete(D[med], i, axis=0)
+        keep = rest.min(axis=0) if k > 1 else np.full(n, np.inf)
+        L[i] = np.minimum(keep[None, :], D) @ w
+    L[:, med] = np.inf
+    return L
+
+
 def eager_swaps(D, med, order, w=None, max_iter=100):
     """Returns ``(medoids by slot, loss, passes, swaps)``."""
     med = np.array(med, dtype=np.intp)

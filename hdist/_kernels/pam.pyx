@@ -9,6 +9,7 @@ cimport numpy as cnp
 cimport cython
 from cython.parallel cimport prange
 from libc.stdlib cimport malloc, free
+from libc.string cimport memcpy
 from libc.math cimport INFINITY
 from hdist._kernels.plan cimport intp
 
@@ -22,8 +23,10 @@ cnp.import_array()
 # when medoid i goes.  The change of the loss when row j replaces medoid i is then
 #   removal[i] + delta_j[i] + acc_j,
 # with acc_j and delta_j one pass over the distance row d(j, .).  A swap that lowers the loss
-# is made at once (eager).  Every sum runs over o in index order on one thread, so a result
-# depends only on the data, the initial medoids and the order of the candidates.
+# is made at once (eager) when the loss recomputed over the new assignment is lower; a swap
+# whose change was negative only by rounding (the recomputed loss not lower) is undone and the
+# search goes on.  Every sum runs over o in index order on one thread, so a result depends
+# only on the data, the initial medoids and the order of the candidates.
 
 cdef void _pam_removal(intp n, intp k, const intp* near, const double* dn, const double* ds,
                        const double* w, double* removal) noexcept nogil:
@@ -198,19 +201,22 @@ def pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand
     included (positive for a row with missing values, as in :func:`pam_assign`); ``Dm`` the
     medoids' rows, ``med`` their row indices, ``near/seco/dn/ds`` the assignment of
     :func:`pam_assign`, ``w`` the row weights (empty: all 1), ``loss`` ``[1]`` the current
-    loss.  ``state = [visited since the last swap, swaps]``.  Stops early once ``n_visit``
-    candidates in a row brought no swap (a local optimum) or when a swap fails to lower the
-    recomputed loss (rounding); returns how many candidates of ``cand`` were used.
+    loss.  ``state = [visited since the last swap, swaps]``.  A swap is kept when the loss
+    recomputed after it is lower than the current loss; otherwise (a change negative only by
+    rounding) the medoid, its row of ``Dm`` and the assignment are restored bit for bit and
+    the candidate counts as visited without a swap.  Stops early once ``n_visit`` candidates
+    in a row brought no swap (a local optimum); returns how many candidates of ``cand`` were
+    used.
 
     With ``n_threads > 1`` the changes of the next few candidates are computed in parallel
     against the current medoids and taken in order; after a swap the rest of the batch is
-    computed again, so the swaps made are those of one thread, whatever ``n_threads``."""
+    computed again (an undone swap leaves the state as it was, so the batch goes on), so the
+    swaps made are those of one thread, whatever ``n_threads``."""
     cdef intp k = Dm.shape[0], n = Dm.shape[1], T = cand.shape[0]
     cdef intp since = state[0], nswap = state[1]
-    cdef intp pos = 0, t, nb, j, used, bmax, bcur
+    cdef intp pos = 0, t, nb, j, used, bmax, bcur, b, old
     cdef double cur = loss[0], new
     cdef const double* wp = &w[0] if w.shape[0] else NULL
-    cdef bint stop = False
     if med.shape[0] != k or near.shape[0] != n or seco.shape[0] != n or dn.shape[0] != n \
             or ds.shape[0] != n or (wp != NULL and w.shape[0] != n) or rows.shape[0] != T \
             or D.shape[1] != n or loss.shape[0] != 1 or state.shape[0] != 2:
@@ -226,14 +232,19 @@ def pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand
     cdef double* chg = <double*>malloc(bmax * sizeof(double))
     cdef intp* slot = <intp*>malloc(bmax * sizeof(intp))
     cdef unsigned char* skip = <unsigned char*>malloc(bmax)
-    if removal == NULL or delta == NULL or chg == NULL or slot == NULL or skip == NULL:
+    # what a swap changes, kept to undo it: the medoid's row of Dm and the assignment
+    cdef double* keep_d = <double*>malloc(3 * max(n, 1) * sizeof(double))
+    cdef intp* keep_i = <intp*>malloc(2 * max(n, 1) * sizeof(intp))
+    if removal == NULL or delta == NULL or chg == NULL or slot == NULL or skip == NULL \
+            or keep_d == NULL or keep_i == NULL:
         free(removal); free(delta); free(chg); free(slot); free(skip)
+        free(keep_d); free(keep_i)
         raise MemoryError()
     bcur = n_threads
     try:
         with nogil:
             _pam_removal(n, k, &near[0], &dn[0], &ds[0], wp, removal)
-            while pos < T and since < n_visit and not stop:
+            while pos < T and since < n_visit:
                 nb = min(bcur, T - pos, n_visit - since)
                 for t in range(nb):   # a medoid is not a candidate
                     j = cand[pos + t]
@@ -254,13 +265,26 @@ def pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand
                     if skip[t] or not chg[t] < 0.0:
                         continue
                     j = cand[pos + t]
-                    new = _pam_swap(&D[rows[pos + t], 0], n, k, slot[t], j, &Dm[0, 0], &med[0],
+                    b = slot[t]
+                    old = med[b]
+                    memcpy(keep_d, &Dm[b, 0], n * sizeof(double))
+                    memcpy(keep_d + n, &dn[0], n * sizeof(double))
+                    memcpy(keep_d + 2 * n, &ds[0], n * sizeof(double))
+                    memcpy(keep_i, &near[0], n * sizeof(intp))
+                    memcpy(keep_i + n, &seco[0], n * sizeof(intp))
+                    new = _pam_swap(&D[rows[pos + t], 0], n, k, b, j, &Dm[0, 0], &med[0],
                                     &near[0], &seco[0], &dn[0], &ds[0], wp)
+                    if not new < cur:   # negative only by rounding: undone, not the end
+                        med[b] = old
+                        memcpy(&Dm[b, 0], keep_d, n * sizeof(double))
+                        memcpy(&dn[0], keep_d + n, n * sizeof(double))
+                        memcpy(&ds[0], keep_d + 2 * n, n * sizeof(double))
+                        memcpy(&near[0], keep_i, n * sizeof(intp))
+                        memcpy(&seco[0], keep_i + n, n * sizeof(intp))
+                        continue
                     nswap = nswap + 1
                     since = 1
                     used = t + 1
-                    if not new < cur:
-                        stop = True
                     cur = new
                     _pam_removal(n, k, &near[0], &dn[0], &ds[0], wp, removal)
                     break
@@ -271,7 +295,8 @@ def pam_swaps(const double[:, ::1] D, const intp[::1] rows, const intp[::1] cand
                 pos = pos + used
     finally:
         free(removal); free(delta); free(chg); free(slot); free(skip)
-    state[0] = n_visit if stop else since
+        free(keep_d); free(keep_i)
+    state[0] = since
     state[1] = nswap
     loss[0] = cur
     return pos
