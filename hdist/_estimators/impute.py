@@ -211,6 +211,18 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
     of a query row, itself included when the query row is a training row: it never has
     the value being imputed, so it never donates it.
 
+    Rows with no attribute in common.  In scikit-learn's setting -- ``attribute_weights=
+    None, shrinkage=0`` with the ``"ignore"`` policy on every attribute of positive
+    weight (``metric="euclidean", metric_params={"normalization": "none"}`` then gives
+    scikit-learn's values) -- a training row observed on none of the attributes of
+    positive weight that the row to fill has is never its donor: the pair has no distance
+    (scikit-learn's ``nan_euclidean`` gives it NaN and leaves it out), where the metric
+    gives it the distance of every term equal to 1 (``sqrt(m)`` with p = 2 and unit
+    weights: nearer than most real distances on unscaled data).  The cell takes the
+    ``min(k, d)`` nearest of the ``d`` donors left, and the column's ``statistics_`` value
+    when none is left.  In every other setting each training row that has the column may
+    be a donor, such a pair at that distance.
+
     A pandas Series is refused (``ValueError``), as scikit-learn refuses a 1-D array: a
     Series may be one column or one row, so pass ``series.to_frame()`` (one column) or
     ``series.to_frame().T`` (one row).
@@ -548,15 +560,39 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         else:
             groups = [(np.array([j]), ix, pos) for j, (ix, pos) in
                       enumerate(self._column_index)]
+        common = self._common_attributes()
+        share = None if common is None else (np.packbits(~missing[:, common], axis=1),
+                                             np.packbits(self._present[:, common], axis=1))
         for cols, index, pos in groups:
-            self._impute_group(X, missing, blank, cols, index, pos, out)
+            self._impute_group(X, missing, blank, cols, index, pos, out, share)
         return {j: (np.concatenate(r), np.concatenate(v)) for j, (r, v) in out.items() if r}
 
-    def _impute_group(self, X, missing, blank, cols, index, pos, out):
+    def _common_attributes(self):
+        """Scikit-learn's donor rule (one search for all columns, no shrinkage) under the
+        "ignore" policy on every attribute of positive weight: the mask of those
+        attributes, a pair of rows having a distance only when one of them is observed in
+        both; a training row with none of them in common with the row to fill is then no
+        donor (class notes).  None otherwise: the rule is off, or every pair has a
+        distance."""
+        if self._column_index is not None or float(self.shrinkage) != 0.0:
+            return None
+        plan = self.metric_.plan_
+        common = np.zeros(self.n_features_in_, dtype=bool)
+        for comp, w in zip(plan.components, plan.weights):
+            if w > 0.0:
+                if comp.policy != "ignore":
+                    return None
+                common[comp.col] = True
+        return common
+
+    def _impute_group(self, X, missing, blank, cols, index, pos, out, share=None):
         """Impute the missing cells of columns ``cols`` of ``X`` from the donors ``index``
         finds (its rows are the training rows ``pos``; None: all of them), appending to
         ``out``.  A query row's neighbor list is widened (doubled) until it holds the
-        donors each of its missing columns needs."""
+        donors each of its missing columns needs.  ``share``: the packed masks of the
+        attributes observed in the rows of ``X`` and in the training rows, among those
+        of :meth:`_common_attributes` (None: every listed row that has the column is a
+        donor); a cell with no donor left gets the column's statistic."""
         rows = np.flatnonzero(missing[:, cols].any(axis=1) & ~blank)
         if not rows.size:
             return
@@ -577,6 +613,8 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
                 j = cols[t]
                 sel = np.flatnonzero(todo[:, t])
                 has = self._present[ind[sel], j]
+                if share is not None:       # no donor without an attribute in common
+                    has &= (share[0][rows[sel]][:, None, :] & share[1][ind[sel]]).any(axis=2)
                 if self._mass is None:
                     done = has.sum(axis=1) >= need[j]
                 else:       # k copies listed, or every donor of the column
@@ -585,8 +623,16 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
                 done |= width >= n
                 ok = sel[done]
                 if ok.size:
-                    out[j][0].append(rows[ok])
-                    out[j][1].append(self._combine(j, dist[ok], ind[ok], has[done], need[j]))
+                    # fewer donors than needed only where the whole table was listed
+                    hd = has[done]
+                    got = np.minimum(hd.sum(axis=1), need[j]) if self._mass is None else \
+                        np.where(hd.any(axis=1), need[j], 0)
+                    for c in np.unique(got):
+                        g = got == c
+                        out[j][0].append(rows[ok[g]])
+                        out[j][1].append(
+                            np.full(int(g.sum()), self._stat_codes[j]) if c == 0 else
+                            self._combine(j, dist[ok[g]], ind[ok[g]], hd[g], int(c)))
                     todo[ok, t] = False
                 again[sel[~done]] = True
             rows, todo = rows[again], todo[again]

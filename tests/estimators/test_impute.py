@@ -123,13 +123,15 @@ def ref_attribute_weights(train, base=None):
 
 
 def reference_impute(ref, train, queries, k, weights="uniform", continuous="mean",
-                     shrinkage=0.0, column_refs=None):
+                     shrinkage=0.0, column_refs=None, in_common=False):
     """``{(row, column): value}`` for every missing cell of ``queries``; a value is a
     float (continuous) or a set of acceptable labels (nominal).  ``column_refs[j]``: the
     reference metric whose distances choose the donors of column ``j`` (default ``ref``).
     ``shrinkage`` s: the donors' weights scaled to sum to min(k, donors), then a nominal
     column's votes get ``s`` times its label frequencies, a continuous column one more
-    donor of weight ``s`` with its mean (median)."""
+    donor of weight ``s`` with its mean (median).  ``in_common``: a training row observed
+    on none of the attributes the query row has is no donor (scikit-learn's rule); a cell
+    left with no donor gets the column's mean, median or mode."""
     trows, qrows = train.rows(), queries.rows()
     R = {}
     out = {}
@@ -141,7 +143,11 @@ def reference_impute(ref, train, queries, k, weights="uniform", continuous="mean
             col = train.columns[j]
             donors = [t for t in range(train.n) if not is_missing(col[t])]
             observed = [plain(col[t]) for t in donors]
-            if blank:       # the column's mean, median or mode
+            if in_common:
+                donors = [t for t in donors if any(
+                    not is_missing(row[a]) and not is_missing(trows[t][a])
+                    for a in range(train.m))]
+            if blank or not donors:     # the column's mean, median or mode
                 if train.kinds[j] == NOMINAL:
                     out[i, j] = ref_mode(observed, [1.0] * len(observed))
                 else:
@@ -420,6 +426,93 @@ def test_equals_scikit_learn_on_numbers(weights, k):
     assert list(impI.get_feature_names_out()) == list(skI.get_feature_names_out())
 
 
+def sparse_numeric_data(seed, n=80, m=4, nq=60, p_missing=0.55):
+    """Unscaled numbers (spreads of 10 to 500) with most cells missing, so that many pairs
+    of rows have no coordinate in common."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n + nq, m)) * rng.uniform(10, 500, size=m)
+    X[rng.random(X.shape) < p_missing] = np.nan
+    X[X.shape[0] - 1] = np.nan      # a blank query row
+    return X[:n], X[n:]
+
+
+@pytest.mark.parametrize("weights", ["uniform", "distance"])
+@pytest.mark.parametrize("k", [1, 3, 6])
+def test_scikit_learn_setting_never_uses_a_donor_with_nothing_in_common(weights, k):
+    """In the setting that gives scikit-learn's values, a training row that shares no
+    observed attribute with the row to fill is never its donor: scikit-learn's
+    ``nan_euclidean`` gives such a pair no distance and leaves it out, fewer than ``k``
+    donors then filling the cell, or the column's mean when none is left.  hdist used to
+    take it at the "ignore" policy's distance of a pair with nothing known (every term 1:
+    ``sqrt(m)``), nearer than any real distance on unscaled data."""
+    from sklearn.metrics.pairwise import nan_euclidean_distances
+    X, Q = sparse_numeric_data(k)
+    sk = SkKNNImputer(n_neighbors=k, weights=weights).fit(X)
+    imp = KNNImputer(n_neighbors=k, weights=weights, metric="euclidean",
+                     metric_params={"normalization": "none"}, **OLD).fit(X)
+    for data in (Q, X):
+        # such pairs are there: a row to fill and a donor of its column with no distance
+        D = nan_euclidean_distances(data, X)
+        hole = np.isnan(data) & ~np.isnan(data).all(axis=1, keepdims=True)
+        assert any(np.isnan(D[np.ix_(hole[:, j], ~np.isnan(X[:, j]))]).any()
+                   for j in range(X.shape[1]))
+        np.testing.assert_allclose(imp.transform(data), sk.transform(data), rtol=1e-9)
+    np.testing.assert_allclose(imp.fit_transform(X), sk.fit_transform(X), rtol=1e-9)
+
+
+@pytest.mark.parametrize("preset,params,k,weights,continuous,new,rule", [
+    ("heom", {}, 6, "uniform", "mean", OLD, True),
+    ("heom", {}, 4, "distance", "median", OLD, True),
+    ("gower", {}, 5, "uniform", "mean", OLD, True),
+    ("heom", {}, 6, "uniform", "mean", dict(attribute_weights=None, shrinkage=1.0), False),
+    ("heom", {}, 6, "uniform", "mean", {}, False),
+    ("heom", {"missing": "one"}, 6, "uniform", "mean", OLD, False),
+])
+def test_donors_with_nothing_in_common_on_mixed_frames(preset, params, k, weights,
+                                                      continuous, new, rule):
+    """Scikit-learn's rule on mixed frames: with ``attribute_weights=None, shrinkage=0``
+    under the "ignore" policy, a training row observed on none of the attributes of the row
+    to fill is never its donor (a row that shares none with any donor of the column gets
+    the column's mean or mode); the other settings keep every donor (with per-column
+    weights or shrinkage the donors' pull is weighed otherwise, and under "one" every pair
+    has a distance).  Small tables with 60 % of the cells missing: many rows have fewer
+    than ``k`` donors with an attribute in common."""
+    train, queries = S.random_table(7, 24, MIXED, p_missing=0.6, n_queries=40)
+    y = S.random_labels(7, train.n)
+    imp = KNNImputer(n_neighbors=k, weights=weights, metric=preset, continuous=continuous,
+                     metric_params=dict(params, nominal=train.nominal_names(),
+                                        continuous="rest"), **new)
+    imp.fit(train.frame(), y)
+    ref = reference_metric(preset, train.kinds, **{"missing": "ignore", **params}).fit(
+        train.columns, y)
+    refs = column_references(preset, train, y, params, new.get("attribute_weights", "mi"))
+    seen = 0
+    for table in (queries, train):
+        out = imp.transform(table.frame())
+        want = reference_impute(ref, train, table, k, weights, continuous,
+                                new.get("shrinkage", SHRINKAGE), refs, in_common=rule)
+        check_against_reference(out, want, table)
+        if rule:    # the reference without the rule differs in some cells
+            other = reference_impute(ref, train, table, k, weights, continuous, 0.0, refs)
+            seen += sum(other[c] != want[c] for c in want)
+    assert seen > 0 or not rule
+
+
+def test_integer_weights_with_donors_with_nothing_in_common():
+    """A training row of integer weight m imputes as m copies of it in scikit-learn's
+    setting too, where donors with nothing in common are left out."""
+    train, queries = S.random_table(5, 30, MIXED, p_missing=0.6, n_queries=30)
+    sw = np.random.default_rng(5).integers(0, 4, size=train.n)
+    rows = np.repeat(np.arange(train.n), sw)
+    est = dict(n_neighbors=5, metric_params={"nominal": train.nominal_names(),
+                                             "continuous": "rest"}, **OLD)
+    a = KNNImputer(**est).fit(train.frame(), sample_weight=sw)
+    b = KNNImputer(**est).fit(train.take(rows).frame())
+    for table in (queries, train):
+        pd.testing.assert_frame_equal(a.transform(table.frame()), b.transform(table.frame()),
+                                      check_exact=False, rtol=1e-12, atol=1e-12)
+
+
 # ----------------------------------------------------------------------------------------
 # dtypes, categories, output shape
 
@@ -597,7 +690,7 @@ def test_sklearn_compatible(estimator, check, monkeypatch):
 
 
 def test_api_example():
-    """The example of docs/api.md, worked by hand.  hdist 0.1's rule: row 1's donors for
+    """The example of docs/guide/imputation.md, worked by hand.  hdist 0.1's rule: row 1's donors for
     ``job`` are rows 0 (Gower distance 0.468) and 3 (0.731); "tech" and "admin" tie,
     "admin" sorts first.  The defaults: the same donors (each column's search weighs the
     other two equally here), then 4 pseudo-donors of the prior: ``job`` gets 1 + 4 · 2/3
