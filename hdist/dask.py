@@ -22,7 +22,7 @@ on every worker.
 >>> from distributed import Client
 >>> client = Client("tcp://scheduler-address:8786")              # doctest: +SKIP
 >>> clf = hdist.KNeighborsClassifier(metric="hvdm").fit(X, y)     # doctest: +SKIP
->>> labels = hdist.dask.predict(clf, dd.read_parquet("s3://bucket/queries/"))  # +SKIP
+>>> labels = hdist.dask.predict(clf, dd.read_parquet("s3://bucket/queries/"))  # doctest: +SKIP
 >>> labels.to_parquet("s3://bucket/labels/")                      # doctest: +SKIP
 """
 from __future__ import annotations

@@ -161,7 +161,7 @@ def neighbor_distances(distances, *, ranks=None, bins=30, ax=None):
     >>> dist, _ = hdist.Metric("hvdm").fit(X, y).kneighbors(X, 3)
     >>> ax = hdist.plot.neighbor_distances(dist)
     >>> ax.get_xlabel()  # doctest: +ELLIPSIS
-    '...distance...' 
+    '...distance...'
     """
     D = np.asarray(distances, dtype=np.float64)
     if D.ndim == 1:

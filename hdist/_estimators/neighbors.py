@@ -205,7 +205,7 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
         return_distance : bool, default=True
         progress : None, bool or callable, default=None
             ``True`` (a tqdm bar) or a callable receiving ``(done, total)`` query rows
-            after each block, and a final ``(total, total)`` (docs/api.md, "Progress").
+            after each block, and a final ``(total, total)`` (docs/guide/threads.md, "Progress").
 
         Returns
         -------
@@ -285,7 +285,7 @@ class NearestNeighbors(_NeighborsBase):
         """Fit the metric (with ``y`` when given, for metrics that learn from classes)
         and index the rows of ``X``.  ``progress``: ``True`` (tqdm bars) or a callable
         receiving ``(done, total)`` for the metric's fit and the tree build
-        (docs/api.md, "Progress")."""
+        (docs/guide/threads.md, "Progress")."""
         self._fit_index(X, None if y is None else column_or_1d(y, warn=True),
                         progress=progress)
         return self

@@ -241,7 +241,7 @@ class NeighborsIndex:
         (means per query) and ``lists_probed_per_query``, ``rows_scanned_per_query``;
         after :meth:`kneighbors` also ``phases``, the call's seconds per phase:
         ``encode``, ``decide``, ``build``, ``tables``, ``kernel`` (the only parallel one),
-        ``heaps`` and ``total`` (:data:`hdist._core.progress.PHASES`, docs/api.md).
+        ``heaps`` and ``total`` (:data:`hdist._core.progress.PHASES`, docs/guide/threads.md).
     n_lists_, n_probe_ : int
         ``"ivf"``: lists built, and lists probed per query (settable, at most
         ``n_lists_``).

@@ -680,9 +680,9 @@ class Metric:
         skips training row ``i`` for query row ``i`` (``Q`` must then be the training
         rows).  ``progress``: ``True`` (a tqdm
         bar) or a callable receiving ``(done, total)`` query rows after each block of
-        queries, and a final ``(total, total)`` (docs/api.md, "Progress").  Afterwards
+        queries, and a final ``(total, total)`` (docs/guide/threads.md, "Progress").  Afterwards
         ``search_`` says which search ran and why, and ``search_["phases"]`` the call's
-        seconds per phase (:func:`search_record`; docs/api.md)."""
+        seconds per phase (:func:`search_record`; docs/guide/threads.md)."""
         d, i = self._kneighbors(Q, k, exclude_self, n_jobs, progress)
         return (d, i) if return_distance else i
 
