@@ -15,19 +15,26 @@ Subcommands:
     The bundled datasets, or the description and citation of one.
 
 Exit status: 0 on success, 2 for a usage error (bad option or value), 1 when a file or
-its columns cannot be used.
+its columns cannot be used, or the job fails (out of memory, a write error); 130 after
+SIGINT (Ctrl-C), 143 after SIGTERM.  Outputs are atomic: each is written to a temporary
+file beside its final name and renamed into place only once the whole job succeeded, so a
+failed or interrupted run leaves no output and a previous file under that name untouched.
 """
 from __future__ import annotations
 
 import argparse
 import contextlib
 import csv
+import io
 import json
 import math
 import os
+import signal
 import sys
+import tempfile
 import threading
 import time
+import warnings
 
 import numpy as np
 
@@ -35,6 +42,8 @@ from ._search import votes as _knn
 
 EXIT_DATA = 1
 EXIT_USAGE = 2
+EXIT_SIGINT = 128 + signal.SIGINT
+EXIT_SIGTERM = 128 + signal.SIGTERM
 DEFAULT_CV_DATASETS = ("iris", "credit-a", "german", "credit_data")
 
 
@@ -44,6 +53,12 @@ class CLIError(Exception):
     def __init__(self, message, status=EXIT_DATA):
         super().__init__(message)
         self.status = status
+
+
+class Terminated(KeyboardInterrupt):
+    """SIGTERM received: raised in the main thread like Ctrl-C's ``KeyboardInterrupt``
+    (the compiled searches check for signals between blocks of rows), so the job stops
+    the same way and its outputs are removed."""
 
 
 # ----------------------------------------------------------------------------------------
@@ -128,9 +143,37 @@ def _clock(seconds):
 # parsing helpers
 
 
+#: the deepest nesting of lists and objects a ``--param`` value may have
+PARAM_DEPTH = 32
+
+
+def _json_depth(text):
+    """The deepest nesting of ``[`` / ``{`` in JSON text, brackets inside strings not
+    counted (a count over the characters: no recursion, whatever the depth)."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for ch in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif ch == "\\":
+                escaped = True
+            elif ch == '"':
+                in_string = False
+        elif ch == '"':
+            in_string = True
+        elif ch in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch in "]}":
+            depth -= 1
+    return deepest
+
+
 def parse_param(text):
     """``key=value`` -> ``(key, value)``; the value is read as JSON when it parses
-    (numbers, true/false/null, lists, dicts), ``inf`` as infinity, else kept as text."""
+    (numbers, true/false/null, lists, dicts), ``inf`` as infinity, else kept as text.
+    A value nested deeper than ``PARAM_DEPTH`` lists or objects is a usage error."""
     if "=" not in text:
         raise CLIError("--param takes key=value, got %r" % text, EXIT_USAGE)
     key, raw = text.split("=", 1)
@@ -140,8 +183,15 @@ def parse_param(text):
     raw = raw.strip()
     if raw.lower() in ("inf", "+inf", "infinity"):
         return key, math.inf
+    depth = _json_depth(raw)
+    if depth > PARAM_DEPTH:
+        raise CLIError("--param %s: the value nests %d levels of lists or objects; at most "
+                       "%d are read" % (key, depth, PARAM_DEPTH), EXIT_USAGE)
     try:
         return key, json.loads(raw)
+    except RecursionError:
+        raise CLIError("--param %s: the value nests too deeply to be read" % key,
+                       EXIT_USAGE)
     except ValueError:
         return key, raw
 
@@ -218,13 +268,97 @@ class Reading:
 
 
 def _csv_header(path, reading=None):
+    """The column names of a CSV file (plain, ``.gz``, ``.bz2`` or ``.xz``), or None for
+    another compression (read by pyarrow or pandas only)."""
     sep = (reading or Reading()).separator(path)
-    opener = open
-    if path.lower().endswith(".gz"):
+    name = path.lower()
+    if name.endswith(".gz"):
         import gzip
         opener = gzip.open
+    elif name.endswith(".bz2"):
+        import bz2
+        opener = bz2.open
+    elif name.endswith(".xz"):
+        import lzma
+        opener = lzma.open
+    elif name.endswith((".zst", ".zip")):
+        return None
+    else:
+        opener = open
     with opener(path, "rt", newline="", encoding="utf-8-sig") as fh:
         return next(csv.reader(fh, delimiter=sep), [])
+
+
+def _file_columns(path, what, reading=None):
+    """The column names of a CSV or Parquet file (None where only the reader can tell),
+    a CLIError when the file is missing or names a column twice."""
+    _check_file(path, what)
+    with _reading(path, what):
+        if _is_parquet(path):
+            import pyarrow.parquet as pq
+            names = pq.read_schema(path).names
+        else:
+            names = _csv_header(path, reading)
+    seen = set()
+    for i, c in enumerate(names or ()):
+        if c in seen:
+            raise CLIError("the %s file %r names the column %r twice (columns %d and %d of "
+                           "its header); give each column its own name"
+                           % (what, path, c, names.index(c) + 1, i + 1))
+        seen.add(c)
+    return names
+
+
+#: pyarrow's CSV block size (bytes) to begin with; a row longer than a block is read again
+#: with blocks 8 times larger, up to ``MAX_BLOCK_SIZE``
+BLOCK_SIZE = 1 << 20
+MAX_BLOCK_SIZE = 1 << 30
+
+
+def _larger_block(error, block):
+    """The next block size after pyarrow's "straddling object straddles two block
+    boundaries" (a row longer than the block), or None for another error."""
+    if "straddl" in str(error) and block < MAX_BLOCK_SIZE:
+        return min(block * 8, MAX_BLOCK_SIZE)
+    return None
+
+
+def _arrow_read_csv(path, convert, sep):
+    """pyarrow's ``read_csv`` of a whole file, blocks enlarged for long rows."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    block = BLOCK_SIZE
+    while True:
+        try:
+            return pacsv.read_csv(path, convert_options=convert,
+                                  read_options=pacsv.ReadOptions(block_size=block),
+                                  parse_options=pacsv.ParseOptions(delimiter=sep))
+        except pa.ArrowInvalid as e:
+            block = _larger_block(e, block)
+            if block is None:
+                raise
+
+
+def _arrow_batches(path, convert, sep):
+    """pyarrow's streaming CSV reader (``open_csv``): the file's record batches, blocks
+    enlarged for long rows (the reader reopened after the rows already read)."""
+    import pyarrow as pa
+    import pyarrow.csv as pacsv
+    block, seen = BLOCK_SIZE, 0
+    while True:
+        try:
+            reader = pacsv.open_csv(
+                path, convert_options=convert, parse_options=pacsv.ParseOptions(
+                    delimiter=sep), read_options=pacsv.ReadOptions(
+                    block_size=block, skip_rows_after_names=seen))
+            for batch in reader:
+                seen += batch.num_rows
+                yield batch
+            return
+        except pa.ArrowInvalid as e:
+            block = _larger_block(e, block)
+            if block is None:
+                raise
 
 
 def _pandas_exact():
@@ -243,7 +377,7 @@ def read_table(path, nominal=(), what="--train", text=(), reading=None):
     read as text, the missing-value text of ``reading`` (a :class:`Reading`) as missing.
     Returns a pyarrow Table (pyarrow installed) or a pandas DataFrame."""
     reading = reading or Reading()
-    _check_file(path, what)
+    _file_columns(path, what, reading)
     with _reading(path, what):
         if _is_parquet(path):
             import pyarrow.parquet as pq
@@ -261,18 +395,15 @@ def read_table(path, nominal=(), what="--train", text=(), reading=None):
                    for c in other):
                 table = pd.read_csv(path, dtype={c: str for c in as_text + other}, **opts)
             return table
-        import pyarrow.csv as pacsv
         import pyarrow.types as pt
         kinds = {c: "nominal" for c in as_text}
-        table = pacsv.read_csv(path, convert_options=_arrow_convert(kinds, reading),
-                               parse_options=pacsv.ParseOptions(delimiter=sep))
+        table = _arrow_read_csv(path, _arrow_convert(kinds, reading), sep)
         other = [f.name for f in table.schema
                  if not (pt.is_integer(f.type) or pt.is_floating(f.type)
                          or pt.is_string(f.type) or pt.is_large_string(f.type))]
         if other:
             kinds.update({c: "nominal" for c in other})
-            table = pacsv.read_csv(path, convert_options=_arrow_convert(kinds, reading),
-                                   parse_options=pacsv.ParseOptions(delimiter=sep))
+            table = _arrow_read_csv(path, _arrow_convert(kinds, reading), sep)
         return table
 
 
@@ -325,16 +456,22 @@ def iter_query_chunks(path, kinds, chunk_size, text=(), reading=None):
     of ``reading`` made missing; a value that is no number is a CLIError naming the
     column, the row and the value."""
     reading = reading or Reading()
-    _check_file(path, "--query")
+    header = _file_columns(path, "--query", reading)
     with _reading(path, "--query"):
         if _is_parquet(path):
             import pyarrow as pa
             import pyarrow.parquet as pq
             pf = pq.ParquetFile(path)
+            empty = True
             for batch in pf.iter_batches(batch_size=chunk_size):
+                empty = False
                 yield pa.Table.from_batches([batch]), batch.num_rows
+            if empty:           # a file without rows: its columns, for the output's header
+                yield pf.schema_arrow.empty_table(), 0
             return
-        header = _csv_header(path, reading)
+        if header is None:
+            raise CLIError("cannot read the --query file %r: a query file is plain CSV or "
+                           "compressed with gzip, bzip2 or xz" % path)
         cont = [c for c in header if c not in text and kinds.get(c) == "continuous"]
         sep = reading.separator(path)
         row0 = 0
@@ -364,12 +501,12 @@ def iter_query_chunks(path, kinds, chunk_size, text=(), reading=None):
                         raise
                     yield chunk, len(chunk)
                     row0 += len(chunk)
+            if row0 == 0:       # a header without rows: its columns, for the output's
+                yield pd.DataFrame({c: pd.Series([], dtype=np.float64 if c in cont  # header
+                                                 else object) for c in header}), 0
             return
         import pyarrow as pa
-        import pyarrow.csv as pacsv
-        reader = pacsv.open_csv(path, convert_options=_arrow_convert(header, reading),
-                                read_options=pacsv.ReadOptions(block_size=1 << 20),
-                                parse_options=pacsv.ParseOptions(delimiter=sep))
+        reader = _arrow_batches(path, _arrow_convert(header, reading), sep)
         pending, rows = [], 0
 
         def table(batches):
@@ -391,6 +528,9 @@ def iter_query_chunks(path, kinds, chunk_size, text=(), reading=None):
                     pending, rows = [], 0
         if pending:
             yield table(pending), rows
+        elif row0 == 0:         # a header without rows
+            yield table([pa.RecordBatch.from_pydict(
+                {c: pa.array([], pa.string()) for c in header})]), 0
 
 
 _NOT_A_NUMBER = ("column %r of the query file %r holds %r in row %d, which is not a "
@@ -479,7 +619,7 @@ OUTPUT_FORMATS = {".csv": "csv", ".tsv": "tsv", ".csv.gz": "csv", ".tsv.gz": "ts
                   ".parquet": "parquet", ".pq": "parquet"}
 
 
-def output_format(path):
+def output_format(path, option="--output"):
     """The format ``-o path`` is written in (``"csv"``, ``"tsv"``, ``"parquet"``), or a
     usage CLIError listing the names it can write."""
     if path in (None, "-"):
@@ -489,40 +629,96 @@ def output_format(path):
         if name.endswith(ext):
             return OUTPUT_FORMATS[ext]
     ext = os.path.splitext(name)[1]
-    raise CLIError("--output %r: cannot write %s; the output is written as %s (by the end "
+    raise CLIError("%s %r: cannot write %s; the output is written as %s (by the end "
                    "of its name), or as CSV on standard output with -"
-                   % (path, "'%s' files" % ext if ext else "a name without an extension",
-                      ", ".join(OUTPUT_FORMATS)), EXIT_USAGE)
+                   % (option, path, "'%s' files" % ext if ext else "a name without an "
+                      "extension", ", ".join(OUTPUT_FORMATS)), EXIT_USAGE)
+
+
+#: the outputs of the running command not yet renamed into place (removed by ``main``
+#: when the command fails or is interrupted)
+_PENDING = []
 
 
 class _Output:
-    """The output file: CSV (standard output by default), tab-separated (``.tsv``),
-    either gzip-compressed (``.csv.gz``), or Parquet (``.parquet`` / ``.pq``), written
-    chunk by chunk from columns ``{name: values}``.  Another name is refused."""
+    """An output of the command line, written atomically: CSV (standard output by
+    default), tab-separated (``.tsv``), either gzip-compressed (``.csv.gz``), or Parquet
+    (``.parquet`` / ``.pq``), by the end of its name (another name is refused), written
+    chunk by chunk from columns ``{name: values}``.
 
-    def __init__(self, path):
-        self.path = path
-        fmt = output_format(path)
+    The constructor checks the path before any input is read -- a known format, an
+    existing folder where a file may be created, not the same file as any of ``inputs``
+    (``{option: path}``; hard and symbolic links included) -- and opens a temporary file
+    in the target's folder.  :meth:`commit` flushes, syncs and closes it and renames it to
+    the final name (``os.replace``); until then a previous file under that name is left
+    as it was, and :meth:`abort` (also run by ``main`` on any error, SIGINT or SIGTERM)
+    removes the temporary file.  Standard output (``-``) receives the whole output at
+    :meth:`commit`, nothing before.  A write error is a CLIError naming the output."""
+
+    def __init__(self, path, inputs=None, option="--output"):
+        self.path, self.option = path, option
+        fmt = output_format(path, option)
         self.parquet = fmt == "parquet"
         self.delimiter = "\t" if fmt == "tsv" else ","
-        self.fh = self.writer = None
-        self.columns = None
+        self.text = self.gz = self.raw = self.writer = None
+        self.tmp = self.final = None
+        self.stdout = path in (None, "-")
+        if self.parquet and not _have("pyarrow"):
+            raise CLIError("writing Parquet %s needs pyarrow (pip install hdist[arrow])"
+                           % option, EXIT_USAGE)
+        if not self.stdout:
+            self.final = self._check_path(inputs or {})
         try:
-            if self.parquet:
-                import pyarrow  # noqa: F401  (checked before the search starts)
-            elif path in (None, "-"):
-                self.fh = sys.stdout
-            elif path.lower().endswith(".gz"):
-                import gzip
-                self.fh = gzip.open(path, "wt", newline="")
+            if self.stdout:
+                self.raw = tempfile.TemporaryFile()
             else:
-                self.fh = open(path, "w", newline="")
-        except ImportError:
-            raise CLIError("writing Parquet --output needs pyarrow (pip install hdist[arrow])")
+                fd, self.tmp = tempfile.mkstemp(
+                    dir=os.path.dirname(self.final),
+                    prefix="." + os.path.basename(self.final) + ".", suffix=".part")
+                self.raw = os.fdopen(fd, "wb")
         except OSError as e:
-            raise CLIError("cannot write --output %r: %s" % (path, e))
+            raise CLIError("cannot write %s %r: %s" % (option, path, e.strerror or e),
+                           EXIT_USAGE)
+        _PENDING.append(self)
+        if self.parquet:
+            return
+        if path is not None and path.lower().endswith(".gz"):
+            import gzip
+            self.gz = gzip.GzipFile(filename=self.final, mode="wb", fileobj=self.raw)
+        self.text = io.TextIOWrapper(self.gz or self.raw, encoding="utf-8", newline="")
+
+    def _check_path(self, inputs):
+        """The real path written (through a symbolic link, to the file it names), or a
+        usage CLIError: a missing folder, a folder, an input file."""
+        final = os.path.realpath(self.path)
+        folder = os.path.dirname(final)
+        if os.path.isdir(final):
+            raise CLIError("%s %r is a folder; give a file name" % (self.option, self.path),
+                           EXIT_USAGE)
+        if not os.path.isdir(folder):
+            raise CLIError("%s %r: the folder %r does not exist"
+                           % (self.option, self.path, os.path.dirname(self.path) or folder),
+                           EXIT_USAGE)
+        if os.path.exists(final):
+            for what, other in inputs.items():
+                with contextlib.suppress(OSError):
+                    if other and os.path.samefile(final, other):
+                        raise CLIError("%s %r is the %s file %r; write the output to "
+                                       "another file" % (self.option, self.path, what,
+                                                         other), EXIT_USAGE)
+        return final
+
+    def _failed(self, e):
+        return CLIError("cannot write %s %r: %s" % (self.option, self.path or "-",
+                                                   getattr(e, "strerror", None) or e))
 
     def write(self, cols):
+        try:
+            self._write(cols)
+        except OSError as e:
+            raise self._failed(e)
+
+    def _write(self, cols):
         if self.parquet:
             import pyarrow as pa
             import pyarrow.parquet as pq
@@ -531,23 +727,85 @@ class _Output:
                               for k, v in cols.items()})
             if self.writer is None:
                 self.schema = table.schema
-                self.writer = pq.ParquetWriter(self.path, table.schema)
+                self.writer = pq.ParquetWriter(self.raw, table.schema)
             self.writer.write_table(table.cast(self.schema))
             return
         if self.writer is None:
-            self.writer = csv.writer(self.fh, delimiter=self.delimiter)
+            self.writer = csv.writer(self.text, delimiter=self.delimiter)
             self.writer.writerow(list(cols))
         self.writer.writerows(zip(*[v.tolist() if hasattr(v, "tolist") else v
                                     for v in cols.values()]))
 
-    def close(self):
-        if self.parquet:
-            if self.writer is not None:
-                self.writer.close()
-        elif self.fh is sys.stdout:
-            self.fh.flush()
-        elif self.fh is not None:
-            self.fh.close()
+    def commit(self):
+        """Complete the output: flushed, synced to disk, closed and renamed to its final
+        name (or copied to standard output)."""
+        try:
+            if self.parquet:
+                if self.writer is not None:
+                    self.writer.close()
+            elif self.gz is not None:
+                self.text.close()           # the gzip trailer; the file stays open
+            else:
+                self.text.flush()
+            self.raw.flush()
+            if self.stdout:
+                self.raw.seek(0)
+                target = getattr(sys.stdout, "buffer", None)
+                if target is None:
+                    sys.stdout.write(self.raw.read().decode("utf-8"))
+                else:
+                    sys.stdout.flush()
+                    for block in iter(lambda: self.raw.read(1 << 20), b""):
+                        target.write(block)
+                sys.stdout.flush()
+                self.raw.close()
+            else:
+                os.fsync(self.raw.fileno())
+                self.raw.close()
+                os.chmod(self.tmp, _new_file_mode(self.final))
+                os.replace(self.tmp, self.final)
+                self.tmp = None
+                _sync_folder(os.path.dirname(self.final))
+        except OSError as e:
+            raise self._failed(e)
+        if self in _PENDING:
+            _PENDING.remove(self)
+
+    def abort(self):
+        """Drop the output: the temporary file closed and removed; nothing else changes
+        (nothing at all after :meth:`commit`)."""
+        if self not in _PENDING:
+            return
+        _PENDING.remove(self)
+        for f in (self.writer if self.parquet else None, self.text, self.gz, self.raw):
+            with contextlib.suppress(Exception):
+                if f is not None:
+                    f.close()
+        if self.tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.tmp)
+
+
+def _new_file_mode(path):
+    """The permissions of a file replacing ``path``: those of the file there, else what
+    ``open`` would give a new file (0o666 less the umask)."""
+    import stat
+    try:
+        return stat.S_IMODE(os.stat(path).st_mode)
+    except OSError:
+        mask = os.umask(0)
+        os.umask(mask)
+        return 0o666 & ~mask
+
+
+def _sync_folder(folder):
+    """Sync a folder after a rename in it (where the platform allows)."""
+    with contextlib.suppress(OSError, AttributeError):
+        fd = os.open(folder, os.O_RDONLY)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def _id_values(chunk, name):
@@ -597,7 +855,6 @@ def _warnings_to_stderr(command, reported=()):
     """The user warnings of fitting (columns taken as continuous that look like codes, a
     column without an observed value, ...) as ``hdist <command>: warning:`` lines, each
     once; columns ``reported`` already (as identifiers) are left out of them."""
-    import warnings
     from ._core.schema import ColumnKindWarning
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -667,14 +924,15 @@ def _knn_command(args):
         raise CLIError("%s needs --target (the class column of the training file)"
                        % ("--proba" if args.proba else "--predict" if args.predict
                           else "--what " + what), EXIT_USAGE)
+    _check_n_jobs(args.n_jobs)
     params = dict(parse_param(p) for p in args.param or ())
-    nominal, continuous = _split_names(args.nominal), _split_names(args.continuous)
+    nominal, continuous = _kind_options(args)
     ids, dropped, keep = (_split_names(args.id), _split_names(args.drop),
                           _split_names(args.columns))
-    _check_kind_options(params, nominal, continuous)
+    _check_kind_options(params, _listed(nominal), _listed(continuous))
     reading = _reading_options(args)
-    both = set(ids) & (set(dropped) | set(keep) | set(nominal) | set(continuous)
-                       | {args.target})
+    both = set(ids) & (set(dropped) | set(keep) | set(_listed(nominal))
+                       | set(_listed(continuous)) | {args.target})
     if both:
         raise CLIError("--id column(s) %s also given as a feature, --drop or --target "
                        "column" % ", ".join(map(repr, sorted(both, key=str))), EXIT_USAGE)
@@ -689,10 +947,18 @@ def _knn_command(args):
         metric.check_params()
     except (TypeError, ValueError) as e:
         raise CLIError("--metric %s / --param: %s" % (args.metric, e), EXIT_USAGE)
-    out = _Output(args.output)
+    out = _Output(args.output, {"--train": args.train, "--query": args.query})
+    _file_columns(args.query, "--query", reading)
 
-    train = read_table(args.train, nominal, "--train", reading=reading)
+    header = _file_columns(args.train, "--train", reading) or []
+    train = read_table(args.train, _text_columns(nominal, continuous, header,
+                                                 {args.target} | set(ids)),
+                       "--train", reading=reading)
     columns = _columns_of(train)
+    n_rows = len(train) if hasattr(train, "iloc") else train.num_rows
+    if args.k > n_rows:
+        raise CLIError("--k %d is larger than the %d training rows" % (args.k, n_rows),
+                       EXIT_USAGE)
     labels = None
     if args.target:
         if args.target not in columns:
@@ -708,8 +974,8 @@ def _knn_command(args):
                        "--id, --drop and --columns" % args.train, EXIT_USAGE)
     train = _select(train, features)
     columns = features
-    _check_columns(nominal, columns, "--nominal", args.train)
-    _check_columns(continuous, columns, "--continuous", args.train)
+    _check_columns(_listed(nominal), columns, "--nominal", args.train)
+    _check_columns(_listed(continuous), columns, "--continuous", args.train)
     reported = _warn_identifiers("knn", train, columns)
     codes = classes = None
     if labels is not None:
@@ -769,10 +1035,14 @@ def _knn_command(args):
             # and the search lists those rows after the k nearest
             wide = what in ("predictions", "both") and args.ties == "include"
             try:
-                pdist, pind = index._kneighbors(
-                    chunk, k, n_jobs=args.n_jobs,
-                    progress=lambda done, _t, b=base: setattr(progress, "done", b + done),
-                    ties=wide)
+                if n == 0:      # a query file without rows: the output's header only
+                    pdist, pind, _ = _no_rows(chunk, kinds, args.query, k, 0)
+                else:
+                    pdist, pind = index._kneighbors(
+                        chunk, k, n_jobs=args.n_jobs,
+                        progress=lambda done, _t, b=base: setattr(progress, "done",
+                                                                  b + done),
+                        ties=wide)
             except (TypeError, ValueError) as e:
                 raise CLIError("query file %r, rows %d..%d: %s"
                                % (args.query, row0, row0 + n - 1, e))
@@ -781,7 +1051,7 @@ def _knn_command(args):
                 w = _knn.tie_weights(pdist, k, weights, args.ties)
                 votes = _knn.class_votes(codes[pind], w, len(classes))
                 labels_out = np.asarray(classes, dtype=object)[_knn.vote_winner(votes)]
-                cols["prediction"] = labels_out.tolist()
+                cols["prediction"] = labels_out.tolist() if n else _no_values(classes)
                 if args.proba:
                     proba = _knn.vote_probabilities(votes)
                     for j, c in enumerate(classes):
@@ -798,9 +1068,9 @@ def _knn_command(args):
             out.write(cols)
             row0 += n
             progress.done = base + n
+        out.commit()            # on any failure, main removes the unfinished output
     finally:
         progress.close()
-        out.close()
     elapsed = time.perf_counter() - start
     msg = ("hdist knn: %d query rows scored against %d training rows in %.2f s "
            "(%s rows/s; fit %.2f s); metric %s, algorithm %s, reader %s, %s threads"
@@ -818,6 +1088,66 @@ def _knn_command(args):
 def effective_threads(n_jobs):
     from ._core.threads import effective_n_jobs
     return effective_n_jobs(n_jobs)
+
+
+def _check_n_jobs(n_jobs):
+    """``--n-jobs``: a usage CLIError for 0, before any work."""
+    try:
+        effective_threads(n_jobs)
+    except (TypeError, ValueError):
+        raise CLIError("--n-jobs must be a positive count of threads, or negative (-1: "
+                       "every core, -2: all but one, ...), got %r" % (n_jobs,), EXIT_USAGE)
+
+
+def _no_rows(chunk, kinds, path, k, n_classes):
+    """The (empty) neighbors and votes of a query file without rows, once its columns
+    are checked against the training columns ``kinds``."""
+    lacking = [c for c in kinds if c not in _columns_of(chunk)]
+    if lacking:
+        raise CLIError("the query file %r lacks the training column(s) %s"
+                       % (path, ", ".join(map(repr, lacking))))
+    return (np.empty((0, k)), np.empty((0, k), dtype=np.int64),
+            np.zeros((0, n_classes)) if n_classes else None)
+
+
+def _no_values(like):
+    """An empty column of the type of the values ``like`` (the output of a query file
+    without rows keeps the types of a Parquet output)."""
+    try:
+        import pyarrow as pa
+        return pa.array(list(like)).slice(0, 0)
+    except (ImportError, ValueError, TypeError):
+        return []
+
+
+def _kind_options(args):
+    """``--nominal`` and ``--continuous``: each a list of column names, or one of the
+    words ``all`` (every feature column) and ``rest`` (every feature column the other
+    option does not name), as the API's ``nominal=`` / ``continuous=`` take them."""
+    specs = []
+    for option, values in (("--nominal", args.nominal), ("--continuous", args.continuous)):
+        names = _split_names(values)
+        words = [c for c in names if c in ("all", "rest")]
+        if words and len(names) > 1:
+            raise CLIError("%s %s names columns by itself; give it alone, not with other "
+                           "column names" % (option, words[0]), EXIT_USAGE)
+        specs.append(words[0] if words else names)
+    return specs
+
+
+def _listed(spec):
+    """The column names of a ``--nominal`` / ``--continuous`` value (none for a word)."""
+    return spec if isinstance(spec, list) else []
+
+
+def _text_columns(nominal, continuous, header, skip):
+    """The columns of a file with the columns ``header`` to read as text for
+    ``--nominal`` (``skip``: the target and ID columns, not features)."""
+    if nominal == "all":
+        return [c for c in header if c not in skip]
+    if nominal == "rest":
+        return [c for c in header if c not in skip and c not in _listed(continuous)]
+    return nominal
 
 
 # ----------------------------------------------------------------------------------------
@@ -838,6 +1168,14 @@ def stratified_folds(y, n_folds, seed=0):
         fold[idx] = (dealt + np.arange(len(idx))) % n_folds
         dealt += len(idx)
     return fold
+
+
+def _cv_names(name):
+    """The attribute names of a bundled dataset, in the order of :func:`_cv_data`'s
+    columns."""
+    from .datasets import _resolve, _schema
+    schema = _schema(_resolve(name)[1])
+    return [c["name"] for c in schema["columns"] if c["name"] != schema["class"]]
 
 
 def _cv_data(name):
@@ -979,17 +1317,20 @@ def _cv_file_data(args):
         raise CLIError("--train needs --target (the class column)", EXIT_USAGE)
     if args.datasets:
         raise CLIError("give --train or --datasets, not both", EXIT_USAGE)
-    nominal, continuous = _split_names(args.nominal), _split_names(args.continuous)
-    _check_kind_options({}, nominal, continuous)
+    nominal, continuous = _kind_options(args)
+    _check_kind_options({}, _listed(nominal), _listed(continuous))
     reading = _reading_options(args)
-    table = read_table(args.train, nominal, "--train", reading=reading)
+    ids, dropped = _split_names(args.id), _split_names(args.drop)
+    header = _file_columns(args.train, "--train", reading) or []
+    table = read_table(args.train, _text_columns(nominal, continuous, header,
+                                                 {args.target} | set(ids)),
+                       "--train", reading=reading)
     columns = _columns_of(table)
     if args.target not in columns:
         raise CLIError("--target column %r is not in the training file %r (columns: %s)"
                        % (args.target, args.train, ", ".join(columns)))
-    ids, dropped = _split_names(args.id), _split_names(args.drop)
-    _check_columns(nominal, columns, "--nominal", args.train)
-    _check_columns(continuous, columns, "--continuous", args.train)
+    _check_columns(_listed(nominal), columns, "--nominal", args.train)
+    _check_columns(_listed(continuous), columns, "--continuous", args.train)
     _check_columns(dropped, columns, "--drop", args.train)
     _check_columns(ids, columns, "--id", args.train)
     y, classes = _cv_target(args, table)
@@ -999,8 +1340,8 @@ def _cv_file_data(args):
     table = _select(table, features)
     reported = _warn_identifiers("cv", table, features)
     from ._core.schema import Schema
-    schema = Schema([c for c in nominal if c in features] or None,
-                    [c for c in continuous if c in features] or None, list(reading.na_values))
+    schema = Schema(_spec_within(nominal, features), _spec_within(continuous, features),
+                    list(reading.na_values))
     try:
         with _warnings_to_stderr("cv", reported):
             cont, nom = schema.fit_encode(table, allow_empty=True)
@@ -1017,7 +1358,14 @@ def _cv_file_data(args):
             X[:, j] = np.where(nom[:, inom] >= 0, nom[:, inom], np.nan)
             positions.append(j)
             inom += 1
-    return X, y, positions, classes
+    return X, y, positions, classes, features
+
+
+def _spec_within(spec, features):
+    """A ``--nominal`` / ``--continuous`` value for the Schema of the feature columns."""
+    if not isinstance(spec, list):
+        return spec
+    return [c for c in spec if c in features] or None
 
 
 def _cv_target(args, table):
@@ -1109,19 +1457,29 @@ def _cv_command(args):
         raise CLIError("--folds must be >= 2, got %d" % args.folds, EXIT_USAGE)
     if args.k < 1:
         raise CLIError("--k must be >= 1, got %d" % args.k, EXIT_USAGE)
+    _check_n_jobs(args.n_jobs)
+    csv_out = _Output(args.csv, {"--train": args.train}, "--csv") if args.csv else None
     regression = args.task == "regression"
     out = sys.stdout
     start = time.perf_counter()
-    data = {}
+    data, columns = {}, {}
     for n in names:
         X, y, nominal = _cv_data(n)
         data[n] = (X, y, nominal, stratified_folds(y, args.folds, args.seed), _cv_classes(n))
+        columns[n] = _cv_names(n)
     if args.train:
-        X, y, nominal, classes = _cv_file_data(args)
+        X, y, nominal, classes, features = _cv_file_data(args)
         names = [os.path.basename(args.train)]
         folds = kfolds(len(y), args.folds, args.seed) if regression else \
             stratified_folds(y, args.folds, args.seed)
         data[names[0]] = (X, y, nominal, folds, classes)
+        columns[names[0]] = features
+    for n, d in data.items():
+        fewest = len(d[1]) - int(np.bincount(d[3]).max())
+        if args.k > fewest:
+            raise CLIError("--k %d is larger than the %d training rows of %s's smallest "
+                           "training folds (%d folds of %d rows)"
+                           % (args.k, fewest, n, args.folds, len(d[1])), EXIT_USAGE)
     if regression:
         print("hdist %d-fold cross-validated %d-NN regression: root mean squared error, seed "
               "%d, ties %s; time per cell in seconds" % (args.folds, args.k, args.seed,
@@ -1139,19 +1497,25 @@ def _cv_command(args):
     print("%-*s" % (mw, "metric") + "".join("%*s" % (width, n) for n in names), file=out)
     notes = []
     results = []
+    warned = {}
     for m in metrics:
         cells = []
         for n in names:
             X, y, nominal, folds, classes = data[n]
             t0 = time.perf_counter()
-            try:
-                pred, note = cross_val_predict(m, X, y, nominal, folds, args.k, args.n_jobs,
-                                               ties=args.ties, task=args.task or
-                                               "classification")
-                scores = regression_scores(y, pred) if regression else \
-                    classification_scores(y, pred, len(classes))
-            except (TypeError, ValueError) as e:
-                scores, note = None, "skipped: %s" % e
+            with warnings.catch_warnings(record=True) as caught:
+                warnings.simplefilter("always")
+                try:
+                    pred, note = cross_val_predict(m, X, y, nominal, folds, args.k,
+                                                   args.n_jobs, ties=args.ties,
+                                                   task=args.task or "classification")
+                    scores = regression_scores(y, pred) if regression else \
+                        classification_scores(y, pred, len(classes))
+                except (TypeError, ValueError) as e:
+                    scores, note = None, "skipped: %s" % e
+            used = columns[n] if note != "nominal columns only" else \
+                [columns[n][j] for j in nominal]
+            _note_warnings(caught, n, used, warned, m)
             dt = time.perf_counter() - t0
             mark = ""
             if note:
@@ -1174,9 +1538,36 @@ def _cv_command(args):
     total = time.perf_counter() - start
     print("total %.1f s (%d metrics x %d datasets x %d folds)"
           % (total, len(metrics), len(names), args.folds), file=out)
-    if args.csv:
-        _write_cv_csv(args.csv, results, regression)
+    for text, cells in warned.items():
+        _warn("cv", "%s (in the folds of %s)" % (text, ", ".join(cells)))
+    if csv_out is not None:
+        _write_cv_csv(csv_out, results, regression)
     return 0
+
+
+def _note_warnings(caught, dataset, names, warned, metric):
+    """The user warnings of one cell of ``hdist cv`` (``metric``'s folds on ``dataset``),
+    the columns named by their ``names`` where the fits saw positions, gathered in
+    ``warned`` (message -> the metrics whose folds raised it) to be printed once per run;
+    other warnings go on."""
+    import re
+    from ._core.schema import ColumnKindWarning
+
+    def name(text):
+        return names[int(text)] if text.isdigit() and int(text) < len(names) else text
+    for w in caught:
+        if not issubclass(w.category, UserWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+            continue
+        if isinstance(w.message, ColumnKindWarning):
+            text = str(ColumnKindWarning([(name(str(c)),) + tuple(rest)
+                                          for c, *rest in w.message.columns]))
+        else:
+            text = re.sub(r"column '(\d+)'", lambda g: "column %r" % name(g.group(1)),
+                          str(w.message))
+        cells = warned.setdefault("%s: %s" % (dataset, text), [])
+        if metric not in cells:
+            cells.append(metric)
 
 
 def _score(results, m, n, key):
@@ -1218,25 +1609,25 @@ def _print_more_scores(results, metrics, names, data, regression, mw, width, out
     print("", file=out)
 
 
-def _write_cv_csv(path, results, regression):
+def _write_cv_csv(out, results, regression):
+    """The results of ``hdist cv`` into ``out`` (an :class:`_Output`), one row per cell;
+    the scores of a skipped cell are empty."""
     keys = ["rmse", "mae"] if regression else ["accuracy", "balanced_accuracy", "kappa"]
     fields = ["metric", "dataset"] + keys + ["seconds", "note"] + \
         ([] if regression else ["confusion"])
-    try:
-        with open(path, "w", newline="") as fh:
-            w = csv.DictWriter(fh, fields)
-            w.writeheader()
-            for r in results:
-                row = {"metric": r["metric"], "dataset": r["dataset"],
-                       "seconds": r["seconds"], "note": r["note"]}
-                sc = r["scores"]
-                if sc is not None:
-                    row.update({k: sc[k] for k in keys})
-                    if not regression:
-                        row["confusion"] = json.dumps(sc["confusion"].tolist())
-                w.writerow(row)
-    except OSError as e:
-        raise CLIError("cannot write --csv %r: %s" % (path, e))
+    cols = {f: [] for f in fields}
+    for r in results:
+        sc = r["scores"]
+        row = {"metric": r["metric"], "dataset": r["dataset"], "seconds": r["seconds"],
+               "note": r["note"]}
+        if sc is not None:
+            row.update({k: sc[k] for k in keys})
+            if not regression:
+                row["confusion"] = json.dumps(sc["confusion"].tolist())
+        for f in fields:
+            cols[f].append(row.get(f, None if f in keys else ""))
+    out.write(cols)
+    out.commit()
 
 
 # ----------------------------------------------------------------------------------------
@@ -1428,11 +1819,56 @@ def main(argv=None):
         argv = ["cv"] + argv
     args = build_parser().parse_args(argv)
     command = args.command
+    with _terminate_as_interrupt():
+        try:
+            return _COMMANDS[command](args)
+        except CLIError as e:
+            print("hdist %s: error: %s%s" % (command, e, _not_written()), file=sys.stderr)
+            return e.status
+        except Terminated:
+            print("hdist %s: terminated (SIGTERM)%s" % (command, _not_written()),
+                  file=sys.stderr)
+            return EXIT_SIGTERM
+        except KeyboardInterrupt:
+            print("hdist %s: interrupted%s" % (command, _not_written()), file=sys.stderr)
+            return EXIT_SIGINT
+        except MemoryError as e:
+            print("hdist %s: error: out of memory%s; a smaller --chunk-size, --k or query "
+                  "file needs less%s" % (command, ": %s" % e if str(e) else "",
+                                         _not_written()), file=sys.stderr)
+            return EXIT_DATA
+        finally:
+            for out in list(_PENDING):
+                out.abort()
+
+
+def _not_written():
+    """The end of a failure's message: the outputs left unwritten (a file already under
+    their name unchanged), whose temporary files are removed by ``main``."""
+    names = [o.path for o in _PENDING if o.path not in (None, "-")]
+    if not names:
+        return ""
+    return "; nothing written to %s (a file already there is left as it was)" \
+        % ", ".join(map(repr, names))
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt():
+    """SIGTERM raises :class:`Terminated` in the main thread while the command runs, so
+    that it stops as for Ctrl-C (outputs removed, exit status 143); the previous handler
+    is restored after.  Elsewhere than in the main thread nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def handler(signum, frame):
+        raise Terminated()
     try:
-        return _COMMANDS[command](args)
-    except CLIError as e:
-        print("hdist %s: error: %s" % (command, e), file=sys.stderr)
-        return e.status
-    except KeyboardInterrupt:
-        print("hdist: interrupted", file=sys.stderr)
-        return 130
+        previous = signal.signal(signal.SIGTERM, handler)
+    except (ValueError, OSError):
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import sys
 import threading
 import time
 
@@ -273,8 +274,9 @@ class NeighborsIndex:
             raise ValueError("algorithm must be one of %s, got %r" % (ALGORITHMS, algorithm))
         if isinstance(leaf_size, bool) or not isinstance(leaf_size, numbers.Integral):
             raise TypeError("leaf_size must be an int, got %r" % (leaf_size,))
-        if leaf_size < 1:
-            raise ValueError("leaf_size must be >= 1, got %d" % leaf_size)
+        if not 1 <= leaf_size <= sys.maxsize:
+            raise ValueError("leaf_size must be >= 1 and <= %d (a row count), got %d"
+                             % (sys.maxsize, leaf_size))
         if not isinstance(metric, (str, Metric)):
             raise TypeError("metric must be a preset name or an hdist.Metric, got %r"
                             % (metric,))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import pickle
+import sys
 import zlib
 
 import numpy as np
@@ -525,6 +526,8 @@ def test_errors():
         NeighborsIndex("heom", algorithm="kdtree")
     with pytest.raises(ValueError, match="leaf_size"):
         NeighborsIndex("heom", leaf_size=0)
+    with pytest.raises(ValueError, match="leaf_size must be >= 1 and <= %d" % sys.maxsize):
+        NeighborsIndex("heom", leaf_size=2 ** 63)     # no C integer overflow at fit
     with pytest.raises(TypeError, match="leaf_size"):
         NeighborsIndex("heom", leaf_size=2.5)
     with pytest.raises(TypeError, match="metric"):
