@@ -846,9 +846,13 @@ class KMedoids(_ClusterBase):
         deviation decreases (Schubert & Rousseeuw 2021, FasterPAM: each row keeps its
         nearest and second-nearest medoid, so one candidate's best swap costs one pass
         over its distance row), over the rows in random order until ``n`` candidates in a
-        row bring no swap; the swap loop is compiled.  Up to ``FULL_MATRIX_ENTRIES``
-        (2^28: 16 384 rows, 2 GiB) the distance matrix is computed once, each pair once;
-        beyond, candidate rows are computed in tiles as the passes reach them.
+        row bring no swap; the swap loop is compiled.  A swap is kept only when the loss
+        recomputed after it is lower (one whose gain was rounding alone is undone and the
+        search goes on), so at convergence, all rows clustered, no single swap lowers
+        ``inertia_`` by more than the rounding of its sums, 1e-12 of it (docs/metrics.md,
+        section 11).  Up to ``FULL_MATRIX_ENTRIES`` (2^28: 16 384 rows, 2 GiB) the
+        distance matrix is computed once, each pair once; beyond, candidate rows are
+        computed in tiles as the passes reach them.
         "alternate": assign, then move each medoid to the member with the least distance
         sum to its cluster (Park & Jun 2009).
     init : {"k-medoids++", "random"} or array of n_clusters row indices
