@@ -1804,7 +1804,8 @@ def _add_cv_options(p):
                    help="rows tied with the k-th neighbour: the first k by row order vote "
                    "(index, the default: the published tables' rule) or all of them "
                    "(include, as the estimators do by default)")
-    p.add_argument("--csv", help="also write the results to this CSV file")
+    p.add_argument("--csv", help="also write the results to this file, atomically (.csv, "
+                   ".tsv, .csv.gz, .tsv.gz, .parquet or .pq; other names are refused)")
 
 
 _COMMANDS = {"cv": _cv_command, "knn": _knn_command, "info": _info_command,

@@ -195,6 +195,18 @@ def test_cv_csv_output_is_atomic_and_checked_first(files, capsys, tmp_path):
     assert status == 0, err
     assert list(pd.read_csv(out)["metric"]) == ["heom"]
     assert os.listdir(out.parent) == ["cv.csv"]
+    status, _, err = run(["cv", "--train", str(files / "train.csv"), "--target", "cls",
+                          "--metrics", "heom", "--folds", "3", "--csv",
+                          str(tmp_path / "cv.parquet")], capsys)
+    assert status == 0, err
+    as_csv, as_parquet = pd.read_csv(out), pd.read_parquet(tmp_path / "cv.parquet")
+    assert list(as_parquet.columns) == list(as_csv.columns)
+    for c in ("metric", "dataset", "accuracy", "kappa", "confusion"):
+        assert as_parquet[c].tolist() == as_csv[c].tolist()
+    status, _, err = run(["cv", "--datasets", "iris", "--csv", str(tmp_path / "cv.txt")],
+                         capsys)
+    assert status == 2 and "--csv %r: cannot write '.txt' files" % str(tmp_path / "cv.txt") \
+        in err, err
 
 
 @pytest.mark.parametrize("command", ["knn", "cv"])
