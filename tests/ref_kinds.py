@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 import numbers
+import warnings
 
 #: the documented missing-value text: pandas' ``read_csv`` defaults and "?"
 NA_TEXT = ("", "?", "#N/A", "#N/A N/A", "#NA", "-1.#IND", "-1.#QNAN", "-NaN", "-nan",
@@ -29,7 +30,7 @@ def is_missing(v, na=NA_TEXT):
 
 def as_number(v):
     """The float ``v`` is or spells, or None (booleans are no numbers; text with an
-    underscore is none either)."""
+    underscore is none either, nor text that spells no finite number: "nan", "inf")."""
     if isinstance(v, bool) or type(v).__name__ == "bool_":
         return None
     if isinstance(v, numbers.Real):
@@ -39,9 +40,10 @@ def as_number(v):
         if "_" in t:
             return None
         try:
-            return float(t)
+            f = float(t)
         except ValueError:
             return None
+        return f if math.isfinite(f) else None
     return None
 
 
@@ -90,3 +92,12 @@ def reference_doubt(values, kind, na=NA_TEXT):
     labels = reference_categories(values, na)
     texts = {v for v in labels if as_number(v) is None}
     return 1 <= len(texts) <= 2 and len(labels) - len(texts) >= 3
+
+
+def kind_warnings(fit):
+    """The ``columns`` (``(name, reason)`` pairs) of each ``ColumnKindWarning`` that
+    ``fit()`` issues, in order."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        fit()
+    return [w.message.columns for w in caught if w.category.__name__ == "ColumnKindWarning"]

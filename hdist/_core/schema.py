@@ -20,7 +20,10 @@ Encoding:
 """
 from __future__ import annotations
 
+import decimal
+import math
 import numbers
+import re
 
 import numpy as np
 
@@ -44,6 +47,10 @@ FEW_CODES = 10
 #: ... and with a different value in every row, among at least this many rows, spread
 #: over at most twice as many consecutive integers, like an identifier
 ID_MIN_ROWS = 20
+#: ... and whatever its values, when the last word of its name is one of these
+#: (``Id``, ``customer_id``) or ends in one of ``CODE_SUFFIXES`` (``industry_recode``)
+CODE_WORDS = ("id", "ids")
+CODE_SUFFIXES = ("code", "codes")
 
 
 class ColumnKindWarning(UserWarning):
@@ -54,7 +61,9 @@ class ColumnKindWarning(UserWarning):
     few texts it also holds (``-``, ``unknown``: marks of missing values?).  Declare the
     columns ``nominal=[...]`` or ``continuous=[...]`` (which also silences the warning),
     add a mark of missing values to ``na_values``, or drop an identifier.  One warning
-    per ``fit`` names every such column (docs/metrics.md, section 1).
+    per ``fit`` lists every such column, one a line with its reason (docs/metrics.md,
+    section 1); it points at the line of the user's code that called ``fit`` (through
+    scikit-learn's ``fit_transform``, pipelines and searches too).
 
     Parameters
     ----------
@@ -86,11 +95,17 @@ class ColumnKindWarning(UserWarning):
 
     def __init__(self, columns):
         self.columns = [tuple(nw) for nw in columns]
-        super().__init__(
-            "the kind of column(s) %s was inferred from values that may mean otherwise; "
-            "declare each nominal=[...] or continuous=[...] (which also silences this "
-            "warning), add a mark of missing values to na_values, or drop an identifier"
-            % "; ".join("%r (%s)" % nw for nw in self.columns))
+        advice = ("nominal=[...] or continuous=[...] (which also silences this warning), "
+                  "add a mark of missing values to na_values, or drop an identifier")
+        if len(self.columns) == 1:
+            text = ("column %r (%s): its kind was inferred from values that may mean "
+                    "otherwise; declare it %s" % (self.columns[0] + (advice,)))
+        else:
+            text = ("the kinds of %d columns were inferred from values that may mean "
+                    "otherwise; declare each %s:\n%s"
+                    % (len(self.columns), advice,
+                       "\n".join("  %r (%s)" % nw for nw in self.columns)))
+        super().__init__(text)
 
     def __reduce__(self):
         return type(self), (self.columns,)
@@ -105,11 +120,14 @@ class NotFittedError(ValueError, AttributeError, RuntimeError):
 
 
 def is_missing_scalar(v) -> bool:
-    """True for None, NaN, pandas.NA, pandas.NaT, numpy NaT."""
+    """True for None, NaN (a float's or a ``decimal.Decimal``'s), pandas.NA, pandas.NaT,
+    numpy NaT."""
     if v is None:
         return True
     if isinstance(v, float):
         return v != v
+    if isinstance(v, decimal.Decimal):
+        return v.is_nan()
     tn = type(v).__name__
     if tn in _MISSING_TYPE_NAMES:
         return True
@@ -309,6 +327,8 @@ def _arrow_column(name, col):
         # concatenates, takes no arguments before pyarrow 13)
         vals = col.cast(pa.float64()).fill_null(float("nan")).to_numpy()
         return _Column(name, "numeric", values=np.asarray(vals, dtype=np.float64))
+    if pt.is_decimal(t):
+        return _Column(name, "numeric", values=_arrow_decimals(col))
     if pt.is_boolean(t) or pt.is_string(t) or pt.is_large_string(t) or pt.is_binary(t) \
             or pt.is_large_binary(t):
         codes, labels = _arrow_codes(col)
@@ -317,6 +337,38 @@ def _arrow_column(name, col):
     if pt.is_temporal(t):
         return _Column(name, "bad:datetime")
     return _Column(name, "bad:arrow type %s" % t)
+
+
+def _arrow_decimals(col):
+    """An Arrow decimal column (``decimal128`` / ``decimal256``, as databases' NUMERIC
+    columns arrive) as float64, each value the float nearest its exact value, as
+    ``float(decimal.Decimal)`` gives it (NaN for null).  Up to 15 digits the unscaled
+    integer and the power of ten are exact floats, so one IEEE division (or product)
+    rounds correctly; longer decimals go through Python's ``Decimal``, once per distinct
+    value."""
+    import pyarrow as pa
+    if isinstance(col, pa.ChunkedArray):
+        col = col.combine_chunks() if col.num_chunks != 1 else col.chunk(0)
+    t, n, off = col.type, len(col), col.offset
+    if n and t.precision <= 15 and abs(t.scale) <= 22:
+        # the low 64 bits of each little-endian two's complement value: the whole value,
+        # sign included, below 10**15
+        words = t.bit_width // 64
+        data = np.frombuffer(col.buffers()[1], dtype=np.int64, count=(off + n) * words)
+        vals = data[off * words::words].astype(np.float64)
+        if t.scale >= 0:
+            vals /= 10.0 ** t.scale
+        else:
+            vals *= 10.0 ** -t.scale
+    else:
+        codes, labels = _arrow_codes(col)
+        lut = np.append(np.array([float(v) for v in labels], dtype=np.float64), np.nan)
+        return lut[codes]
+    if col.null_count:
+        bits = np.unpackbits(np.frombuffer(col.buffers()[0], dtype=np.uint8),
+                             count=off + n, bitorder="little")[off:]
+        vals[bits == 0] = np.nan
+    return vals
 
 
 def _arrow_codes(col):
@@ -385,14 +437,74 @@ def _polars_column_plain(name, s):  # pragma: no cover - without pyarrow
     return _Column(name, "bad:dtype %s" % dt)
 
 
+def check_unique_names(names, what="X"):
+    """A ValueError naming the duplicated column names of a table (compared as text, as
+    hdist names columns), if any."""
+    text = [str(c) for c in names]
+    if len(set(text)) == len(text):
+        return
+    counts = {}
+    for c in text:
+        counts[c] = counts.get(c, 0) + 1
+    dup = ", ".join("%r (%d times)" % (c, k) for c, k in counts.items() if k > 1)
+    raise ValueError("%s has duplicated column names: %s; columns are matched by name, so "
+                     "each needs its own: rename them (X.columns = [...]) or drop the copies "
+                     "(X.loc[:, ~X.columns.duplicated()])" % (what, dup))
+
+
+def table_names(X):
+    """The column names of a pandas DataFrame or a pyarrow Table, else None."""
+    mod = type(X).__module__.split(".")[0]
+    if mod == "pandas" and type(X).__name__ == "DataFrame":
+        return list(X.columns)
+    if mod == "pyarrow" and hasattr(X, "column_names"):
+        return list(X.column_names)
+    return None
+
+
+def _is_records(X):
+    """Whether ``X`` is a non-empty list (or tuple) of dicts, one per row."""
+    import collections.abc
+    return isinstance(X, (list, tuple)) and len(X) > 0 and \
+        all(isinstance(r, collections.abc.Mapping) for r in X)
+
+
+def _record_keys(rows):
+    """The keys of a list of dicts, in order of first appearance."""
+    return list(dict.fromkeys(k for r in rows for k in r))
+
+
+def _records(rows, what):
+    """A list of dicts as a table, as ``pandas.DataFrame(rows)`` reads it: the keys are
+    the column names, in order of first appearance; a key a row lacks is missing there."""
+    keys = _record_keys(rows)
+    names = [str(k) for k in keys]
+    check_unique_names(names, what)
+    cols = []
+    for k, name in zip(keys, names):
+        a = np.empty(len(rows), dtype=object)
+        a[:] = [r.get(k) for r in rows]
+        cols.append(_numpy_column(name, a, "object"))
+    return names, cols, True
+
+
+def records_frame(X):
+    """A list of dicts (one per row) as a pandas DataFrame, for the estimators that work
+    on frames; None for anything else."""
+    if not _is_records(X):
+        return None
+    import pandas as pd
+    check_unique_names([str(k) for k in _record_keys(X)])
+    return pd.DataFrame(list(X))
+
+
 def to_columns(X, what="X"):
     """Split any supported table into ``(names, columns, by_name)``, column-wise."""
     mod = type(X).__module__.split(".")[0]
     if mod == "pandas" and hasattr(X, "columns"):
         if hasattr(X, "iloc") and not hasattr(X, "to_frame") or type(X).__name__ == "DataFrame":
             names = list(X.columns)
-            if len(set(map(str, names))) != len(names):
-                raise ValueError("%s has duplicated column names: %r" % (what, names))
+            check_unique_names(names, what)
             # (items(): a column a few times faster than X.iloc[:, i], which the
             # per-call encoding of a short query frame would spend most of its time on)
             cols = [_pandas_column(str(c), s) for c, s in X.items()]
@@ -405,8 +517,7 @@ def to_columns(X, what="X"):
         return [str(c) for c in names], [_polars_column(n, X.get_column(n)) for n in names], True
     if mod == "pyarrow" and hasattr(X, "column_names"):
         names = list(X.column_names)
-        if len(set(names)) != len(names):
-            raise ValueError("%s has duplicated column names: %r" % (what, names))
+        check_unique_names(names, what)
         return names, [_arrow_column(n, X.column(n)) for n in names], True
     if isinstance(X, np.ndarray) and X.dtype.names is not None:
         if X.ndim != 1:
@@ -422,6 +533,8 @@ def to_columns(X, what="X"):
     if mod == "scipy" and hasattr(X, "tocsr"):
         raise TypeError("%s is a scipy sparse matrix; sparse input is not supported, pass a "
                         "dense table (X.toarray())" % what)
+    if _is_records(X):
+        return _records(X, what)
     if not isinstance(X, np.ndarray):
         rows = X
         try:
@@ -457,19 +570,23 @@ def _drop_tokens(c, tokens):
 
 
 def _text_number(v):
-    """The float a text spells (``'63'``, ``' 1.5e3 '``, ``'-2'``), or None."""
+    """The finite float a text spells (``'63'``, ``' 1.5e3 '``, ``'-2'``), or None: text
+    that Python's ``float`` reads as a special value (``'nan'``, ``'NAN'``, ``'inf'``,
+    ``'-Infinity'``, ``'1e999'``) spells no number -- it is missing only when
+    ``na_values`` lists it."""
     if "_" in v:            # Python's float() reads '1_000'; a table's number does not
         return None
     try:
-        return float(v)
+        f = float(v)
     except ValueError:
         return None
+    return f if math.isfinite(f) else None
 
 
 def _label_numbers(labels):
     """``(floats, bad)``: each label as a float (NaN where missing; booleans as 0 and 1,
-    text that spells a number as that number) and the position of the first label that
-    is no number (-1 when none)."""
+    ``decimal.Decimal`` as the nearest float, text that spells a finite number as that
+    number) and the position of the first label that is no number (-1 when none)."""
     out = np.full(len(labels), np.nan)
     types = set(map(type, labels))
     if all(issubclass(t, (numbers.Real, np.bool_)) for t in types):
@@ -478,14 +595,14 @@ def _label_numbers(labels):
     if types <= {str}:
         try:                                   # text only: one conversion, then a check
             out[:] = labels.astype(np.float64)
-            if not any("_" in v for v in labels):
+            if np.isfinite(out).all() and not any("_" in v for v in labels):
                 return out, -1
         except ValueError:
             pass
     for u, v in enumerate(labels):
         if is_missing_scalar(v):
             continue
-        if isinstance(v, (bool, np.bool_, numbers.Real)):
+        if isinstance(v, (bool, np.bool_, numbers.Real, decimal.Decimal)):
             out[u] = float(v)
         elif isinstance(v, str) and _text_number(v) is not None:
             out[u] = _text_number(v)
@@ -544,9 +661,9 @@ def _as_number(key):
     for a label that is not a finite number (booleans are not numbers here)."""
     if isinstance(key, (bool, np.bool_)):
         return None
-    if isinstance(key, numbers.Real):
+    if isinstance(key, (numbers.Real, decimal.Decimal)):
         f = float(key)
-        return _norm_key(key) if f == f and abs(f) != float("inf") else None
+        return _norm_key(key) if math.isfinite(f) else None
     if isinstance(key, str):
         s = key.strip()
         try:
@@ -561,14 +678,35 @@ def _as_number(key):
     return None
 
 
-def _caller_level():
-    """``stacklevel`` of the first frame outside hdist, so a warning names the user's line."""
+#: packages whose frames a warning about the user's data passes over: hdist, and the
+#: libraries that call an estimator's ``fit`` for the user (``fit_transform``,
+#: ``Pipeline``, searches, ``cross_validate``)
+_CALLING_PACKAGES = ("hdist", "sklearn", "joblib")
+
+
+def _package_dirs():
+    """The folders of the packages of ``_CALLING_PACKAGES`` that are imported."""
     import os
     import sys
-    # the hdist package (this module sits in its _core folder)
-    pkg = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + os.sep
+    dirs = []
+    for name in _CALLING_PACKAGES:
+        mod = sys.modules.get(name)
+        path = getattr(mod, "__file__", None)
+        if path:
+            dirs.append(os.path.dirname(os.path.abspath(path)) + os.sep)
+    return tuple(dirs)
+
+
+def _caller_level():
+    """``stacklevel`` (for a ``warnings.warn`` in the function that calls this) of the
+    first frame outside hdist and the libraries that call ``fit`` for the user, walking
+    the frames outward: the warning names the user's line, from ``fit``,
+    ``fit_transform``, ``fit_predict``, a pipeline or a search alike."""
+    import os
+    import sys
+    dirs = _package_dirs()
     f, level = sys._getframe(2), 2
-    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(pkg):
+    while f is not None and os.path.abspath(f.f_code.co_filename).startswith(dirs):
         f, level = f.f_back, level + 1
     return level
 
@@ -596,9 +734,12 @@ def infer_kind(c):
 def _code_like(c, vals, w=None):
     """Why a whole-number column inferred continuous looks like codes ("" if not):
     ``FEW_CODES`` or fewer distinct values among at least twice as many rows, text with
-    leading zeros (``'02139'``), or a different number in every row over a span under
-    twice the rows (an identifier).  ``w``: the rows' weights (a row of weight m counts
-    as m rows; None: 1 each)."""
+    leading zeros (``'02139'``), a different number in every row over a span under
+    twice the rows (an identifier), or a name whose last word marks codes or identifiers
+    (:func:`_code_word`: the values alone cannot tell census-income's 52
+    ``detailed_industry_recode`` codes from its 53 ``weeks_worked_in_year``, nor an
+    ``Id`` of large sample numbers from a column of amounts).  ``w``: the rows' weights
+    (a row of weight m counts as m rows; None: 1 each)."""
     ok = ~np.isnan(vals)
     if w is not None:
         ok &= w > 0
@@ -617,7 +758,24 @@ def _code_like(c, vals, w=None):
         return "continuous: %d distinct whole numbers" % distinct
     if rows >= ID_MIN_ROWS and counts.max() <= 1 and u[-1] - u[0] < 2 * rows:
         return "continuous: a different whole number in every row, like an identifier"
+    word = _code_word(c.name)
+    if word:
+        return "continuous: whole numbers in a column named like codes or identifiers " \
+               "(%r)" % word
     return ""
+
+
+def _code_word(name):
+    """The last word of a column name when it marks codes or identifiers, else "": the
+    word ``id`` / ``ids``, or one ending in ``code`` / ``codes`` (``Id``, ``customerID``,
+    ``patient_id``, ``detailed_industry_recode``, ``zipcode``, ``AreaCode``).  Words are
+    split at anything but letters and at case changes (``paid`` and ``valid`` are no
+    ``id``)."""
+    words = re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+", str(name))
+    if not words:
+        return ""
+    last = words[-1].lower()
+    return words[-1] if last in CODE_WORDS or last.endswith(CODE_SUFFIXES) else ""
 
 
 #: a column inferred nominal whose labels are numbers but for at most this many distinct
@@ -632,10 +790,34 @@ def _stray_text(c):
         return ""
     labels = c.labels
     texts = [v for v in labels if not (isinstance(v, str) and _text_number(v) is not None)
-             and not (isinstance(v, numbers.Real) and not isinstance(v, (bool, np.bool_)))]
+             and not (isinstance(v, (numbers.Real, decimal.Decimal))
+                      and not isinstance(v, (bool, np.bool_)))]
     if not texts or len(texts) > FEW_TEXTS or len(labels) - len(texts) < 3:
         return ""
     return "nominal: numbers, and the text %s" % " and ".join(repr(v) for v in texts)
+
+
+#: text of a number written with thousands separators: ``'9,880.0'``, ``'-1,234,567'``
+_THOUSANDS = re.compile(r"\s*[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?\s*$")
+
+
+def _thousands(c):
+    """Why a column inferred nominal looks like numbers written with thousands
+    separators ("" if not): every label a number or such a text, one at least such."""
+    if c.hint != "object" or c.codes is None:
+        return ""
+    first = None
+    for v in c.labels:
+        if isinstance(v, str) and _THOUSANDS.match(v):
+            first = v if first is None else first
+        elif not (isinstance(v, str) and _text_number(v) is not None
+                  or isinstance(v, (numbers.Real, decimal.Decimal))
+                  and not isinstance(v, (bool, np.bool_))):
+            return ""
+    if first is None:
+        return ""
+    return ("nominal: numbers written with thousands separators (%r); remove them "
+            "(column.str.replace(',', '')) to read the column as numbers" % first)
 
 
 def _column_set(spec, names, param):
@@ -809,7 +991,7 @@ class Schema:
             if kind is None:
                 kind, vals = infer_kind(c)
             if kind == NOMINAL:
-                why = "" if i in declared else _stray_text(c)
+                why = "" if i in declared else (_thousands(c) or _stray_text(c))
                 if why:
                     doubtful.append((c.name, why))
                 self.kinds_.append(NOMINAL)
@@ -1091,10 +1273,51 @@ class Schema:
         return [c for c, k in zip(self.categories_, self.kinds_) if k == NOMINAL]
 
 
+def check_target(y, what="y"):
+    """Refuse a string given as the targets (a column's name, ``y="class"``) with a
+    TypeError saying how to pass the column's values; returns ``y`` unchanged."""
+    if isinstance(y, (str, bytes)):
+        raise TypeError(
+            "%s must be the target values, one per row of X, not a column name: got the "
+            "string %r; take the column out of the table first, e.g. y = X.pop(%r) (or "
+            "y = X[%r] and X = X.drop(columns=[%r]))" % (what, y, y, y, y))
+    return y
+
+
+def _label_kind(v):
+    """The family of a class label: numbers (booleans too) and text can be ordered
+    among themselves, not together."""
+    if isinstance(v, (numbers.Number, np.number, np.bool_)):
+        return "number"
+    if isinstance(v, str):
+        return "str"
+    return type(v).__name__
+
+
+def check_label_types(y, what="y"):
+    """A TypeError naming ``y`` and two of its types when a 1-D array of class labels
+    mixes numbers and text (or other kinds of objects that do not order together, as
+    scikit-learn's classifiers need)."""
+    if getattr(y, "dtype", None) != object or not len(y):
+        return
+    labels = _factorize(y)[1]
+    seen = {}
+    for v in labels:
+        if not is_missing_scalar(v):
+            seen.setdefault(_label_kind(v), v)
+    if len(seen) > 1:
+        (_, a), (_, b) = list(seen.items())[:2]
+        raise TypeError(
+            "%s mixes class labels of types %s and %s (e.g. %r and %r), which cannot be "
+            "ordered into classes_; make them one type first, e.g. y.astype(str) or "
+            "y.astype(int)" % (what, type(a).__name__, type(b).__name__, a, b))
+
+
 def encode_labels(y, n):
     """Class labels -> (codes int64 [n], classes list).  Missing labels are an error."""
     if y is None:
         raise ValueError("y is required")
+    check_target(y)
     if hasattr(y, "to_numpy") and not isinstance(y, np.ndarray):
         y = y.to_numpy(dtype=object) if hasattr(y, "dtype") else np.asarray(y, dtype=object)
     y = np.asarray(y, dtype=object) if not isinstance(y, np.ndarray) or y.dtype.kind not in "iub" \
@@ -1146,12 +1369,33 @@ class MixedTableTags:
     def _check_features(self, X, reset):
         """scikit-learn's ``n_features_in_`` and ``feature_names_in_``: taken from ``X``
         when ``reset`` (``fit``), else ``X`` must match them.  ``X`` is not converted."""
+        names = table_names(X)
+        if names is not None:
+            check_unique_names(names)
+        if _is_records(X):
+            self._check_record_features(X, reset)
+            return
         try:  # scikit-learn >= 1.6
             from sklearn.utils.validation import validate_data
         except ImportError:  # scikit-learn < 1.6: the estimator's own method
             self._validate_data(X, reset=reset, cast_to_ndarray=False)
         else:
             validate_data(self, X, reset=reset, skip_check_array=True)
+
+
+    def _check_record_features(self, X, reset):
+        """``_check_features`` for a list of dicts, which scikit-learn does not read: the
+        keys are the column names (:func:`to_columns`)."""
+        names = np.array([str(k) for k in _record_keys(X)], dtype=object)
+        check_unique_names(names)
+        if reset:
+            self.n_features_in_ = len(names)
+            self.feature_names_in_ = names
+            return
+        fitted = getattr(self, "feature_names_in_", None)
+        if fitted is not None and list(names) != list(fitted):
+            raise ValueError("X has the columns %r; the estimator was fitted on %r"
+                             % (list(names), list(fitted)))
 
 
 def column_weights(sw, j):

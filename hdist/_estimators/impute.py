@@ -70,7 +70,7 @@ from .._search import votes as _knn
 from .neighbors import _check_table
 from .._search.index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
 from .._core.information import _discretized, _mi_codes
-from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight
+from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight, records_frame
 from .._search.metric import Metric
 
 __all__ = ["KNNImputer"]
@@ -348,6 +348,9 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         if hasattr(X, "__array__"):
             return KNNImputer._as_table(np.asarray(X))
         if isinstance(X, (list, tuple)):
+            frame = records_frame(X)            # a list of dicts, one per row
+            if frame is not None:
+                return frame
             arr = np.asarray(X, dtype=object)
             if arr.ndim != 2:
                 raise ValueError("Expected a 2-D table for X, got %d-D rows" % arr.ndim)

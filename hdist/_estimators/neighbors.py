@@ -32,7 +32,8 @@ from sklearn.utils.validation import (_num_samples, check_array, check_is_fitted
                                       column_or_1d)
 
 from .._search import votes as _knn
-from .._core.schema import MixedTableTags, check_sample_weight, missing_mask
+from .._core.schema import (MixedTableTags, check_label_types, check_sample_weight,
+                            check_target, missing_mask)
 from .._core.config import extend_doc
 from .._search.metric import Metric
 
@@ -286,7 +287,7 @@ class NearestNeighbors(_NeighborsBase):
         and index the rows of ``X``.  ``progress``: ``True`` (tqdm bars) or a callable
         receiving ``(done, total)`` for the metric's fit and the tree build
         (docs/guide/threads.md, "Progress")."""
-        self._fit_index(X, None if y is None else column_or_1d(y, warn=True),
+        self._fit_index(X, None if y is None else column_or_1d(check_target(y), warn=True),
                         progress=progress)
         return self
 
@@ -468,7 +469,8 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
         copies of itself would (see the class notes).  ``progress`` as for
         :meth:`NearestNeighbors.fit`."""
         self._check_fit_params(y)
-        y = column_or_1d(y, warn=True)
+        y = column_or_1d(check_target(y), warn=True)
+        check_label_types(y)
         if y.dtype == object:
             bad = np.flatnonzero(missing_mask(y)).tolist()
         else:
@@ -565,7 +567,7 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
         ``sample_weight`` ``[n]`` (non-negative): a row of weight ``m`` enters the
         neighborhood and the mean as ``m`` copies of itself would.  ``progress`` as for
         :meth:`NearestNeighbors.fit`."""
-        self._check_fit_params(y)
+        self._check_fit_params(check_target(y))
         y = check_array(y, ensure_2d=False, dtype=np.float64, input_name="y")
         if y.ndim not in (1, 2):
             raise ValueError("y must be 1-D or 2-D, got shape %s" % (y.shape,))

@@ -53,7 +53,8 @@ from sklearn.utils.validation import _num_samples, check_is_fitted, column_or_1d
 
 from .._core.statistics import weighted_quantile
 from .._core.plan import SYMBOL
-from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight, missing_mask
+from .._core.schema import (CONTINUOUS, MixedTableTags, check_label_types,
+                            check_sample_weight, check_target, missing_mask)
 from .._core.threads import effective_n_jobs
 from .._search.metric import METRICS, Metric, balanced_accuracy
 
@@ -922,7 +923,8 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
         if cat is not None:
             present = set(y.dropna().unique())
             unused = [c for c in cat.categories if c not in present]
-        y = column_or_1d(y, warn=True)
+        y = column_or_1d(check_target(y), warn=True)
+        check_label_types(y)
         if y.dtype == object:
             bad = np.flatnonzero(missing_mask(y)).tolist()
         else:

@@ -18,14 +18,15 @@ from hdist._core.schema import NA_VALUES, ColumnKindWarning, Schema
 from hdist.datasets import load_credit_a, load_german
 from hdist.impute import KNNImputer
 from hdist.neighbors import KNeighborsClassifier
-from ref_kinds import NA_TEXT, reference_categories, reference_doubt, reference_kind
+from ref_kinds import (NA_TEXT, kind_warnings, reference_categories, reference_doubt,
+                       reference_kind)
 from strategies import STR_DTYPE
 
 pa = pytest.importorskip("pyarrow")
 pl = pytest.importorskip("polars")
 
-WORDS = ["red", "green", "blue", "x1", "1a", "inf?", "1_000", "0x10", "two"]
-STRAY = ["-", "unknown", "n.a.", "--"]
+WORDS = ["red", "green", "blue", "x1", "1a", "inf?", "1_000", "0x10", "two", "inf"]
+STRAY = ["-", "unknown", "NAN", "n.a.", "--"]
 
 
 def random_column(rng, style, n):
@@ -343,20 +344,13 @@ def test_numeric_text_in_a_continuous_query_column_is_read_as_numbers():
         m.pairwise(pd.DataFrame({"age": ["sixty"], "sex": ["m"]}))
 
 
-def kind_warnings(fit):
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        fit()
-    return [w.message.columns for w in caught if issubclass(w.category, ColumnKindWarning)]
-
-
 def test_the_warning_counts_weighted_and_summarised_rows_as_copies():
     """Sample weights count as repeated rows in the code-like check, and a Dask pass over
     partitions (per-column value counts) warns as the in-memory fit does."""
     rng = np.random.default_rng(3)
-    X = pd.DataFrame({"id": rng.permutation(30), "x": rng.normal(size=30)})
-    ident = [[("id", "continuous: a different whole number in every row, like an "
-                     "identifier")]]
+    X = pd.DataFrame({"row": rng.permutation(30), "x": rng.normal(size=30)})
+    ident = [[("row", "continuous: a different whole number in every row, like an "
+                      "identifier")]]
     assert kind_warnings(lambda: hdist.Metric("heom").fit(X)) == ident
     assert kind_warnings(lambda: hdist.Metric("heom").fit(X, sample_weight=np.full(30, 2))) \
         == kind_warnings(lambda: hdist.Metric("heom").fit(pd.concat([X, X]))) == []
