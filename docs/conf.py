@@ -31,7 +31,7 @@ source_suffix = {".rst": "restructuredtext", ".md": "markdown"}
 root_doc = "index"
 templates_path = ["_templates"]
 # pages that other pages include, and build outputs
-exclude_patterns = ["_build", "**/_*.md", "examples/*", "auto_examples/*.ipynb",
+exclude_patterns = ["_build", "_*.md", "**/_*.md", "examples/*", "auto_examples/*.ipynb",
                     "auto_examples/*.py", "auto_examples/*.zip", "auto_examples/*.md5",
                     "auto_examples/*.codeobj.json"]
 

@@ -61,5 +61,7 @@ for c, marker in zip(np.unique(y), "ox"):
 ax.set_title("2 medoids under HEOM (colour) and the class (marker)")
 ax.set_xlabel("first principal axis")
 ax.set_ylabel("second principal axis")
-ax.legend()
+legend = ax.legend()
+for handle in getattr(legend, "legend_handles", None) or legend.legendHandles:
+    handle.set_color("0.3")                    # the marker is the class, not the colour
 fig.tight_layout()

@@ -6,7 +6,7 @@ Recall against speed of the inverted-list index
 nearest centres: every distance it returns is exact, but a true neighbour in a list it
 did not probe is missed. Here, on Adult (census records: 32 561 training rows, 6
 continuous and 8 nominal attributes, missing values), each ``n_probe`` is timed and its
-recall@10 measured against exact brute force on the same queries.
+``recall@10`` measured against exact brute force on the same queries.
 
 The larger measurements (10⁶ and 10⁷ census-like rows) are in
 :doc:`/performance/ann`; this small run takes a few seconds.

@@ -42,7 +42,7 @@ fig.suptitle("16-core Intel Xeon VM")
 fig.tight_layout()
 
 # %%
-# Recall@10 against queries per second over exact brute force, 10⁶ rows, 10-NN.
+# ``recall@10`` against queries per second over exact brute force, 10⁶ rows, 10-NN.
 structured = {
     "HEOM": [(0.947, 88.0), (0.961, 62.7), (0.994, 36.9)],
     "Gower, 5 % missing": [(0.949, 51.2), (0.961, 46.2), (0.992, 21.2)],

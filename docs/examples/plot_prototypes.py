@@ -38,5 +38,6 @@ print(proto.explain(X.iloc[0]))
 # the rows they classify.
 fig, ax = plt.subplots(figsize=(6, 4.5))
 hdist.plot.prototypes(proto, X, y, attributes=("A15", "A9"), ax=ax)
-ax.set_xscale("symlog")
+ax.set_xscale("symlog", linthresh=1)             # incomes from 0 to 100 000
+ax.set_xlim(-0.5, 2 * X["A15"].max())
 fig.tight_layout()

@@ -212,7 +212,7 @@ class NeighborsIndex:
         next lists in order of centre distance are scanned too, until they do: a
         k-NN query always gets ``k`` neighbours.
     target_recall : float in (0, 1], optional
-        ``"ivf"``: choose ``n_probe`` at fit time as the smallest whose recall@10 on
+        ``"ivf"``: choose ``n_probe`` at fit time as the smallest whose ``recall@10`` on
         300 indexed rows drawn at random (each query skipping itself) reaches it;
         0.95 when neither it nor ``n_probe`` is given.
     random_state : int, default 0
