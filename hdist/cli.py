@@ -390,7 +390,9 @@ def read_table(path, nominal=(), what="--train", text=(), reading=None):
             import pandas as pd
             opts = dict(sep=sep, na_values=[""], keep_default_na=False, **_pandas_exact())
             table = pd.read_csv(path, dtype={c: str for c in as_text}, **opts)
-            other = [c for c in table.columns if table[c].dtype.kind not in "iuf"]
+            # (a float column holding an infinity read it from text such as "inf")
+            other = [c for c in table.columns if table[c].dtype.kind not in "iuf"
+                     or table[c].dtype.kind == "f" and bool(np.isinf(table[c]).any())]
             if any(pd.api.types.infer_dtype(table[c], skipna=True) not in ("string", "empty")
                    for c in other):
                 table = pd.read_csv(path, dtype={c: str for c in as_text + other}, **opts)
@@ -400,7 +402,8 @@ def read_table(path, nominal=(), what="--train", text=(), reading=None):
         table = _arrow_read_csv(path, _arrow_convert(kinds, reading), sep)
         other = [f.name for f in table.schema
                  if not (pt.is_integer(f.type) or pt.is_floating(f.type)
-                         or pt.is_string(f.type) or pt.is_large_string(f.type))]
+                         or pt.is_string(f.type) or pt.is_large_string(f.type))
+                 or pt.is_floating(f.type) and _special_floats(table.column(f.name))]
         if other:
             kinds.update({c: "nominal" for c in other})
             table = _arrow_read_csv(path, _arrow_convert(kinds, reading), sep)
@@ -570,10 +573,22 @@ def _arrow_numbers(col, name, path, row0, marks):
     text = pc.if_else(pc.is_in(text, value_set=pa.array(list(marks), pa.string())),
                       pa.scalar(None, pa.string()), text)
     try:
-        return pc.cast(text, pa.float64())
+        out = pc.cast(text, pa.float64())
+        if not _special_floats(out):
+            return out
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError):
-        i, v = _first_non_number(col.to_pylist(), marks)
-        raise CLIError(_NOT_A_NUMBER % (name, path, v, row0 + i))
+        pass
+    i, v = _first_non_number(col.to_pylist(), marks)
+    raise CLIError(_NOT_A_NUMBER % (name, path, v, row0 + i))
+
+
+def _special_floats(col):
+    """Whether an Arrow float column holds NaN or an infinity, which pyarrow reads from
+    text such as "nan", "NAN" or "inf": such text spells no number (docs/metrics.md,
+    section 1), so a training column holding it is read as text, where ``--na-values``
+    decides, and a query column holding it is refused."""
+    import pyarrow.compute as pc
+    return bool(pc.any(pc.invert(pc.is_finite(col))).as_py())
 
 
 def _agreement(predicted, truth):

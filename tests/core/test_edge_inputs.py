@@ -387,3 +387,36 @@ def test_a_list_of_dicts_is_read_as_records():
             np.asarray(KNNImputer(n_neighbors=1).fit_transform(frame), dtype=object))
         with pytest.raises(ValueError, match="columns"):
             clf.predict([{"b": "x", "a": 1.0, "c": 1}])
+
+
+# -- the command line reads such text as the API does ------------------------------------------
+
+@pytest.mark.parametrize("reader", ["pyarrow", "pandas"])
+@pytest.mark.parametrize("special", ["NAN", "nan", "inf"])
+def test_the_command_line_reads_special_float_text_as_the_api(special, reader, tmp_path,
+                                                              capsys, monkeypatch):
+    """pyarrow's CSV reader takes "nan", "NAN" and "inf" for floats: a training column
+    holding one was continuous with a missing value, and a query value one was missing,
+    whatever --na-values said."""
+    from hdist import cli
+    monkeypatch.setattr(cli, "reader_name", lambda: reader)
+    train, query = tmp_path / "train.csv", tmp_path / "query.csv"
+    rows = ["1.5,a,p", "2.5,b,q", "3,a,p", "4.25,b,q", "5,a,p"]
+    train.write_text("x,c,y\n" + "\n".join(rows) + "\n")
+    query.write_text("x,c\n%s,a\n2,b\n" % special)
+    argv = ["knn", "--train", str(train), "--query", str(query), "--target", "y", "--k", "1",
+            "-o", str(tmp_path / "o.csv")]
+    assert cli.main(argv + ["--na-values", "?"]) == 1
+    err = capsys.readouterr().err
+    assert "'x'" in err and "query file" in err
+    if special != "inf" or reader == "pyarrow":
+        assert "holds %r in row 0, which is not a number" % special in err
+    assert cli.main(argv + ["--na-values", "?,%s" % special]) == 0
+    capsys.readouterr()
+    # in the training file the text makes the column nominal, with the warning naming it
+    rows[1] = "%s,b,q" % special
+    train.write_text("x,c,y\n" + "\n".join(rows) + "\n")
+    assert cli.main(argv + ["--na-values", "?"]) == 0
+    assert "'x' (nominal: numbers, and the text %r)" % special in capsys.readouterr().err
+    assert cli.main(argv + ["--na-values", "?,%s" % special]) == 0
+    assert "warning" not in capsys.readouterr().err
