@@ -174,13 +174,13 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
     metric_ : hdist.Metric
         The fitted metric.
     n_samples_fit_ : int
-    statistics_ : ndarray of object [n_features_in_]
+    statistics_ : ndarray of object, shape ``(n_features_in_,)``
         The column's training mean (median) or mode: the value a row with no observed
         attribute gets, and the prior of a continuous column.
-    attribute_weights_ : ndarray [n_features_in_, n_features_in_]
+    attribute_weights_ : ndarray, shape ``(n_features_in_, n_features_in_)``
         Column ``j``: the attribute weights of the search for column ``j``'s donors,
         scaled to sum to ``n_features_in_ - 1`` (``"mi"``), or the metric's weights.
-    mutual_information_ : ndarray [n_features_in_, n_features_in_]
+    mutual_information_ : ndarray, shape ``(n_features_in_, n_features_in_)``
         The mutual information (nats) between each pair of columns, over the training
         rows that have both (``attribute_weights="mi"`` only).
     indicator_features_ : ndarray of int
