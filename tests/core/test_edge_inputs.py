@@ -149,6 +149,20 @@ def test_nan_text_with_empty_na_values_is_a_label(form):
     assert (codes >= 0).all() and codes[1] == codes[3]
 
 
+@pytest.mark.parametrize("dtype", [object, "category", "string"])
+def test_nominal_columns_read_the_text_through_na_values_too(dtype):
+    """In a nominal column (text, category, declared) "nan" is missing by the default list
+    and a label under ``na_values=[]``; "NAN", not listed, is a label either way."""
+    X = pd.DataFrame({"c": pd.Series(["a", "nan", "NAN", "b", "nan"], dtype=dtype),
+                      "n": pd.Series(["1", "nan", "NAN", "2", "3"], dtype=dtype)})
+    for na, cats in ((None, ["NAN", "a", "b"]), ([], ["NAN", "a", "b", "nan"])):
+        m = hdist.Metric("heom", na_values=na, nominal=["c", "n"]).fit(X)
+        assert m.schema_.categories_[0] == cats
+        codes = m.schema_.encode(X)[1]
+        assert ((codes[[1, 4], 0] < 0).all()) == (na is None)
+        assert (codes[2] >= 0).all()
+
+
 def test_special_float_text_in_a_continuous_query_column_is_refused():
     m = hdist.Metric("heom").fit(pd.DataFrame({"x": [1.5, 2.5, 4.0]}))
     for text in ("NAN", "inf"):
