@@ -31,7 +31,8 @@ from .._core.plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan,
                     IGNORE, MAX, ONE, SYMBOL)
 from .._core.presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
 from .._core.schema import (CONTINUOUS, NA_VALUES, ColumnKindWarning,  # noqa: F401
-                            NotFittedError, Schema, check_sample_weight, column_weights,
+                            NotFittedError, Schema, _caller_level, check_sample_weight,
+                            column_weights,
                       encode_labels,
                       n_rows, take_rows, to_columns)
 from .._core.threads import built_once, effective_n_jobs
@@ -1246,7 +1247,7 @@ def _check_empty_columns(schema, cont, nom, pol_c, pol_n):
                              "'ignore' for it, or drop the column)" % (name, policy))
         warnings.warn("column %r has no observed value in the training data: every "
                       "training row is missing there (missing=%r)" % (name, policy),
-                      UserWarning, stacklevel=3)
+                      UserWarning, stacklevel=_caller_level())
 
 
 def _kept_labels(y, n, keep):

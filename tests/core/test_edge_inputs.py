@@ -327,6 +327,25 @@ def test_the_warning_points_at_the_users_call(entry):
     assert {w.filename for w in found} == {__file__}, [w.filename for w in found]
 
 
+def test_the_empty_column_warning_points_at_the_users_call_too():
+    """A column with no observed training value (fitted under missing="one") warns from
+    the user's line whichever entry point fitted the metric."""
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import FunctionTransformer
+    X = pd.DataFrame({"a": [1.0, 2, 3, 4, 5, 6], "e": [np.nan] * 6, "c": list("xyxyxy")})
+    y = ["p", "q", "p", "q", "p", "q"]
+    for call in (lambda: hdist.Metric("heom").fit(X),
+                 lambda: KNeighborsClassifier(1).fit(X, y),
+                 lambda: make_pipeline(FunctionTransformer(), KNeighborsClassifier(1))
+                 .fit(X, y)):
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            call()
+        found = [w for w in caught if "no observed value" in str(w.message)]
+        assert found and {w.filename for w in found} == {__file__}, \
+            [w.filename for w in found]
+
+
 # -- messages for inputs an estimator does not take -------------------------------------------
 
 def _xy():
