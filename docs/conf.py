@@ -60,7 +60,7 @@ numpydoc_xref_param_type = False
 numpydoc_validation_checks = set()
 
 # --- Markdown pages ---------------------------------------------------------------------
-myst_enable_extensions = ["dollarmath", "colon_fence"]
+myst_enable_extensions = ["colon_fence"]
 myst_heading_anchors = 3
 
 # --- the gallery --------------------------------------------------------------------------
