@@ -1047,24 +1047,23 @@ def _knn_command(args):
             chunk = _in_order(_select(chunk, rest), list(kinds))
             base = progress.done
             # the estimators' vote: with ties="include" every row tied with the k-th votes,
-            # and the search lists those rows after the k nearest
-            wide = what in ("predictions", "both") and args.ties == "include"
+            # tallied per class by the search (memory independent of the ties)
+            predict = what in ("predictions", "both")
             try:
                 if n == 0:      # a query file without rows: the output's header only
-                    pdist, pind, _ = _no_rows(chunk, kinds, args.query, k, 0)
+                    dist, ind, votes = _no_rows(chunk, kinds, args.query, k,
+                                                len(classes) if predict else 0)
                 else:
-                    pdist, pind = index._kneighbors(
-                        chunk, k, n_jobs=args.n_jobs,
+                    dist, ind, votes = _knn.search_votes(
+                        index, chunk, k, weights, args.ties,
+                        codes=codes if predict else None,
+                        n_classes=len(classes) if predict else 0, n_jobs=args.n_jobs,
                         progress=lambda done, _t, b=base: setattr(progress, "done",
-                                                                  b + done),
-                        ties=wide)
+                                                                  b + done))
             except (TypeError, ValueError) as e:
                 raise CLIError("query file %r, rows %d..%d: %s"
                                % (args.query, row0, row0 + n - 1, e))
-            dist, ind = pdist[:, :k], pind[:, :k]
-            if what in ("predictions", "both"):
-                w = _knn.tie_weights(pdist, k, weights, args.ties)
-                votes = _knn.class_votes(codes[pind], w, len(classes))
+            if predict:
                 labels_out = np.asarray(classes, dtype=object)[_knn.vote_winner(votes)]
                 cols["prediction"] = labels_out.tolist() if n else _no_values(classes)
                 if args.proba:
@@ -1263,14 +1262,14 @@ def cross_val_predict(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weigh
         index = _knn.make_index(metric)
         index.fit(X[~test], None if task == "regression" else y[~test])
         Xq = X[test]
-        # with ties="include" the search lists the rows tied with the k-th after the k
-        dist, ind = index._kneighbors(Xq, k, n_jobs=n_jobs, ties=ties == "include")
+        # with ties="include" the search tallies the rows tied with the k-th
         ytr = y[~test]
-        w = _knn.tie_weights(dist, k, weights, ties)
         if task == "regression":
-            pred[test] = _knn.weighted_mean(ytr[ind].astype(np.float64), w)
+            pred[test] = _knn.search_votes(index, Xq, k, weights, ties, n_jobs=n_jobs,
+                                           values=ytr.astype(np.float64))[2]
         else:
-            pred[test] = _knn.vote_winner(_knn.class_votes(ytr[ind], w, C))
+            pred[test] = _knn.vote_winner(_knn.search_votes(
+                index, Xq, k, weights, ties, n_jobs=n_jobs, codes=ytr, n_classes=C)[2])
     return pred, note
 
 

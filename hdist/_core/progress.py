@@ -190,9 +190,13 @@ def knn_blocks(search, rows, k, exclude_self, report, ties=False):
     ``(dist, ind)`` for a block.  With ``exclude_self`` (the rows are the reference rows
     themselves) each block asks for ``k + 1`` and drops the own row (:func:`drop_self`).
     ``ties``: ``search`` returns lists that hold the rows tied with the k-th as well
-    (:func:`drop_self_tied`, :func:`join_tied`)."""
+    (:func:`drop_self_tied`, :func:`join_tied`); a tally of them
+    (``hdist._search.votes.TieTally``): lists of width k, the tally kept by ``ties``
+    block by block (not with ``exclude_self``, whose own row may be tallied)."""
     n = rows.n
-    if ties:
+    if ties is not None and ties is not False and ties is not True and exclude_self:
+        raise ValueError("a tally of the ties is kept by blocks without exclude_self only")
+    if ties is True:
         parts = []
         for a, b in blocks(n, report):
             part = rows.take(np.arange(a, b))

@@ -357,14 +357,17 @@ class _SupervisedBase(_NeighborsBase):
             raise ValueError("select_k='loo' tries k = 1..n_neighbors against the other "
                              "training rows; n_neighbors = %d exceeds the %d available"
                              % (K, self.n_samples_fit_ - 1))
-        # ties included: every row tied with the K-th is listed too, and so with the k-th
-        # of every k <= K
-        include = self.ties == "include" and self._sample_weight is None
-        dist, ind = self._query(None, K, ties=include)
+        # ties included: the search tallies the rows tied with the K-th beyond the K
+        # listed (each row tied with the k-th of some k <= K is listed or tallied)
+        tally = None
+        if self.ties == "include" and self._sample_weight is None:
+            tally = self._tie_tally()
+        dist, ind = self._query(None, K, ties=tally)
         if self._sample_weight is not None:
             dist, ind = self._with_mass(None, dist, ind, K)
-        self.loo_scores_ = _knn.loo_scores(dist, ind, targets, self.weights, task, self.ties,
-                                           K, self._sample_weight)
+        self.loo_scores_ = _knn.loo_scores(
+            dist, ind, targets, self.weights, task, self.ties, K, self._sample_weight,
+            tally=None if tally is None else tally.result(len(dist)))
         self.n_neighbors_ = _knn.best_k(self.loo_scores_)
 
     def _with_mass(self, X, dist, ind, k):
@@ -378,17 +381,27 @@ class _SupervisedBase(_NeighborsBase):
 
     def _neighbor_weights(self, X, progress=None):
         """Vote weights ``[n, width]`` and the neighbors they belong to: the k nearest
-        (``ties="index"``), or every training row at a distance at most the k-th one's
-        (``ties="include"``; rows past a query's own ties get weight 0)."""
+        (``ties="index"``), or the rows of the weighted neighborhood (``sample_weight``,
+        ``_knn.mass_weights``); None for ``ties="include"`` without weights, whose
+        votes come from :meth:`_tallied`."""
         check_is_fitted(self)
         k = self.n_neighbors_
         if self._sample_weight is not None:
             dist, ind = self._with_mass(X, *self._query(X, k, progress), k)
             return _knn.mass_weights(dist, self._sample_weight[ind], k, self.weights,
                                      self.ties), ind
-        # ties included: the search lists the rows tied with the k-th too
-        dist, ind = self._query(X, k, progress, ties=self.ties == "include")
+        if self.ties == "include":
+            return None
+        dist, ind = self._query(X, k, progress)
         return _knn.tie_weights(dist, k, self.weights, self.ties), ind
+
+    def _tallied(self, X, progress=None):
+        """``(dist, ind, tally)``: the k nearest and the tally of the rows tied with the
+        k-th beyond them (``_knn.TieTally``), counted inside the search, so the memory
+        does not grow with the ties."""
+        tally = self._tie_tally()
+        dist, ind = self._query(X, self.n_neighbors_, progress, ties=tally)
+        return dist, ind, tally.result(len(dist))
 
 
 @_shared_params
@@ -487,17 +500,27 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
 
     __metadata_request__predict_proba = {"progress": UNUSED}
 
+    def _tie_tally(self):
+        return _knn.TieTally(codes=self._y, n_classes=len(self.classes_))
+
+    def _votes(self, X, progress=None):
+        """Weighted votes ``[n_queries, n_classes]``."""
+        wi = self._neighbor_weights(X, progress)
+        if wi is None:
+            dist, ind, tally = self._tallied(X, progress)
+            return _knn.tally_votes(dist, ind, self._y, tally, self.n_neighbors_,
+                                    self.weights, len(self.classes_))
+        return _knn.class_votes(self._y[wi[1]], wi[0], len(self.classes_))
+
     def predict_proba(self, X, *, progress=None):
         """Weighted vote shares ``[n_queries, n_classes]``, columns in ``classes_``
         order.  ``progress`` as for :meth:`kneighbors`."""
-        w, ind = self._neighbor_weights(X, progress)
-        return _knn.vote_probabilities(_knn.class_votes(self._y[ind], w, len(self.classes_)))
+        return _knn.vote_probabilities(self._votes(X, progress))
 
     def predict(self, X, *, progress=None):
         """The class with the largest weighted vote (ties: smallest label).
         ``progress`` as for :meth:`kneighbors`."""
-        w, ind = self._neighbor_weights(X, progress)
-        votes = _knn.class_votes(self._y[ind], w, len(self.classes_))
+        votes = self._votes(X, progress)
         return self.classes_[_knn.vote_winner(votes)]
 
 
@@ -582,8 +605,15 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
     def predict(self, X, *, progress=None):
         """Weighted mean of the neighbors' targets ``[n_queries]`` (``[n_queries, t]``
         for 2-D targets).  ``progress`` as for :meth:`kneighbors`."""
-        w, ind = self._neighbor_weights(X, progress)
-        return _knn.weighted_mean(self._y[ind], w)
+        wi = self._neighbor_weights(X, progress)
+        if wi is None:
+            dist, ind, tally = self._tallied(X, progress)
+            return _knn.tally_mean(dist, ind, self._y, tally, self.n_neighbors_,
+                                   self.weights)
+        return _knn.weighted_mean(self._y[wi[1]], wi[0])
+
+    def _tie_tally(self):
+        return _knn.TieTally(values=self._y)
 
 
 @_shared_params

@@ -46,13 +46,23 @@ def knn(
     exclude_self: bool = False,
     self_offset: int = 0,
     strategy: Literal["queries", "references"] | None = None,
-    ties: bool = False,
+    ties: bool | TieLists | Any = False,
     chunk: int = 0,
 ) -> tuple[Float64Array, IntpArray]: ...
 
 class TieLists:
-    def __init__(self, n: int) -> None: ...
+    def __init__(
+        self,
+        n: int,
+        codes: IntpArray | None = None,
+        n_classes: int = 0,
+        values: Float64Array | None = None,
+    ) -> None: ...
     def __len__(self) -> int: ...
+    @property
+    def is_tally(self) -> bool: ...
+    def like(self, n: int) -> TieLists: ...
+    def tally(self) -> tuple[npt.NDArray[np.int64], Float64Array]: ...
     def widen(self, D: Float64Array, I: IntpArray) -> tuple[Float64Array, IntpArray]: ...
 
 def finish_heaps(plan: CPlan, D: Float64Array, I: IntpArray) -> None: ...
@@ -242,7 +252,7 @@ def knn_lists(
     k: int,
     n_threads: int,
     self_ids: IntpArray | None = None,
-    ties: bool = False,
+    ties: bool | TieLists | Any = False,
 ) -> tuple[Float64Array, IntpArray, IntpArray]: ...
 def radius_lists(
     plan: CPlan,

@@ -253,7 +253,7 @@ cdef int _knn_group(const hd_tplan* T, const PlanS* P, const RowsS* Q, intp q0, 
 @cython.boundscheck(HDIST_DEBUG)
 @cython.wraparound(False)
 def knn_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
-              intp[:, ::1] probes, intp k, int n_threads, self_ids=None, bint ties=False):
+              intp[:, ::1] probes, intp k, int n_threads, self_ids=None, ties=False):
     """The ``k`` nearest stored rows of each query row among the lists it probes.
 
     ``store``, ``offsets`` and ``ids`` describe the rows list by list (see
@@ -263,7 +263,8 @@ def knn_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
     indices sorted by (distance, index) -- a query that met fewer than ``k`` rows keeps
     ``(inf, n)`` in its last places, ``n`` the stored rows -- and the rows each query
     scanned.  ``ties``: the lists also hold, after the k-th, every other scanned row at
-    the k-th distance, as ``knn(..., ties=True)`` (:meth:`TieLists.widen`).  Results do
+    the k-th distance, as ``knn(..., ties=True)`` (:meth:`TieLists.widen`), or only
+    their tally (a tally's :class:`TieLists`, :func:`tie_lists`).  Results do
     not depend on the thread count."""
     cdef const PlanS* P = &plan.s
     cdef const RowsS* QS = &Q.s
@@ -296,13 +297,13 @@ def knn_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
     cdef const intp* pr = &probes[0, 0] if np_ else NULL
     cdef intp sd = _scratch_doubles(P, QS)
     cdef intp per_q = max(1, n * np_ // max(1, offsets.shape[0] - 1))
-    cdef TieLists tl = TieLists(nq) if ties else None
-    cdef TieList* tq = tl.t if ties else NULL
+    cdef TieLists tl = tie_lists(ties, nq)
+    cdef TieList* tq = tl.t if tl is not None else NULL
     n_threads = _threads_for(n_threads, nq * per_q)
     block = _region_rows(n_threads, per_q)
     if np_ == 0:
         finish_heaps(plan, dist, ind)
-        if ties:
+        if tl is not None:
             dist, ind = tl.widen(dist, ind)
         return dist, ind, scanned
     # per-thread room for a row copied out of the store (``_stored_true``)
@@ -328,7 +329,7 @@ def knn_lists(CPlan plan, CRows Q, store, intp[::1] offsets, intp[::1] ids,
             raise MemoryError()
         PyErr_CheckSignals()
     finish_heaps(plan, dist, ind)
-    if ties:
+    if tl is not None:
         dist, ind = tl.widen(dist, ind)
     return dist, ind, scanned
 

@@ -83,11 +83,19 @@ cdef class CRows:
 
 
 ctypedef struct TieList:
-    # the rows outside a query's k best at exactly its current k-th distance (indices;
-    # ``cap`` -1 once an allocation failed)
+    # the rows outside a query's k best at exactly its current k-th distance: their
+    # indices (``cap`` -1 once an allocation failed), or, with ``acc`` set, only their
+    # tally -- ``n`` rows, and per class their count (``code``: the reference rows'
+    # class codes, ``m`` classes) or per target their sum (``val``: the reference rows'
+    # targets [rows, m], each sum an unevaluated pair (sum, error) so that the order of
+    # the additions does not show) -- in memory that does not grow with the ties
     intp* j
     intp n
     intp cap
+    const intp* code
+    const double* val
+    double* acc
+    intp m
 
 
 cdef class TieLists:
@@ -598,10 +606,42 @@ cdef inline void heap_sort(double* hd, intp* hi, intp k) noexcept nogil:
 # bound of that distance (so no filter or bound discards it) and is then either listed
 # here or inside the k best; when the k-th distance drops, the list is emptied.
 
+cdef inline void two_sum_add(double* a, double x) noexcept nogil:
+    """``a[0] + a[1] += x`` with ``a[0]`` the rounded sum and ``a[1]`` its error
+    (Knuth's TwoSum: ``a[0] + a[1]`` stays the exact sum up to the error's rounding)."""
+    cdef double s = a[0] + x
+    cdef double bb = s - a[0]
+    a[1] += (a[0] - (s - bb)) + (x - bb)
+    a[0] = s
+
+
+cdef inline intp tie_width(const TieList* t) noexcept nogil:
+    """Entries of a tally's ``acc``: one per class, two per target."""
+    return t.m if t.code != NULL else 2 * t.m
+
+
+cdef inline void tie_clear(TieList* t) noexcept nogil:
+    """Empty the list (or its tally)."""
+    cdef intp c
+    t.n = 0
+    if t.acc != NULL:
+        for c in range(tie_width(t)):
+            t.acc[c] = 0.0
+
+
 cdef inline void tie_add(TieList* t, intp j) noexcept nogil:
-    """Append row ``j`` (on allocation failure ``t.cap`` becomes -1 for good)."""
-    cdef intp cap
+    """Append row ``j`` (on allocation failure ``t.cap`` becomes -1 for good), or count
+    it in the tally."""
+    cdef intp cap, c
     cdef intp* nj
+    if t.acc != NULL:
+        t.n += 1
+        if t.code != NULL:
+            t.acc[t.code[j]] += 1.0
+        else:
+            for c in range(t.m):
+                two_sum_add(t.acc + 2 * c, t.val[j * t.m + c])
+        return
     if t.cap < 0:
         return
     if t.n == t.cap:
@@ -622,9 +662,28 @@ cdef inline void tie_displaced(TieList* t, double od, intp oj, double nd,
     it joins the ties when ``nd == od`` (not a placeholder index ``>= nr``); a smaller
     k-th distance leaves no tie with the listed rows."""
     if nd != od:
-        t.n = 0
+        tie_clear(t)
     elif oj < nr:
         tie_add(t, oj)
+
+
+cdef inline void tie_merge(TieList* out, const TieList* src) noexcept nogil:
+    """Add the rows (or the tally) of ``src`` to ``out`` (the same kind of list)."""
+    cdef intp h, c
+    if out.acc != NULL:
+        out.n += src.n
+        if out.code != NULL:
+            for c in range(out.m):
+                out.acc[c] += src.acc[c]
+        else:
+            for c in range(out.m):
+                two_sum_add(out.acc + 2 * c, src.acc[2 * c])
+                two_sum_add(out.acc + 2 * c, src.acc[2 * c + 1])
+        return
+    for h in range(src.n):
+        tie_add(out, src.j[h])
+    if src.cap < 0:
+        out.cap = -1
 
 
 cdef inline bint heap_offer(double* hd, intp* hi, intp k, double d, intp j, TieList* t,

@@ -9,7 +9,8 @@ import numpy as np
 cimport numpy as cnp
 cimport cython
 from libc.math cimport INFINITY
-from libc.stdlib cimport calloc, free, qsort
+from libc.stdlib cimport calloc, malloc, free, qsort
+from libc.string cimport memcpy
 
 cnp.import_array()
 
@@ -231,25 +232,131 @@ cdef int _cmp_index(const void* a, const void* b) noexcept nogil:
 cdef class TieLists:
     """One :c:type:`TieList` per query row of a k-NN search that keeps the rows tied with
     the k-th (``plan.pxd``); the search fills them, :meth:`widen` turns them into the
-    lists' extra columns.  Frees what the search allocated."""
+    lists' extra columns.  Frees what the search allocated.
 
-    def __cinit__(self, intp n):
+    With ``codes`` (the reference rows' class codes, ``[rows]`` in ``[0, n_classes)``) or
+    ``values`` (their targets, ``[rows]`` or ``[rows, m]``, finite) the lists keep only a
+    tally of the tied rows -- how many, and their count per class or their sum per
+    target (:meth:`tally`) -- so their memory is ``n`` times the classes (or targets),
+    whatever the number of ties; :meth:`widen` then returns the k best unchanged."""
+
+    def __cinit__(self, intp n, codes=None, intp n_classes=0, values=None):
+        cdef intp q, m = 0, w = 0, nr = 0
+        cdef double* acc = NULL
+        cdef intp* code = NULL
+        cdef double* val = NULL
         if n < 0:
             raise ValueError("n must be >= 0")
         self.n = n
         self.t = <TieList*> calloc(max(1, n), sizeof(TieList))
         if self.t == NULL:
             raise MemoryError()
+        if codes is None and values is None:
+            return
+        if codes is not None and values is not None:
+            raise ValueError("give codes or values, not both")
+        if codes is not None:
+            c = np.ascontiguousarray(codes, dtype=np.intp)
+            if c.ndim != 1:
+                raise ValueError("codes must be 1-D")
+            if n_classes < 1 or (c.size and (c.min() < 0 or c.max() >= n_classes)):
+                raise ValueError("codes must lie in [0, n_classes) with n_classes >= 1")
+            nr, m, w = c.shape[0], n_classes, n_classes
+            code = <intp*> malloc(max(1, nr) * sizeof(intp))
+            if code == NULL:
+                raise MemoryError()
+            self.t[0].code = code
+            self.t[0].cap = 1       # a tally's first list owns the codes (or targets)
+            if nr:
+                memcpy(code, cnp.PyArray_DATA(c), nr * sizeof(intp))
+        else:
+            v = np.ascontiguousarray(values, dtype=np.float64)
+            if v.ndim == 1:
+                v = v[:, None]
+            if v.ndim != 2 or v.shape[1] < 1:
+                raise ValueError("values must be [rows] or [rows, m] with m >= 1")
+            if not np.isfinite(v).all():
+                raise ValueError("values must be finite")
+            nr, m, w = v.shape[0], v.shape[1], 2 * v.shape[1]
+            val = <double*> malloc(max(1, nr * m) * sizeof(double))
+            if val == NULL:
+                raise MemoryError()
+            self.t[0].val = val
+            self.t[0].cap = 1
+            if nr:
+                memcpy(val, cnp.PyArray_DATA(v), nr * m * sizeof(double))
+        acc = <double*> calloc(max(1, n * w), sizeof(double))
+        if acc == NULL:
+            raise MemoryError("a tally of the tied rows needs %d x %d doubles (%s)"
+                              % (n, w, _bytes(8 * n * w)))
+        self.t[0].acc = acc
+        for q in range(max(1, n)):
+            self.t[q].code = code
+            self.t[q].val = val
+            self.t[q].acc = acc + q * w
+            self.t[q].m = m
 
     def __dealloc__(self):
         cdef intp q
         if self.t != NULL:
-            for q in range(self.n):
-                free(self.t[q].j)
+            if self.t[0].code != NULL or self.t[0].val != NULL:      # a tally
+                free(self.t[0].acc)
+                if self.t[0].cap == 1:
+                    free(<void*> self.t[0].code)
+                    free(<void*> self.t[0].val)
+            else:
+                for q in range(self.n):
+                    free(self.t[q].j)
             free(self.t)
 
     def __len__(self):
         return self.n
+
+    @property
+    def is_tally(self):
+        """Whether the lists keep only a tally (:meth:`tally`)."""
+        return self.t[0].acc != NULL
+
+    def like(self, intp n):
+        """Empty lists of ``n`` rows of the same kind (a tally of the same classes or
+        targets), for per-thread lists merged into these ones."""
+        cdef TieLists out = TieLists(n)
+        cdef intp q, m = self.t[0].m, w
+        cdef double* acc
+        if self.t[0].acc == NULL:
+            return out
+        w = tie_width(&self.t[0])
+        acc = <double*> calloc(max(1, n * w), sizeof(double))
+        if acc == NULL:
+            raise MemoryError()
+        out.t[0].acc = acc
+        for q in range(max(1, n)):
+            out.t[q].code = self.t[0].code      # shared: out lives inside the search
+            out.t[q].val = self.t[0].val
+            out.t[q].acc = acc + q * w
+            out.t[q].m = m
+        return out
+
+    def tally(self):
+        """``(count, acc)`` of a tally: ``count`` ``[n]`` (int64) the tied rows outside
+        each query's k best, ``acc`` ``[n, m]`` their count per class, or their sum per
+        target (each the rounded exact sum)."""
+        cdef intp q, c, m = self.t[0].m, w
+        if self.t[0].acc == NULL:
+            raise ValueError("these lists are not a tally")
+        w = tie_width(&self.t[0])
+        count = np.empty(self.n, dtype=np.int64)
+        acc = np.empty((self.n, m))
+        cdef long long[::1] oc = count
+        cdef double[:, ::1] oa = acc
+        for q in range(self.n):
+            oc[q] = self.t[q].n
+            for c in range(m):
+                if self.t[0].code != NULL:
+                    oa[q, c] = self.t[q].acc[c]
+                else:
+                    oa[q, c] = self.t[q].acc[2 * c] + self.t[q].acc[2 * c + 1]
+        return count, acc
 
     @cython.boundscheck(HDIST_DEBUG)
     @cython.wraparound(False)
@@ -257,17 +364,34 @@ cdef class TieLists:
         """The sorted k-NN lists ``D``/``I`` ``[n, k]`` with each query's tied rows after
         its k-th, in index order, at the k-th distance: ``(dist, ind)`` of width k plus
         the most ties of a row, shorter rows padded with distance ``inf`` and index 0.
-        Every row at a distance at most the k-th one's is then in the list."""
-        cdef intp n = D.shape[0], k = D.shape[1], q, h, w = 0
+        Every row at a distance at most the k-th one's is then in the list.  The
+        arrays take ``16 n (k + ties)`` bytes: where they cannot be allocated the
+        ``MemoryError`` names that size (a tally, :meth:`tally`, needs no such room).
+        A tally's lists are returned as they are, as arrays."""
+        cdef intp n = D.shape[0], k = D.shape[1], q, h, w = 0, total = 0
         cdef TieList* t
         if n != self.n or I.shape[0] != n or I.shape[1] != k or k < 1:
             raise ValueError("D and I must be [%d, k] with k >= 1" % self.n)
+        if self.t[0].acc != NULL:
+            return np.asarray(D), np.asarray(I)
         for q in range(n):
             if self.t[q].cap < 0:
-                raise MemoryError("the search ran out of memory for the tied rows")
+                raise MemoryError(
+                    "the search ran out of memory keeping the rows tied with the k-th "
+                    "distance (query row %d had %d of them listed); vote with a tally "
+                    "of the ties (the estimators' ties='include') or use ties='index'"
+                    % (q, self.t[q].n))
             w = max(w, self.t[q].n)
-        dist = np.full((n, k + w), np.inf)
-        ind = np.zeros((n, k + w), dtype=np.intp)
+            total += self.t[q].n
+        try:
+            dist = np.full((n, k + w), np.inf)
+            ind = np.zeros((n, k + w), dtype=np.intp)
+        except MemoryError:
+            raise MemoryError(
+                "the k-NN lists with the rows tied with the k-th need %d x %d entries "
+                "(%s; %d tied rows in all, up to %d for one query row), which do not fit;"
+                " vote with a tally of the ties (the estimators' ties='include') or use "
+                "ties='index'" % (n, k + w, _bytes(16 * n * (k + w)), total, w)) from None
         cdef double[:, ::1] od = dist
         cdef intp[:, ::1] oi = ind
         with nogil:
@@ -282,3 +406,28 @@ cdef class TieLists:
                     od[q, k + h] = D[q, k - 1]
                     oi[q, k + h] = t.j[h]
         return dist, ind
+
+
+def _bytes(n):
+    """A byte count in words (``"2.3 GB"``)."""
+    n = float(n)
+    for unit in ("bytes", "kB", "MB", "GB", "TB"):
+        if n < 1000 or unit == "TB":
+            return ("%d %s" % (n, unit)) if unit == "bytes" else ("%.1f %s" % (n, unit))
+        n /= 1000.0
+
+
+def tie_lists(ties, intp n):
+    """The tie lists a k-NN kernel keeps for ``n`` query rows: None (``ties`` false),
+    lists of the tied rows (``True``), or ``ties.lists(n)`` for an object that makes
+    them (a tally of classes or targets, ``hdist._search.votes.TieTally``)."""
+    if ties is None or ties is False:
+        return None
+    if ties is True:
+        return TieLists(n)
+    if isinstance(ties, TieLists):
+        if len(ties) != n:
+            raise ValueError("ties must hold one list per query row (%d), got %d"
+                             % (n, len(ties)))
+        return ties
+    return ties.lists(n)

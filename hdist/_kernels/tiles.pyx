@@ -22,7 +22,7 @@ from libc.string cimport memcpy, memset
 
 from hdist._kernels.plan cimport *
 from hdist._kernels.plan import (_c, _knn_chunk, _radius_chunk_rows, _region_rows,
-                                 _threads_for, SAFE_RANGE)
+                                 _threads_for, SAFE_RANGE, tie_lists)
 from hdist._kernels.ctile cimport *
 from hdist._kernels.tiles cimport AttrRows
 
@@ -319,7 +319,7 @@ cdef void scan_tile(const hd_tplan* T, const PlanS* P, const RowsS* Q, const Row
 @cython.wraparound(False)
 def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
         intp block=0, bint exclude_self=False, intp self_offset=0, strategy=None,
-        bint ties=False, intp chunk=0):
+        ties=False, intp chunk=0):
     """Exact k nearest reference rows for every query row.
 
     Returns ``(dist, ind)``, both ``[n_q, k]``, sorted by (distance, index); ``dist`` holds
@@ -328,7 +328,9 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
     reference rows, one heap set per thread, merged at the end); None chooses.
     ``ties``: the lists also hold, after the k-th, every other row at the k-th distance
     (:meth:`TieLists.widen`: width k plus the most ties of a row, padded with ``inf``
-    and index 0), found in the same pass.
+    and index 0), found in the same pass; or a :class:`TieLists` tally (or an object
+    whose ``lists(n_q)`` makes one, :func:`tie_lists`) that counts them, the lists then
+    of width k.
     ``chunk``: queries per pass over the reference rows in the "queries" strategy (0:
     :func:`_knn_chunk`'s rule).
     """
@@ -364,8 +366,8 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
     cdef hd_tr TR = _tref(R)
     cdef double* mem
     cdef intp mstride
-    cdef TieLists tl = TieLists(nq) if ties else None
-    cdef TieList* tq = tl.t if ties else NULL
+    cdef TieLists tl = tie_lists(ties, nq)
+    cdef TieList* tq = tl.t if tl is not None else NULL
     cdef TieLists ttl = None
     cdef TieList* tt = NULL
     keep_mem = _tile_buffers(plan, R, n_threads, &TR, &mem, &mstride)
@@ -384,8 +386,8 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
         nt = n_threads
         tdist = np.full((nt, nq, k), np.inf)
         tind = np.full((nt, nq, k), nr, dtype=np.intp)
-        if ties:
-            ttl = TieLists(nt * nq)
+        if tl is not None:
+            ttl = tl.like(nt * nq)
             tt = ttl.t
         # one parallel region per span of at least 2^20 rows (few regions for few queries;
         # signals are still checked between spans)
@@ -421,7 +423,7 @@ def knn(CPlan plan, CRows Q, CRows R, intp k, int n_threads, intp tile=256,
     else:
         raise ValueError("strategy must be 'queries' or 'references', got %r" % (strategy,))
     finish_heaps(plan, dist, ind)
-    if ties:
+    if tl is not None:
         return tl.widen(dist, ind)
     return dist, ind
 
@@ -434,7 +436,7 @@ cdef void _merge_ties(const double* td, const intp* ti, TieList* tt, intp nt, in
     heap at distance dk after the k-th, and the tie list of each thread whose own k-th
     distance is dk (a thread whose k-th lies further holds all its rows at dk in its
     heap)."""
-    cdef intp t, i, h, j
+    cdef intp t, i, j
     cdef double d
     for t in range(nt):
         for i in range(k):
@@ -443,10 +445,7 @@ cdef void _merge_ties(const double* td, const intp* ti, TieList* tt, intp nt, in
             if d == dk and j < nr and _before(dk, ik, d, j):
                 tie_add(out, j)
         if td[(t * nq + q) * k] == dk:
-            for h in range(tt[t * nq + q].n):
-                tie_add(out, tt[t * nq + q].j[h])
-            if tt[t * nq + q].cap < 0:
-                out.cap = -1
+            tie_merge(out, &tt[t * nq + q])
 
 
 @cython.boundscheck(HDIST_DEBUG)

@@ -875,7 +875,7 @@ def _nodes_view(kind, CPlan plan, CRows rows, dict arrays):
 
 def knn(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, rowdist,
         intp depth, intp k, int n_threads, bint exclude_self=False, two_sided=None,
-        intp block=0, intp batch=0, bint ties=False):
+        intp block=0, intp batch=0, ties=False):
     """Exact k nearest rows of each query by a tree.
 
     ``R``: the indexed rows (index order); ``leaf_rows``: ``leaf_major(plan, R, perm,
@@ -892,7 +892,7 @@ def knn(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, r
 
     ``ties``: the lists also hold every other row at the k-th distance, as
     ``hdist._kernels.knn``'s (the nodes whose rows can at best tie with the k-th are
-    entered then)."""
+    entered then), or only their tally (``hdist._kernels.plan.tie_lists``)."""
     cdef intp nq = Q.s.n, n = R.s.n, b0, b1, nch, ch, per = 4, q, i, task = 4
     _check_state(kind, arrays, perm, rowdist, n)
     if k < 1 or k > n - (1 if exclude_self else 0):
@@ -902,8 +902,8 @@ def knn(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, r
     cdef Nodes nodes = _nodes_view(kind, plan, R, arrays)
     cdef _Query S = _Query(kind, plan, nodes, Q, R, leaf_rows, perm, rowdist, depth,
                            exclude_self, two_sided)
-    cdef TieLists tl = TieLists(nq) if ties else None
-    S.s.ties = tl.t if ties else NULL
+    cdef TieLists tl = tie_lists(ties, nq)
+    S.s.ties = tl.t if tl is not None else NULL
     n_threads = max(1, n_threads)
     dist = np.full((nq, k), np.inf)
     ind = np.full((nq, k), n, dtype=np.intp)
@@ -942,7 +942,7 @@ def knn(kind, CPlan plan, CRows Q, CRows R, dict leaf_rows, dict arrays, perm, r
         PyErr_CheckSignals()
         if (status < 0).any():
             raise MemoryError("tree query ran out of memory")
-    if ties:
+    if tl is not None:
         dist, ind = tl.widen(dist, ind)
     return dist, ind, counts
 

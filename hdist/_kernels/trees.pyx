@@ -52,6 +52,7 @@ from hdist._kernels.plan cimport (PlanS, RowsS, CPlan, CRows, TieList, TieLists,
                                   _hit_push)
 from hdist._kernels.tiles cimport AttrRows, tile_block, _take_hits, sort_hits
 from hdist._kernels.tiles import TILE_ROWS, tile_view
+from hdist._kernels.plan import tie_lists
 
 cnp.import_array()
 

@@ -574,9 +574,11 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
 
     ``cache`` (a dict kept by the caller for a fixed reference set ``R``) keeps the
     reference side's features between calls.  ``ties``: the lists also hold every other
-    row at the k-th distance (``hdist._kernels.TieLists.widen``), found by the same pass."""
+    row at the k-th distance (``hdist._kernels.TieLists.widen``), found by the same pass,
+    or (a tally, ``hdist._kernels.plan.tie_lists``) only their count per class or target."""
     from .._core.progress import phase
-    from .._kernels import GemmKnnSelect, TieLists, finish_heaps
+    from .._kernels import GemmKnnSelect, finish_heaps
+    from .._kernels.plan import tie_lists
     with phase("tables"):
         F = _prepare(plan, Q, R, {} if cache is None else cache, r_chunk, dtype)
         if F is None:
@@ -585,7 +587,7 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
         HD = np.full((nq, k), np.inf)
         HI = np.full((nq, k), nr, dtype=np.intp)
         cplan = plan.cplan
-        tl = TieLists(nq) if ties else None
+        tl = tie_lists(ties, nq)
         # the arguments are checked once; each tile then costs one short call, the GIL
         # released while its rows are selected
         # the fused search makes the queries' tables of the reference-missing terms in
@@ -610,7 +612,7 @@ def knn(plan, Q, R, cQ, cR, k, n_threads, exclude_self=False, q_block=None, r_ti
             _in_threads(nq, n_threads, run)
     with phase("heaps"):
         finish_heaps(cplan, HD, HI)
-        return tl.widen(HD, HI) if ties else (HD, HI)
+        return tl.widen(HD, HI) if tl is not None else (HD, HI)
 
 
 def radius(plan, Q, R, cQ, cR, r, n_threads, exclude_self=False, self_offset=0,

@@ -33,7 +33,7 @@ from .choice import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa
                       AUTO_SURE_DIMS, Probe, auto_algorithm, auto_choice, pilot_queries,
                       race)
 from .._core.threads import built_once, effective_n_jobs
-from .metric import Metric, _check_k, _check_number, search_record
+from .metric import Metric, _check_k, _check_number, _tallies, search_record
 
 ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree", "ivf")
 TREES = ("kd_tree", "ball_tree")
@@ -720,8 +720,11 @@ class NeighborsIndex:
         k = _check_k(k, self._rows.n - (1 if exclude_self else 0))
         threads = effective_n_jobs(n_jobs)
         report = _progress.reporter(progress, rows.n, "kneighbors")
-        if report is None:
-            return self._knn(rows, k, bool(exclude_self), threads, ties)
+        if report is None or (exclude_self and _tallies(ties)):
+            out = self._knn(rows, k, bool(exclude_self), threads, ties)
+            if report is not None:      # a tally's own rows: one block
+                report(rows.n, rows.n)
+            return out
         counts = []
 
         def search(part, kk):

@@ -717,8 +717,10 @@ class Metric:
             with _progress.phase("kernel"):
                 return tree.knn(cq, kk, threads, excl, ties)[:2]
         report = _progress.reporter(progress, rows.n, "kneighbors")
-        if report is None:
+        if report is None or (exclude_self and _tallies(ties)):
             d, i = search(rows, k, bool(exclude_self))
+            if report is not None:      # a tally's own rows: one block
+                report(rows.n, rows.n)
         else:
             d, i = _progress.knn_blocks(lambda part, kk: search(part, kk, False),
                                         rows, k, bool(exclude_self), report, ties)
@@ -1259,6 +1261,12 @@ def _kept_labels(y, n, keep):
     remap = np.full(len(classes), -1, dtype=np.int64)
     remap[present] = np.arange(present.size)
     return remap[codes[keep]], [classes[i] for i in present], remap[codes]
+
+
+def _tallies(ties):
+    """Whether a search's ``ties`` is a tally of the tied rows (``votes.TieTally``), not
+    a yes/no for lists of them."""
+    return ties is not None and ties is not False and ties is not True
 
 
 def _check_k(k, n):

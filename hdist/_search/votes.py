@@ -133,6 +133,102 @@ def mass_complete(dist, mass, k, ties):
     return done
 
 
+class TieTally:
+    """What a k-NN search keeps of the rows tied with a query's k-th distance beyond its
+    k best when only their vote is needed (``ties="include"``): how many there are and,
+    per class, their count (``codes``: the training rows' class codes in
+    ``[0, n_classes)``) or, per target, their sum (``values``: the training rows' targets
+    ``[n]`` or ``[n, t]``).
+
+    Passed as ``ties=`` to a search (``hdist.NeighborsIndex._kneighbors``,
+    ``hdist.Metric._kneighbors``), it makes the kernels' tie lists
+    (``hdist._kernels.TieLists``) count instead of list: the search returns lists of
+    width k and :meth:`result` the tally of its query rows, so the memory is
+    ``n_queries x (k + classes)`` whatever the number of tied rows (10^6 identical
+    training rows cost no more than distinct ones).  One object per search."""
+
+    def __init__(self, codes=None, n_classes=0, values=None):
+        if (codes is None) == (values is None):
+            raise ValueError("give codes or values")
+        self.codes = None if codes is None else np.ascontiguousarray(codes, dtype=np.intp)
+        self.values = None if values is None else np.ascontiguousarray(values,
+                                                                       dtype=np.float64)
+        self.n_classes = int(n_classes)
+        self._lists = []
+
+    def lists(self, n):
+        """Tie lists that tally ``n`` query rows (called by the kernels, in query order)."""
+        from .._kernels import TieLists
+        tl = TieLists(n, codes=self.codes, n_classes=self.n_classes, values=self.values)
+        self._lists.append(tl)
+        return tl
+
+    def result(self, n):
+        """``(count, acc)`` of the search's ``n`` query rows: ``count`` ``[n]`` the tied
+        rows beyond each k best, ``acc`` ``[n, classes]`` their count per class or
+        ``[n, t]`` their sum per target."""
+        parts = [tl.tally() for tl in self._lists]
+        m = self.n_classes if self.codes is not None else \
+            (1 if self.values.ndim == 1 else self.values.shape[1])
+        count = np.concatenate([c for c, _ in parts]) if parts else np.zeros(0, np.int64)
+        acc = np.concatenate([a for _, a in parts]) if parts else np.zeros((0, m))
+        if len(count) != n:
+            raise RuntimeError("the search tallied %d query rows, expected %d"
+                               % (len(count), n))
+        return count, acc
+
+
+def tally_votes(dist, ind, codes, tally, k, weights, n_classes):
+    """Class votes ``[n, C]`` of the k nearest (``dist``, ``ind`` ``[n, k]``) and the rows
+    tied with the k-th beyond them (``tally``: :meth:`TieTally.result`), each of those
+    weighted as the k-th: the votes of ``tie_weights(..., ties="include")`` over the
+    widened lists, without the lists."""
+    w = neighbor_weights(dist, weights)
+    votes = class_votes(np.asarray(codes)[ind], w, n_classes)
+    return votes + w[:, k - 1:k] * tally[1]
+
+
+def tally_mean(dist, ind, values, tally, k, weights):
+    """Weighted mean of the targets of the k nearest and of the rows tied with the k-th
+    beyond them (``tally``: :meth:`TieTally.result` of ``values``), as
+    ``weighted_mean`` over the widened lists (equal up to the rounding of the sums)."""
+    w = neighbor_weights(dist, weights)
+    count, sums = tally
+    wk = w[:, k - 1]
+    values = np.asarray(values, dtype=np.float64)
+    den = w.sum(axis=1) + wk * count
+    if values.ndim == 2:
+        num = np.einsum("nk,nkt->nt", w, values[ind]) + wk[:, None] * sums
+        return num / den[:, None]
+    return ((w * values[ind]).sum(axis=1) + wk * sums[:, 0]) / den
+
+
+def search_votes(index, Q, k, weights, ties, codes=None, n_classes=0, values=None,
+                 **kwargs):
+    """``(dist, ind, out)`` of a k-NN search of ``Q`` by ``index`` (``_kneighbors``,
+    ``kwargs`` passed on): the k nearest and ``out`` the weighted class votes ``[n, C]``
+    of the training rows' class ``codes`` or the weighted mean of their ``values``, with
+    ``ties="include"`` counting every row tied with the k-th through a
+    :class:`TieTally` of the search (memory independent of the ties); ``out`` None
+    without ``codes`` or ``values`` (the neighbors only)."""
+    if codes is None and values is None:
+        dist, ind = index._kneighbors(Q, k, **kwargs)
+        return dist, ind, None
+    tally = None
+    if ties == "include":
+        tally = TieTally(codes=codes, n_classes=n_classes, values=values)
+    dist, ind = index._kneighbors(Q, k, ties=tally, **kwargs)
+    if tally is not None:
+        res = tally.result(len(dist))
+        if codes is not None:
+            return dist, ind, tally_votes(dist, ind, codes, res, k, weights, n_classes)
+        return dist, ind, tally_mean(dist, ind, values, res, k, weights)
+    w = neighbor_weights(dist, weights)
+    if codes is not None:
+        return dist, ind, class_votes(np.asarray(codes)[ind], w, n_classes)
+    return dist, ind, weighted_mean(np.asarray(values, dtype=np.float64)[ind], w)
+
+
 def class_votes(codes, w, n_classes):
     """Weighted votes ``[n, C]`` for the neighbors' class codes ``[n, k]``."""
     n, k = codes.shape
@@ -160,10 +256,14 @@ def weighted_mean(values, w):
     return (w * values).sum(axis=1) / w.sum(axis=1)
 
 
-def loo_scores(dist, ind, y, weights, task, ties="index", K=None, sample_weight=None):
+def loo_scores(dist, ind, y, weights, task, ties="index", K=None, sample_weight=None,
+               tally=None):
     """Leave-one-out score of every k = 1..K from one query of the K nearest *other*
     training rows (``dist``, ``ind`` ``[n, K]``, each row's own index excluded; with
-    ``ties="include"`` the lists may be wider, reaching every row tied with the K-th).
+    ``ties="include"`` the lists may be wider, reaching every row tied with the K-th, or
+    of width K with ``tally`` (:meth:`TieTally.result` of the rows tied with the K-th
+    beyond them, counts per class or sums of ``y``): a row tied with the k-th beyond
+    the K listed is tied with the K-th, so the tally votes where ``d_k = d_K``).
 
     ``task="classification"``: ``y`` are class codes, the score is the accuracy.
     ``task="regression"``: the score is minus the mean absolute error (Weka IBk's default
@@ -174,19 +274,40 @@ def loo_scores(dist, ind, y, weights, task, ties="index", K=None, sample_weight=
     scores = np.empty(K)
     y = np.asarray(y)
     mass = None if sample_weight is None else np.asarray(sample_weight)[ind]
+    if tally is not None and (ties != "include" or mass is not None):
+        raise ValueError("a tally of the ties goes with ties='include' and no weights")
     if task == "classification":
         C = int(y.max()) + 1 if y.size else 1
         for k in range(1, K + 1):
             w, cols = _loo_weights(dist, k, weights, ties, mass)
-            pred = vote_winner(class_votes(y[ind[:, :cols]], w, C))
+            votes = class_votes(y[ind[:, :cols]], w, C)
+            if tally is not None:
+                votes += _tally_weight(dist, w, k)[:, None] * tally[1]
+            pred = vote_winner(votes)
             scores[k - 1] = np.average(pred == y, weights=sample_weight)
         return scores
     for k in range(1, K + 1):
         w, cols = _loo_weights(dist, k, weights, ties, mass)
-        pred = weighted_mean(y[ind[:, :cols]], w)
+        if tally is not None:
+            wt = _tally_weight(dist, w, k)
+            vals = y[ind[:, :cols]]
+            den = w.sum(axis=1) + wt * tally[0]
+            if y.ndim == 2:
+                pred = (np.einsum("nk,nkt->nt", w, vals) + wt[:, None] * tally[1]) \
+                    / den[:, None]
+            else:
+                pred = ((w * vals).sum(axis=1) + wt * tally[1][:, 0]) / den
+        else:
+            pred = weighted_mean(y[ind[:, :cols]], w)
         err = np.abs(pred - y).reshape(len(y), -1).mean(axis=1)
         scores[k - 1] = -np.average(err, weights=sample_weight)
     return scores
+
+
+def _tally_weight(dist, w, k):
+    """The weight of a tallied row for k (lists of width K): the k-th's weight where
+    ``d_k = d_K`` (the tallied rows are tied with the k-th), else 0."""
+    return np.where(dist[:, k - 1] == dist[:, -1], w[:, k - 1], 0.0)
 
 
 def _loo_weights(dist, k, weights, ties, mass=None):
