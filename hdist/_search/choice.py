@@ -53,6 +53,16 @@ AUTO_PILOT_MAX_ROWS = 1 << 15
 AUTO_DECIDE_PAIRS = 1 << 27
 #: rows per leaf of the trees the rule builds
 LEAF_SIZE = 32
+#: the k of the pilot queries when the caller's k is not known (at fit)
+AUTO_PILOT_K = 5
+#: a k-NN search with k above this fraction of the indexed rows is brute force: a tree
+#: must then reach most leaves of its k-th distance, so it computes nearly every pair
+#: and pays its bounds and its sorted list of k on top.  400 queries on one thread
+#: (2-core machine), KD-tree / brute force time at k = n/16, n/8, n/4, n: 4 000 rows of
+#: 3 normal attributes 0.92, 1.6, 2.9, 10.5; 16 000 rows 2.2, 3.9, 10.4, 50; 16 000
+#: rows of 8 attributes 6.0, 5.3, 7.5, 82.  Below it the pilot measures at the k asked
+#: (it picked brute force at k = 250 .. 2 000 of those 16 000 rows)
+AUTO_MAX_K_FRACTION = 0.125
 
 
 def search_dims(plan):
@@ -80,13 +90,17 @@ def needs_pilot(plan, n_rows):
     return n_rows >= AUTO_MIN_ROWS and search_dims(plan) > AUTO_SURE_DIMS
 
 
-def auto_choice(plan, n_rows, pilot=None, race=None):
-    """``(algorithm, reason)`` that ``"auto"`` picks for ``n_rows`` indexed rows:
+def auto_choice(plan, n_rows, pilot=None, race=None, k=None):
+    """``(algorithm, reason)`` that ``"auto"`` picks for ``n_rows`` indexed rows and
+    k-NN queries of ``k`` neighbors (None: not known, ``AUTO_PILOT_K``):
 
     - fewer than ``AUTO_MIN_ROWS`` rows: brute force (a query costs microseconds either
       way and nothing needs building);
-    - at most ``AUTO_SURE_DIMS`` search dimensions (:func:`search_dims`): KD-tree (10 to
-      1000 times faster than brute force in every such measurement);
+    - ``k`` above ``AUTO_MAX_K_FRACTION`` of the rows: brute force (a tree then computes
+      nearly every pair, and its bounds on top);
+    - at most ``AUTO_SURE_DIMS`` search dimensions (:func:`search_dims`) and ``k`` at most
+      ``AUTO_PILOT_K``: KD-tree (10 to 1000 times faster than brute force in every such
+      measurement);
     - otherwise ``pilot()`` returns the mean number of distance evaluations of
       ``AUTO_PILOT_QUERIES`` KD-tree queries (indexed rows) over all ``n_rows`` rows,
       measured on a tree over a sample of them and extrapolated (:class:`Probe`: no
@@ -104,11 +118,15 @@ def auto_choice(plan, n_rows, pilot=None, race=None):
 
     The ball tree is never chosen: it was slower than the KD-tree in almost every measured
     case (its bounds cost a full distance to a pivot) and is not exact for every Plan.
-    Without ``pilot`` the ambiguous case resolves to the KD-tree."""
+    ``pilot`` and ``race`` measure with the ``k`` asked.  Without ``pilot`` the ambiguous
+    case resolves to the KD-tree."""
     if n_rows < AUTO_MIN_ROWS:
         return "brute", "%d rows < %d: brute force needs no build" % (n_rows, AUTO_MIN_ROWS)
+    if k is not None and k > AUTO_MAX_K_FRACTION * n_rows:
+        return "brute", ("k = %d > %g of the %d rows: a tree would compute nearly every "
+                         "pair" % (k, AUTO_MAX_K_FRACTION, n_rows))
     dims = search_dims(plan)
-    if dims <= AUTO_SURE_DIMS:
+    if dims <= AUTO_SURE_DIMS and (k is None or k <= AUTO_PILOT_K):
         return "kd_tree", "%g search dimensions <= %d: the KD-tree prunes well" % (
             dims, AUTO_SURE_DIMS)
     if pilot is None:
@@ -130,6 +148,28 @@ def auto_choice(plan, n_rows, pilot=None, race=None):
                   "%.3g %%, the break-even against %s)"
                   % (AUTO_PILOT_QUERIES, 100 * frac, "<=" if pick == "kd_tree" else ">",
                      100 * limit, against))
+
+
+def k_rule(plan, rows, crows, k, brute, cache):
+    """``(algorithm, reason)`` of ``"auto"`` for a k-NN search of ``k`` neighbors over the
+    indexed ``rows`` once the rule picked a KD-tree with its pilot's k
+    (``AUTO_PILOT_K``), or None where that choice stands (``k`` no larger).  A larger k
+    is decided by :func:`auto_choice` at that k: brute force above
+    ``AUTO_MAX_K_FRACTION`` of the rows, else a pilot (and race) of queries of that k,
+    scaled to a power of two and kept in ``cache`` (a dict the caller keeps with the
+    rows).  ``brute(rows, k)``: brute force over all rows (the race's)."""
+    k = int(k)
+    if k <= AUTO_PILOT_K:
+        return None
+    n = rows.n
+    if k > AUTO_MAX_K_FRACTION * n:
+        return auto_choice(plan, n, k=k)
+    b = min(n, 1 << (k - 1).bit_length())
+    if b not in cache:
+        probe = Probe(plan, rows, crows, k=b)
+        cache[b] = auto_choice(plan, n, probe.evaluations,
+                               lambda: probe.race(brute), k=k)
+    return cache[b]
 
 
 def auto_algorithm(plan, n_rows, pilot=None, race=None):
@@ -207,11 +247,11 @@ class Probe:
     ``pilot_rows`` counts the rows the pilot's trees index, ``tree`` is the last one
     (over all rows when ``full``)."""
 
-    def __init__(self, plan, rows, crows=None):
+    def __init__(self, plan, rows, crows=None, k=None):
         from .._kernels import CRows
         n = rows.n
         self.plan, self.rows, self.crows = plan, rows, crows
-        self.n, self.k = n, min(5, n)
+        self.n, self.k = n, min(AUTO_PILOT_K if k is None else int(k), n)
         self.order = np.random.default_rng(0).permutation(n) if n > AUTO_PILOT_ROWS \
             else None
         first = n if self.order is None else AUTO_PILOT_ROWS // 4
@@ -234,8 +274,17 @@ class Probe:
         self.pilot_rows = getattr(self, "pilot_rows", 0) + sub.n
         return KDTree(self.plan, sub, crows)
 
+    def _k_of(self, tree):
+        """The k of the pilot queries on ``tree``: the k asked, scaled to the sample's
+        rows above ``AUTO_PILOT_K`` (the same share of the rows, so about the same k-th
+        distance)."""
+        m = tree.rows.n
+        if self.k <= AUTO_PILOT_K:
+            return min(self.k, m)
+        return min(m, max(AUTO_PILOT_K, math.ceil(self.k * m / self.n)))
+
     def _mean(self, tree):
-        return float(np.mean(tree.knn(self._cq, self.k, 1)[2]))
+        return float(np.mean(tree.knn(self._cq, self._k_of(tree), 1)[2]))
 
     def evaluations(self):
         """Mean distance evaluations of the pilot queries on a KD-tree over all rows
@@ -267,6 +316,6 @@ class Probe:
         rows."""
         if self._scale is None:
             self.evaluations()
-        t_tree, t_brute = race(lambda: self.tree.knn(self._cq, self.k, 1),
+        t_tree, t_brute = race(lambda: self.tree.knn(self._cq, self._k_of(self.tree), 1),
                                lambda: brute(self.queries, self.k))
         return t_tree * self._scale, t_brute

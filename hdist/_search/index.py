@@ -30,8 +30,8 @@ from .._core.plan import IGNORE
 from .._core.schema import NotFittedError
 from . import ivf as _ivf
 from .choice import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa: F401
-                      AUTO_SURE_DIMS, Probe, auto_algorithm, auto_choice, pilot_queries,
-                      race)
+                      AUTO_SURE_DIMS, Probe, auto_algorithm, auto_choice, k_rule,
+                      pilot_queries, race)
 from .._core.threads import built_once, effective_n_jobs
 from .metric import Metric, _check_k, _check_number, _tallies, search_record
 
@@ -165,6 +165,22 @@ def _reduced_radius(plan, r):
     under (``hdist._kernels.reduced_radius``: ``r^p``, enlarged for rounding)."""
     from .._kernels import reduced_radius
     return reduced_radius(plan.cplan, r)
+
+
+class Recall(float):
+    """The recall@k of :meth:`NeighborsIndex.recall`, a float, with the ``k`` measured
+    (``k``), the one asked (``k_asked``: larger where the rows were fewer) and a
+    ``note`` saying so (empty when ``k`` was not capped)."""
+
+    def __new__(cls, value, k, k_asked, note=""):
+        out = super().__new__(cls, value)
+        out.k = int(k)
+        out.k_asked = int(k_asked)
+        out.note = note
+        return out
+
+    def __reduce__(self):
+        return (Recall, (float(self), self.k, self.k_asked, self.note))
 
 
 def _train_unseen(metric):
@@ -365,6 +381,7 @@ class NeighborsIndex:
             self._probe = None
             algo, self._why = auto_choice(plan, n, lambda: self._pilot(progress), self._race)
             self._probe = None
+            self._k_choices = {}
             return algo
         if self.algorithm == "ball_tree":
             reason = ball_tree_refusal(plan, self._rows, self.metric_.schema_.names_)
@@ -681,7 +698,11 @@ class NeighborsIndex:
 
         ``Q``: query rows; ``None`` draws up to 1000 indexed rows at random
         (``random_state``), each query skipping itself.  ``n_probe``: lists probed
-        (default ``n_probe_``).  Costs one brute-force search of the queries."""
+        (default ``n_probe_``).  Costs one brute-force search of the queries.
+
+        A ``k`` beyond the rows a query can find (the indexed rows; one fewer without
+        ``Q``) is capped at them: the result, a :class:`Recall` (a float), says the
+        ``k`` measured (``.k``), the one asked (``.k_asked``) and why (``.note``)."""
         self._check_fitted()
         if self.algorithm_ != "ivf":
             raise ValueError("recall() measures algorithm='ivf'; %r is exact"
@@ -691,19 +712,26 @@ class NeighborsIndex:
         n = self._rows.n
         p = self._n_probe if n_probe is None else self._probe_arg(n_probe, lists)
         threads = effective_n_jobs(n_jobs)
+        asked = _check_k(k, math.inf)
         if Q is None:
+            if n < 2:
+                raise ValueError("recall() without Q searches the indexed rows each "
+                                 "without itself: it needs 2 indexed rows, the index has "
+                                 "%d; give Q" % n)
             rng = np.random.default_rng(self.random_state + 2)
             sel = np.sort(rng.choice(n, size=min(n, 1000), replace=False))
             rows, self_ids = self._rows.take(sel), sel
-            k = _check_k(k, n - 1)
+            avail, what = n - 1, "the %d other indexed rows" % (n - 1)
         else:
             rows, self_ids = self._query_rows(Q, False), None
-            k = _check_k(k, n)
+            avail, what = n, "the %d indexed rows" % n
+        k = min(asked, avail)
         d_ex, _ = _ivf.exact_excluding(self, lists, rows, self_ids, k, threads)
         with self._probing(p):
             d, _, scanned, probed = _ivf.knn(self, lists, rows, k, p, self_ids, threads)
             self._ivf_record(threads, scanned, probed)
-        return _ivf.recall_of(d, d_ex, k)
+        note = "" if k == asked else "recall@%d: k = %d capped at %s" % (k, asked, what)
+        return Recall(_ivf.recall_of(d, d_ex, k), k, asked, note)
 
     def _kneighbors(self, Q, k, exclude_self=False, n_jobs=None, progress=None, ties=False):
         """``kneighbors``'s ``(dist, ind)``; ``ties`` as for :meth:`hdist.Metric._kneighbors`
@@ -747,7 +775,8 @@ class NeighborsIndex:
                                                  self_ids, threads, ties)
             self._ivf_record(threads, scanned, probed)
             return d, i
-        if self.algorithm_ == "brute":
+        algo, why = self._for_k(k)
+        if algo == "brute":
             d, i = self.metric_._knn_rows(rows, k, bool(exclude_self), threads, R=self._rows,
                                           cR=self._crows(), cache=self._gemm(), ties=ties)
             self.n_distance_evaluations_ = np.full(rows.n, n - (1 if exclude_self else 0),
@@ -759,9 +788,24 @@ class NeighborsIndex:
             with _progress.phase("kernel"):
                 d, i, cnt = _trees.knn(*args, k, threads, exclude_self, two, ties=ties)
             self.n_distance_evaluations_ = cnt
-        self.search_ = search_record(self.algorithm_, getattr(self, "_why", ""), threads,
+        self.search_ = search_record(algo, why, threads,
                                      getattr(self.metric_, "_brute_path", None))
         return d, i
+
+    def _for_k(self, k):
+        """``(algorithm, reason)`` of a k-NN search of ``k`` neighbors: ``algorithm_``,
+        except that ``"auto"`` decides a k larger than its pilot's at that k
+        (:func:`hdist._search.choice.k_rule`: brute force for k near the rows)."""
+        why = getattr(self, "_why", "")
+        if self.algorithm != "auto" or self.algorithm_ == "brute":
+            return self.algorithm_, why
+        brute = self.metric_._knn_rows
+        rule = k_rule(self.metric_.plan_, self._rows, self._crows(), k,
+                      lambda q, kk: brute(q, kk, False, 1, R=self._rows, cR=self._crows()),
+                      self.__dict__.setdefault("_k_choices", {}))
+        if rule is None or rule[0] == self.algorithm_:
+            return self.algorithm_, why
+        return rule
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
                          n_jobs=None, progress=None):

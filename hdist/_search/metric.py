@@ -709,6 +709,13 @@ class Metric:
         threads = effective_n_jobs(n_jobs)
         algo, tree, why = self._search(rows.n * self.n_train_)
         state = self._fitted()
+        if tree is not None:            # a k beyond the pilot's is decided at that k
+            from .choice import k_rule
+            rule = k_rule(state.plan, state.train, state.crows(), k,
+                          lambda q, kk: self._knn_rows(q, kk, False, 1),
+                          state.__dict__.setdefault("k_choices", {}))
+            if rule is not None and rule[0] == "brute":
+                algo, tree, why = "brute", None, rule[1]
 
         def search(part, kk, excl):
             if tree is None:
