@@ -428,6 +428,20 @@ class _Filter:
 
 
 def _prepare(plan, Q, R, cache, r_chunk, dtype=np.float32):
+    """:func:`_prepare_rows`; the reference side's entries of ``cache`` are built under
+    the cache's lock, by one thread while the others wait: threads sharing a fitted
+    metric would each build the features of every reference row at once (the largest
+    arrays of the filter; with IVDM's class-probability vectors, several times the
+    rows), multiplying the peak of memory by the threads."""
+    key = ("Y", np.dtype(dtype).str, r_chunk, dtype == np.float32)
+    if cache.get("ref" if dtype == np.float32 else "ref-full") is not None and \
+            cache.get(key) is not None:
+        return _prepare_rows(plan, Q, R, cache, r_chunk, dtype)
+    with cache.setdefault("lock", threading.RLock()):
+        return _prepare_rows(plan, Q, R, cache, r_chunk, dtype)
+
+
+def _prepare_rows(plan, Q, R, cache, r_chunk, dtype=np.float32):
     """A :class:`_Filter` for queries ``Q`` against ``R``, or None when the plan, the rows
     or their magnitudes do not allow the filter.
 

@@ -33,7 +33,8 @@ from .choice import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa
                       AUTO_SURE_DIMS, Probe, auto_algorithm, auto_choice, k_rule,
                       pilot_queries, race)
 from .._core.threads import built_once, effective_n_jobs
-from .metric import Metric, _check_k, _check_number, _tallies, search_record
+from .metric import (Metric, _check_k, _check_number, _tallies, knn_guard, radius_guard,
+                     search_record)
 
 ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree", "ivf")
 TREES = ("kd_tree", "ball_tree")
@@ -746,6 +747,10 @@ class NeighborsIndex:
         self._check_current()
         rows = self._query_rows(Q, exclude_self)
         k = _check_k(k, self._rows.n - (1 if exclude_self else 0))
+        with knn_guard(rows.n, k):
+            return self._kneighbors_rows(rows, k, exclude_self, n_jobs, progress, ties)
+
+    def _kneighbors_rows(self, rows, k, exclude_self, n_jobs, progress, ties):
         threads = effective_n_jobs(n_jobs)
         report = _progress.reporter(progress, rows.n, "kneighbors")
         if report is None or (exclude_self and _tallies(ties)):
@@ -819,10 +824,24 @@ class NeighborsIndex:
         rows = self._query_rows(Q, exclude_self)
         threads = effective_n_jobs(n_jobs)
         report = _progress.reporter(progress, rows.n, "radius_neighbors")
+        dl, il, counts = [], [], []
+        with radius_guard(rows.n, self._rows.n, r, il):
+            self._radius_blocks(rows, Q is None, r, exclude_self, threads, report, dl, il,
+                                counts)
+        D = np.empty(len(dl), dtype=object)
+        I = np.empty(len(il), dtype=object)
+        D[:] = dl
+        I[:] = il
+        return (D, I) if return_distance else I
+
+    def _radius_blocks(self, rows, own, r, exclude_self, threads, report, dl, il, counts):
+        """``radius_neighbors``' lists, appended to ``dl``, ``il``: in one call, or block
+        by block (``report``; ``counts`` the evaluations of each)."""
         if report is None:
-            dl, il = self._radius(rows, Q is None, r, bool(exclude_self), threads)
+            d_, i_ = self._radius(rows, own, r, bool(exclude_self), threads)
+            dl += list(d_)
+            il += list(i_)
         else:
-            dl, il, counts = [], [], []
             for a, b in _progress.blocks(rows.n, report):
                 d_, i_ = self._radius(rows.take(np.arange(a, b)), False, r, False, threads)
                 if exclude_self:        # the block's own rows are a..b-1
@@ -834,11 +853,6 @@ class NeighborsIndex:
                 counts.append(self.n_distance_evaluations_)
             self.n_distance_evaluations_ = np.concatenate(counts) if counts else \
                 np.zeros(0, dtype=np.intp)
-        D = np.empty(len(dl), dtype=object)
-        I = np.empty(len(il), dtype=object)
-        D[:] = dl
-        I[:] = il
-        return (D, I) if return_distance else I
 
     def _radius(self, rows, own, r, exclude_self, threads):
         """Radius lists of encoded query rows (``own``: they are the indexed rows)."""

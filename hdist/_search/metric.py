@@ -627,7 +627,11 @@ class Metric:
         B = A if Y is None else self.encode(Y, unseen, "Y")
         shape = (A.n, B.n)
         if out is None:
-            out = np.empty(shape)
+            what = "a pairwise matrix of %d x %d rows (%d pairs)" % (A.n, B.n, A.n * B.n)
+            check_result_size(8 * A.n * B.n, what, PAIRWISE_REMEDY)
+            with out_of_memory(what, PAIRWISE_REMEDY, lambda: " (it takes %s)"
+                               % nbytes_text(8 * A.n * B.n)):
+                out = np.empty(shape)
         else:
             if not isinstance(out, np.ndarray):
                 raise TypeError("out must be a numpy array, got %s" % type(out).__name__)
@@ -724,13 +728,14 @@ class Metric:
             with _progress.phase("kernel"):
                 return tree.knn(cq, kk, threads, excl, ties)[:2]
         report = _progress.reporter(progress, rows.n, "kneighbors")
-        if report is None or (exclude_self and _tallies(ties)):
-            d, i = search(rows, k, bool(exclude_self))
-            if report is not None:      # a tally's own rows: one block
-                report(rows.n, rows.n)
-        else:
-            d, i = _progress.knn_blocks(lambda part, kk: search(part, kk, False),
-                                        rows, k, bool(exclude_self), report, ties)
+        with knn_guard(rows.n, k):
+            if report is None or (exclude_self and _tallies(ties)):
+                d, i = search(rows, k, bool(exclude_self))
+                if report is not None:      # a tally's own rows: one block
+                    report(rows.n, rows.n)
+            else:
+                d, i = _progress.knn_blocks(lambda part, kk: search(part, kk, False),
+                                            rows, k, bool(exclude_self), report, ties)
         self._record_search(algo, why, threads)
         return d, i
 
@@ -853,13 +858,26 @@ class Metric:
         rows = self._queries(Q)
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries")
-        from .._kernels import CRows
         threads = effective_n_jobs(n_jobs)
         state = self._fitted()
         algo, tree, why = self._search(rows.n * self.n_train_)
         dl, il = [], []
         report = _progress.reporter(progress, rows.n, "radius_neighbors")
         whole = report is None          # one block, as one kernel call
+        with radius_guard(rows.n, self.n_train_, r, il):
+            self._radius_blocks(rows, r, exclude_self, threads, state, tree, report, whole,
+                                dl, il)
+        self._record_search(algo, why, threads)
+        D = np.empty(len(dl), dtype=object)
+        I = np.empty(len(il), dtype=object)
+        D[:] = dl
+        I[:] = il
+        return (D, I) if return_distance else I
+
+    def _radius_blocks(self, rows, r, exclude_self, threads, state, tree, report, whole,
+                       dl, il):
+        """``radius_neighbors``' lists, appended to ``dl``, ``il`` block by block."""
+        from .._kernels import CRows
         for a, b in _progress.blocks(rows.n, _progress.silent if whole else report,
                                      max(rows.n, 1) if whole else None):
             part = rows if (a, b) == (0, rows.n) else rows.take(np.arange(a, b))
@@ -875,12 +893,6 @@ class Metric:
                     i_ = [i[m] for i, m in zip(i_, keep)]
             dl += list(d_)
             il += list(i_)
-        self._record_search(algo, why, threads)
-        D = np.empty(len(dl), dtype=object)
-        I = np.empty(len(il), dtype=object)
-        D[:] = dl
-        I[:] = il
-        return (D, I) if return_distance else I
 
     def value_distances(self, attribute):
         """The learned value x value table ``d_a(v, w)`` of a nominal attribute.
@@ -1206,9 +1218,9 @@ class FitState:
 
     Threads share it: ``lock`` makes the kernels' view and the search choice (with its
     KD-tree) be built once, however many threads ask at once; the matrix-product
-    filter's entries in ``gemm_cache`` are built whole and then published by one store
-    (two threads may both build one, and either copy serves), and are never changed
-    afterwards."""
+    filter's entries in ``gemm_cache`` are built by one thread under the cache's own
+    lock (its ``"lock"`` entry; the others wait rather than each build a copy), published
+    whole, and never changed afterwards."""
 
     def __init__(self, plan, train, y, unseen=None):
         self.plan, self.train, self.y = plan, train, y
@@ -1268,6 +1280,104 @@ def _kept_labels(y, n, keep):
     remap = np.full(len(classes), -1, dtype=np.int64)
     remap[present] = np.arange(present.size)
     return remap[codes[keep]], [classes[i] for i in present], remap[codes]
+
+
+def memory_limit():
+    """Bytes this process can hold at most: the machine's physical memory, or its
+    address-space limit (``RLIMIT_AS``) where lower; None where neither is known."""
+    limits = []
+    try:
+        import os
+        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        pass
+    try:
+        import resource
+        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
+        if soft != resource.RLIM_INFINITY and soft > 0:
+            limits.append(soft)
+    except (ImportError, ValueError, OSError):
+        pass
+    return min(limits) if limits else None
+
+
+def nbytes_text(n):
+    """A byte count in words (``"2.3 GB"``), as the kernels' messages write it."""
+    from .._kernels.plan import _bytes
+    return _bytes(n)
+
+
+def check_result_size(nbytes, what, remedy):
+    """Raise a ``MemoryError`` before a call whose result alone (``nbytes``) exceeds
+    :func:`memory_limit`, naming what was asked (``what``), its size and the
+    ``remedy``."""
+    limit = memory_limit()
+    if limit is not None and nbytes > limit:
+        raise MemoryError("%s would return %s, more than the %s this process can hold; %s"
+                          % (what, nbytes_text(nbytes), nbytes_text(limit), remedy))
+
+
+class out_of_memory:
+    """Context: a ``MemoryError`` raised inside is raised again naming what was asked
+    (``what``, with ``size()`` -- a text -- where given) and the ``remedy``, not the size
+    of the allocation that failed (which is kept as the cause)."""
+
+    def __init__(self, what, remedy, size=None):
+        self.what, self.remedy, self.size = what, remedy, size
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, kind, exc, tb):
+        if kind is not None and issubclass(kind, MemoryError):
+            detail = str(exc)
+            size = self.size() if self.size is not None else ""
+            raise MemoryError("%s ran out of memory%s; %s%s"
+                              % (self.what, size, self.remedy,
+                                 " (the allocation that failed: %s)" % detail if detail
+                                 else "")) from exc
+        return False
+
+
+#: what to do when a pairwise matrix does not fit
+PAIRWISE_REMEDY = ("compute it by blocks of X's rows (pairwise(X[a:b], Y)), into out= "
+                   "a numpy.memmap on disk, or search the neighbors only (kneighbors, "
+                   "radius_neighbors)")
+#: ... and when a radius search's lists do not
+RADIUS_REMEDY = ("use a smaller radius, a k-NN search, or fewer query rows per call "
+                 "(progress= searches by blocks)")
+
+
+def radius_guard(nq, nr, r, found):
+    """A radius search's guard: with ``r = inf`` (every pair) its size is checked before
+    (:func:`check_result_size`, ``16 nq nr`` bytes); a ``MemoryError`` names the pairs
+    the blocks already done had found (``found``: their index lists)."""
+    what = "a radius search of %d query rows against %d rows within r = %g" % (nq, nr, r)
+    if math.isinf(r):
+        check_result_size(16 * nq * nr, what + " (all %d pairs)" % (nq * nr),
+                          RADIUS_REMEDY)
+
+    def size():
+        done = len(found)
+        pairs = sum(len(i) for i in found)
+        if not done:
+            return " (the lists of its pairs did not fit)"
+        return (" after %d pairs found for its first %d query rows (%s)"
+                % (pairs, done, nbytes_text(16 * pairs)))
+    return out_of_memory(what, RADIUS_REMEDY, size)
+
+
+#: what to do when a k-NN search's lists do not fit
+KNN_REMEDY = "ask for a smaller k, or search fewer query rows per call"
+
+
+def knn_guard(nq, k):
+    """:func:`check_result_size` of a k-NN search (``16 nq k`` bytes of lists) and the
+    :class:`out_of_memory` context around it."""
+    what = "a k-NN search of %d query rows with k = %d (%d pairs)" % (nq, k, nq * k)
+    check_result_size(16 * nq * k, what, KNN_REMEDY)
+    return out_of_memory(what, KNN_REMEDY, lambda: " (its lists take %s)"
+                         % nbytes_text(16 * nq * k))
 
 
 def _tallies(ties):
