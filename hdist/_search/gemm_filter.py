@@ -634,7 +634,9 @@ def radius(plan, Q, R, cQ, cR, r, n_threads, exclude_self=False, self_offset=0,
     """Exact radius search through the GEMM filter: the reference rows within true
     distance ``r`` (inclusive) of each query, sorted by (distance, index), as two lists
     of arrays — bit-identical to the direct kernel's; None when the filter does not
-    apply (or cannot pay: ``r`` infinite)."""
+    apply (or cannot pay: ``r`` infinite).  Each block of ``q_block`` queries' hits are
+    sorted into their lists when the block ends, so the memory peaks near the result's
+    size (16 bytes a hit)."""
     if math.isinf(r):
         return None
     F = _prepare(plan, Q, R, {} if cache is None else cache, r_chunk, dtype)
@@ -650,15 +652,33 @@ def radius(plan, Q, R, cQ, cR, r, n_threads, exclude_self=False, self_offset=0,
         extra["ab"], extra["tab"] = F.refmiss.ab, F.refmiss.tables(F.H)
 
     def run(q0, q1, stop):
-        parts = [gemm_radius_select(cplan, cQ, cR, G, F.nx, F.ny_chunk[r0 // F.r_chunk:],
-                                    a0, r0, F.r_chunk, r, F.eps, exclude_self, self_offset,
-                                    **extra)
-                 for a0, r0, G in _tiles(F, nr, q0, q1, q_block, r_tile, stop)]
-        return [np.concatenate(z) for z in zip(*parts)] if parts else None
+        # each block of queries' hits (24 bytes each) become its sorted lists (16 bytes
+        # a hit) as soon as its last tile is done, so that the hits of all queries never
+        # wait, whole, beside their lists: the peak stays near the size of the result
+        dl, il, block = [], [], []
 
-    found = [p for p in _in_threads(nq, n_threads, run) if p is not None]
-    if found:
-        qs, js, ds = (np.concatenate(z) for z in zip(*found))
-    else:
-        qs, js, ds = np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)
-    return gemm_radius_lists(qs, js, ds, nq, n_threads)
+        def lists(a0):
+            hits = [np.concatenate(z) for z in zip(*block)] if block else \
+                [np.zeros(0, np.intp), np.zeros(0, np.intp), np.zeros(0)]
+            block.clear()
+            hits[0] -= a0
+            d_, i_ = gemm_radius_lists(*hits, min(q1, a0 + q_block) - a0, 1)
+            dl.extend(d_)
+            il.extend(i_)
+        cur = None
+        for a0, r0, G in _tiles(F, nr, q0, q1, q_block, r_tile, stop):
+            if a0 != cur and cur is not None:
+                lists(cur)
+            cur = a0
+            block.append(gemm_radius_select(cplan, cQ, cR, G, F.nx,
+                                            F.ny_chunk[r0 // F.r_chunk:], a0, r0, F.r_chunk,
+                                            r, F.eps, exclude_self, self_offset, **extra))
+        if cur is not None:
+            lists(cur)
+        while len(dl) < q1 - q0:        # no reference rows: no tiles
+            dl.append(np.zeros(0))
+            il.append(np.zeros(0, np.intp))
+        return dl, il
+
+    parts = _in_threads(nq, n_threads, run)
+    return [d for p in parts for d in p[0]], [i for p in parts for i in p[1]]

@@ -1,7 +1,8 @@
 """Searches whose result cannot fit say what was asked: the pairs, the bytes and the
 remedy, before allocating where the size is known (k-NN lists, a pairwise matrix, an
 all-pairs radius search) and when memory runs out mid-way (the pairs found so far); the
-matrix-product filter's reference side is built once for threads sharing a metric."""
+matrix-product filter's reference side is built once for threads sharing a metric, and
+its radius search peaks near the size of its result."""
 from __future__ import annotations
 
 import threading
@@ -140,3 +141,33 @@ def test_threads_sharing_a_metric_build_the_filter_features_once(monkeypatch):
     for d, i in out:
         np.testing.assert_array_equal(d, want[0])
         np.testing.assert_array_equal(i, want[1])
+
+
+def test_ivdm_radius_through_the_filter_peaks_near_its_result():
+    """The matrix-product filter's radius search turns each block of queries' hits into
+    their sorted lists as the block ends: its traced peak stays within twice the
+    result's 16 bytes a pair (all hits were kept, copied and sorted at the end: 4x)."""
+    import tracemalloc
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame(rng.normal(size=(4000, 6)), columns=list("abcdef"))
+    m = hdist.Metric("ivdm").fit(X, rng.integers(0, 3, 4000))
+    m._GEMM_MIN_PAIRS = 0
+    Q = X.iloc[:2000]
+    m.radius_neighbors(Q.iloc[:20], 0.3)        # the reference side's caches
+    tracemalloc.start()
+    try:
+        D, I = m.radius_neighbors(Q, 0.3)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert m.search_["path"] == "filter"
+    pairs = sum(len(i) for i in I)
+    assert 10 ** 6 < pairs < 2000 * 4000
+    assert peak <= 2 * 16 * pairs, (peak, pairs)
+    d0, i0 = m.radius_neighbors(Q.iloc[::97], 0.3)
+    m._GEMM_MIN_PAIRS = 1 << 62
+    d1, i1 = m.radius_neighbors(Q.iloc[::97], 0.3)
+    assert m.search_["path"] == "direct"
+    for a, b, c, e in zip(d0, d1, i0, i1):
+        np.testing.assert_array_equal(a, b)
+        np.testing.assert_array_equal(c, e)
