@@ -5,11 +5,16 @@ Hypothesis profiles, chosen with the environment variable ``HYPOTHESIS_PROFILE``
 - ``ci`` (default): a modest, derandomized number of examples so the suite stays fast and
   reproducible; a failing example is reported as found, without shrinking;
 - ``big``: many random examples, for a manual hunt (``HYPOTHESIS_PROFILE=big pytest``).
+
+Tests marked ``needs_data`` read the real datasets (tests/datadir.py): without a data
+folder they are skipped with the reason; with ``HDIST_DATA`` naming a folder that is not
+there they fail, so that a run meant to have the data cannot pass by skipping them.
 """
 import os
 import sys
 from pathlib import Path
 
+import pytest
 from hypothesis import HealthCheck, Phase, settings
 
 # The tests of each layer live in a folder of their own (kernels, core, search, estimators,
@@ -29,3 +34,19 @@ settings.register_profile("ci", max_examples=12, deadline=None, derandomize=True
 settings.register_profile("big", max_examples=400, deadline=None,
                           suppress_health_check=_SLOW_OK, print_blob=True)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
+
+
+import datadir  # noqa: E402  (tests/ is on sys.path from here on)
+
+
+def pytest_runtest_setup(item):
+    """Skip a ``needs_data`` test when there is no data folder, before its fixtures run;
+    fail it when ``HDIST_DATA`` names a folder that is not there."""
+    if item.get_closest_marker("needs_data") is None:
+        return
+    reason = datadir.missing_reason()
+    if reason is None:
+        return
+    if os.environ.get("HDIST_DATA"):
+        pytest.fail(reason, pytrace=False)
+    pytest.skip(reason)

@@ -154,6 +154,7 @@ def test_seed_003_table_1():
 
 @pytest.mark.parametrize("name,kind", [("credit-a", "hds"), ("credit-a", "add"),
                                        ("german", "hds"), ("Zoo", "add")])
+@pytest.mark.needs_data
 def test_real_data_against_reference(name, kind):
     df, schema = read_dataset(name)
     df = df.drop(columns=schema["class"])
@@ -170,6 +171,7 @@ def test_real_data_against_reference(name, kind):
     np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-12)
 
 
+@pytest.mark.needs_data
 def test_adult_workclass_ordering_and_bounds():
     df, schema = read_dataset("adult_train")
     X = df.drop(columns=schema["class"])

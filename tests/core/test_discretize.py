@@ -64,6 +64,7 @@ def test_random_columns_match_reference(seed, ties):
         assert (r is None and math.isnan(b)) or r == b
 
 
+@pytest.mark.needs_data
 def test_iris_mdlp_reproduces_weka():
     df, y, _ = ref.load("iris")
     expected = {"sepal length (cm)": [5.55, 6.15], "sepal width (cm)": [2.95, 3.35],
@@ -75,6 +76,7 @@ def test_iris_mdlp_reproduces_weka():
 
 
 @pytest.mark.parametrize("name", ["iris", "Glass", "PimaIndiansDiabetes2"])
+@pytest.mark.needs_data
 def test_real_data_match_reference(name):
     df, y, kinds = ref.load(name)
     codes, _ = ref.class_codes(y)

@@ -42,6 +42,7 @@ def test_mi_weights_match_reference(seed):
 
 
 @pytest.mark.parametrize("name", ["iris", "Glass", "PimaIndiansDiabetes2"])
+@pytest.mark.needs_data
 def test_mi_weights_on_real_data(name):
     df, y, kinds = ref.load(name)
     m = Metric("heom", weights="mi").fit(df, y)
@@ -104,6 +105,7 @@ def test_entropy():
         entropy([1, 2], base=1)
 
 
+@pytest.mark.needs_data
 def test_mutual_information():
     df, y, kinds = ref.load("iris")
     skm = pytest.importorskip("sklearn.metrics")

@@ -165,6 +165,7 @@ def test_settable_parameters(options, ref_kw):
 
 @pytest.mark.parametrize("dataset", ["iris", "Glass", "PimaIndiansDiabetes2"])
 @pytest.mark.parametrize("name", PRESETS)
+@pytest.mark.needs_data
 def test_presets_match_reference_on_real_data(dataset, name):
     df, y, kinds = ref.load(dataset)
     rng = np.random.default_rng(11)

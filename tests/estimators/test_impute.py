@@ -793,6 +793,7 @@ def _removal_scores(frame, filled, mask, kinds):
 
 
 @pytest.mark.parametrize("frac", [0.1, 0.3])
+@pytest.mark.needs_data
 def test_defaults_beat_mean_and_mode_on_real_data(frac):
     """modeldata's credit data (1500 rows, 9 continuous + 4 nominal columns), a share of
     the observed cells removed: the defaults fill them better than each column's mean and

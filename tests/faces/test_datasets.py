@@ -18,7 +18,7 @@ import pytest
 import hdist
 from hdist import datasets as D
 
-from datadir import DATA_DIR  # noqa: E402
+from datadir import data_dir  # noqa: E402
 FILES = [("adult", "train", "adult_train"), ("adult", "test", "adult_test"),
          ("credit-a", None, "credit-a"), ("german", None, "german"), ("iris", None, "iris"),
          ("wine", None, "wine"), ("credit_data", None, "modeldata_credit_data")]
@@ -28,8 +28,8 @@ SHIPPABLE = {"adult_train", "adult_test", "credit-a", "german", "iris", "wine",
 
 def reference(stem):
     """Original CSV read cell by cell: (names, kinds, X rows as lists, y, schema)."""
-    schema = json.loads((DATA_DIR / (stem + ".schema.json")).read_text())
-    with open(DATA_DIR / (stem + ".csv"), newline="") as fh:
+    schema = json.loads((data_dir() / (stem + ".schema.json")).read_text())
+    with open(data_dir() / (stem + ".csv"), newline="") as fh:
         rows = list(csv.reader(fh))
     header, body = rows[0], rows[1:]
     types = {c["name"]: c["type"] for c in schema["columns"]}
@@ -52,6 +52,7 @@ def same_cell(a, b):
 
 
 @pytest.mark.parametrize("name,split,stem", FILES)
+@pytest.mark.needs_data
 def test_frame_matches_original(name, split, stem):
     names, kinds, cols, y, schema = reference(stem)
     X, yy = D.load_dataset(name, split=split)
@@ -77,6 +78,7 @@ def test_frame_matches_original(name, split, stem):
 
 
 @pytest.mark.parametrize("name,split,stem", FILES)
+@pytest.mark.needs_data
 def test_numpy_matches_original(name, split, stem):
     names, kinds, cols, y, schema = reference(stem)
     X, yy, nominal = D.load_dataset(name, split=split, as_frame=False)
@@ -99,6 +101,7 @@ def test_missing_counts_follow_schema(name, split, stem):
     assert not y.isna().any()
 
 
+@pytest.mark.needs_data
 def test_files_are_the_shippable_ones_gzip9_and_light():
     root = resources.files("hdist.datasets") / "data"
     names = sorted(p.name for p in root.iterdir())
@@ -110,9 +113,9 @@ def test_files_are_the_shippable_ones_gzip9_and_light():
         total += len(raw) + len((root / (stem + ".schema.json")).read_bytes())
         assert raw[:2] == b"\x1f\x8b" and raw[8] == 2     # gzip, XFL = best compression
         assert raw[4:8] == b"\0\0\0\0"                      # no timestamp: reproducible
-        assert gzip.decompress(raw) == (DATA_DIR / (stem + ".csv")).read_bytes()
+        assert gzip.decompress(raw) == (data_dir() / (stem + ".csv")).read_bytes()
         assert json.loads((root / (stem + ".schema.json")).read_text()) == \
-            json.loads((DATA_DIR / (stem + ".schema.json")).read_text())
+            json.loads((data_dir() / (stem + ".schema.json")).read_text())
     assert total < 800_000
 
 

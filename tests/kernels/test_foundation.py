@@ -898,6 +898,7 @@ def test_out_argument():
 # peers: R's cluster::daisy (Gower) and Weka's IBk Euclidean distance
 
 
+@pytest.mark.needs_data
 def test_gower_matches_daisy():
     """``gower`` reproduces R's ``cluster::daisy(flower, metric = "gower")``.
 
@@ -1165,6 +1166,7 @@ def datasets():
 
 
 @pytest.mark.parametrize("name,preset,params", REAL_CASES)
+@pytest.mark.needs_data
 def test_real_datasets(datasets, name, preset, params):
     ds = datasets(name)
     table = ds.table

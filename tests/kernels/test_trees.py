@@ -320,6 +320,7 @@ def dataset_arrays(name, limit=None):
     ("modeldata_credit_data", ("heom", "hvdm")),
     ("adult_train", ("heom", "hvdm")),
 ])
+@pytest.mark.needs_data
 def test_real_datasets(dataset, presets_):
     X, y, nom = dataset_arrays(dataset, limit=1500)
     rng = np.random.default_rng(0)
@@ -333,6 +334,7 @@ def test_real_datasets(dataset, presets_):
             check_all_algorithms(metric, Q, k=7, leaf_sizes=(16,), n_jobs=(1, 2))
 
 
+@pytest.mark.needs_data
 def test_real_data_against_reference():
     """The trees agree with the plain reference implementation (the documented formulas)."""
     X, y, nom = dataset_arrays("credit-a", limit=150)

@@ -319,6 +319,7 @@ def test_recall_counts_rows_tied_with_the_kth():
     assert _ivf.recall_of(np.array([[0.0, 1.0, 2.5]]), d_exact, 3) == pytest.approx(2 / 3)
 
 
+@pytest.mark.needs_data
 def test_recall_on_a_shared_dataset():
     from strategies import load_dataset
     ds = load_dataset("adult_test", codes_as_numbers=False)

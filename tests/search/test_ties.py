@@ -367,6 +367,7 @@ def test_tied_lists_equal_the_reference_on_every_path(name, k):
 
 
 @pytest.mark.parametrize("k", [1, 5])
+@pytest.mark.needs_data
 def test_tied_lists_on_real_data(k):
     """credit-a (Quinlan's credit approval data, missing values in seven columns)."""
     from strategies import load_dataset

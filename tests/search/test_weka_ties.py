@@ -36,6 +36,7 @@ def loo(name, k, ties):
 
 
 @pytest.mark.parametrize("name,k", CASES)
+@pytest.mark.needs_data
 def test_leave_one_out_equals_weka_ibk(name, k):
     want = weka_predictions(name, k)
     got, _ = loo(name, k, "include")
@@ -44,6 +45,7 @@ def test_leave_one_out_equals_weka_ibk(name, k):
     assert bad.size == 0, "%d of %d differ, first at %s" % (bad.size, len(want), bad[:5])
 
 
+@pytest.mark.needs_data
 def test_ties_index_differs_from_weka_on_nominal_data():
     # the point of ties="include": on nominal data index-order tie breaking is not Weka's
     want = weka_predictions("Zoo", 3)
