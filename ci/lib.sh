@@ -31,9 +31,9 @@ data_dir() {
 test_installed() {
   local env=$1 src=$2 run=$3 where
   cp -R "$src/tests" "$run/tests"
-  # tests/test_examples_*.py run the examples beside them; test_cluster.py makes its
-  # census-like rows with benchmarks/make_census_like.py, test_bench_ann.py runs
+  # tests/test_examples_*.py run the examples beside them; test_bench_ann.py runs
   # benchmarks/bench_ann.py (with the helpers it imports from its folder) on a small table
+  # (it skips where benchmarks/ is absent: cibuildwheel's test jobs)
   cp -R "$src/examples" "$run/examples"
   cp -R "$src/benchmarks" "$run/benchmarks"
   # pyproject.toml for pytest's settings alone (deprecation warnings are errors)

@@ -169,6 +169,7 @@ def test_kmodes_rejects_continuous_and_bad_parameters():
         KModes(1).fit(np.array(["a", "b"], dtype=object))
 
 
+@pytest.mark.needs_data
 def test_kmodes_matches_reference_distances_on_zoo():
     df, schema = read_dataset("Zoo")
     X = df.drop(columns=schema["class"]).astype(object)
@@ -280,14 +281,10 @@ def test_kmedoids_against_brute_force(method):
 
 
 def census_like(n):
-    """Rows of benchmarks/make_census_like.py (30 nominal + 10 continuous columns, 5 % of
+    """Census-like rows (tests/census_like.py: 30 nominal + 10 continuous columns, 5 % of
     the cells missing), without the identifier and the class."""
-    import importlib.util
-    spec = importlib.util.spec_from_file_location(
-        "make_census_like", ROOT / "benchmarks" / "make_census_like.py")
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.make(n, 0).drop(columns=["person_id", "income"])
+    from census_like import make
+    return make(n, 0).drop(columns=["person_id", "income"])
 
 
 def test_kmedoids_inertia_is_the_true_loss_on_census_like_data():
@@ -401,6 +398,7 @@ def test_kmedoids_sampled_mode_and_centers():
     np.testing.assert_allclose(m.transform(X), D[med].T, rtol=1e-12)
 
 
+@pytest.mark.needs_data
 def test_kmedoids_class_metric_needs_y_and_validation():
     df, schema = read_dataset("credit-a")
     y = df.pop(schema["class"])
@@ -419,6 +417,7 @@ def test_kmedoids_class_metric_needs_y_and_validation():
     assert ok.inertia_ > 0
 
 
+@pytest.mark.needs_data
 def test_real_data_kmodes_and_kmedoids_on_credit_a():
     df, schema = read_dataset("credit-a")
     df = df.drop(columns=schema["class"])
@@ -440,6 +439,7 @@ def test_serial_threshold_does_not_change_results(monkeypatch):
     assert a.inertia_ == b.inertia_
 
 
+@pytest.mark.needs_data
 def test_kprototypes_class_metric_with_embedded_values(monkeypatch):
     """VDM values kept as probability rows (no table): centers still minimize the cost."""
     import hdist._core.statistics as est
