@@ -736,8 +736,9 @@ class NeighborsIndex:
 
     def _kneighbors(self, Q, k, exclude_self=False, n_jobs=None, progress=None, ties=False):
         """``kneighbors``'s ``(dist, ind)``; ``ties`` as for :meth:`hdist.Metric._kneighbors`
-        (every row tied with the k-th listed after it, by the same search).  The phases
-        of the call are timed into ``search_["phases"]``."""
+        (``True``: every row tied with the k-th listed after it, by the same search, in
+        memory that grows with the ties; a ``TieTally``: only counted).  The phases of
+        the call are timed into ``search_["phases"]``."""
         with _progress.timed_call() as phases:
             out = self._kneighbors_timed(Q, k, exclude_self, n_jobs, progress, ties)
         self.search_["phases"] = phases

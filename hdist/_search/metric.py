@@ -692,11 +692,16 @@ class Metric:
         return (d, i) if return_distance else i
 
     def _kneighbors(self, Q, k, exclude_self=False, n_jobs=None, progress=None, ties=False):
-        """``kneighbors``'s ``(dist, ind)``; with ``ties`` each list also holds, after its
-        k-th place, every other training row at the k-th distance (in index order, at
+        """``kneighbors``'s ``(dist, ind)``; with ``ties=True`` each list also holds, after
+        its k-th place, every other training row at the k-th distance (in index order, at
         that distance; shorter lists padded with ``inf`` and index 0), found by the same
-        search (the votes of ``ties="include"``, :mod:`hdist._search.votes`).  The
-        phases of the call are timed into ``search_["phases"]``."""
+        search.  Those lists cost 8 bytes per tied row of each query during the search
+        and 16 bytes per column of the widest one after it: 10^6 identical training rows
+        make that 24 GB for 1 000 queries, so a ``MemoryError`` names the size where it
+        does not fit.  ``ties`` a :class:`hdist._search.votes.TieTally`: the lists are
+        the k nearest and the tally counts the tied rows beyond them (the votes of
+        ``ties="include"``, memory independent of the ties).  The phases of the call are
+        timed into ``search_["phases"]``."""
         with _progress.timed_call() as phases:
             out = self._kneighbors_timed(Q, k, exclude_self, n_jobs, progress, ties)
         self.search_["phases"] = phases
