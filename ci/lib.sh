@@ -24,6 +24,16 @@ data_dir() {
   fi
 }
 
+# require_data: fail unless HDIST_DATA names a folder (a stage that runs the tests marked
+# needs_data must have the data: with HDIST_DATA set they fail rather than skip without it).
+require_data() {
+  if [ -z "${HDIST_DATA:-}" ] || [ ! -d "$HDIST_DATA" ]; then
+    echo "no data folder for the needs_data tests: set HDIST_DATA (or put shared/data" \
+         "beside the repository)" >&2
+    return 1
+  fi
+}
+
 # test_installed ENV SRC RUN: the suite of the source copy SRC (its tests/, the examples
 # they run and pyproject.toml, copied into the empty folder RUN) run from RUN by the virtual
 # environment ENV, against the hdist installed there -- refused when it imports hdist from

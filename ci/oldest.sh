@@ -9,7 +9,8 @@
 #   bash ci/oldest.sh     PYTHON makes the environment (default: python3.10 when it
 #                         runs, else pyenv's newest 3.10)
 #
-# HDIST_DATA points to the real datasets (default: shared/data beside the repository);
+# HDIST_DATA points to the real datasets (default: shared/data beside the repository;
+# required: the tests marked needs_data run here);
 # PYTEST_ARGS adds pytest arguments.  Needs network access to PyPI.
 set -euo pipefail
 
@@ -36,6 +37,7 @@ step() { echo "== $* ($(($(date +%s) - START)) s)"; }
 mkdir -p "$WORK/src" "$WORK/dist" "$WORK/run"
 copy_sources "$ROOT" "$WORK/src"
 data_dir "$ROOT"
+require_data
 
 step "fresh environment ($PY)"
 "$PY" -m venv "$WORK/env"

