@@ -281,6 +281,9 @@ def _widening_query(search, n_ref):
             past = dist > dist[:, k - 1:k]
             dist = np.where(past, np.inf, dist)
             ind = np.where(past, 0, ind)
+        if ties is not True and ties:   # a tally (votes.TieTally) of the rows past k
+            ties.add_lists(dist, ind, k)
+            return dist[:, :k], ind[:, :k]
         return dist, ind
     return query
 

@@ -359,49 +359,69 @@ class _SupervisedBase(_NeighborsBase):
                              % (K, self.n_samples_fit_ - 1))
         # ties included: the search tallies the rows tied with the K-th beyond the K
         # listed (each row tied with the k-th of some k <= K is listed or tallied)
-        tally = None
-        if self.ties == "include" and self._sample_weight is None:
-            tally = self._tie_tally()
-        dist, ind = self._query(None, K, ties=tally)
         if self._sample_weight is not None:
-            dist, ind = self._with_mass(None, dist, ind, K)
-        self.loo_scores_ = _knn.loo_scores(
-            dist, ind, targets, self.weights, task, self.ties, K, self._sample_weight,
-            tally=None if tally is None else tally.result(len(dist)))
+            dist, ind, res = self._with_mass(None, K)
+        else:
+            tally = self._tie_tally() if self.ties == "include" else None
+            dist, ind = self._query(None, K, ties=tally)
+            res = None if tally is None else tally.result(len(dist))
+        self.loo_scores_ = _knn.loo_scores(dist, ind, targets, self.weights, task, self.ties,
+                                           K, self._sample_weight, tally=res)
         self.n_neighbors_ = _knn.best_k(self.loo_scores_)
 
-    def _with_mass(self, X, dist, ind, k):
-        """Widen the lists until every row's weighted neighborhood is in them
-        (``_knn.mass_complete``)."""
+    def _with_mass(self, X, k, progress=None):
+        """``(dist, ind, tally)``: lists of neighbors widened (doubling) until every row's
+        weighted neighborhood is in them (``_knn.mass_complete``); with
+        ``ties="include"`` the search tallies the training weights of the rows tied with
+        the lists' last distance beyond them (``_mass_tally``), so duplicates do not
+        widen the lists, else ``tally`` is None."""
         avail = self.n_samples_fit_ - (1 if X is None else 0)
-        while ind.shape[1] < avail and not _knn.mass_complete(
-                dist, self._sample_weight[ind], k, self.ties).all():
-            dist, ind = self._query(X, min(avail, 2 * ind.shape[1]))
-        return dist, ind
+        width = min(k, avail)
+        while True:
+            tally = self._mass_tally() if self.ties == "include" else None
+            dist, ind = self._query(X, width, progress, ties=tally)
+            res = None if tally is None else tally.result(len(dist))
+            if width >= avail or _knn.mass_complete(
+                    dist, self._sample_weight[ind], k, self.ties,
+                    None if res is None else res[1][:, -1]).all():
+                return dist, ind, res
+            width = min(avail, 2 * width)
 
     def _neighbor_weights(self, X, progress=None):
-        """Vote weights ``[n, width]`` and the neighbors they belong to: the k nearest
-        (``ties="index"``), or the rows of the weighted neighborhood (``sample_weight``,
-        ``_knn.mass_weights``); None for ``ties="include"`` without weights, whose
+        """Vote weights ``[n, k]`` and the neighbors they belong to with
+        ``ties="index"``: the k nearest, or the rows of the weighted neighborhood
+        (``sample_weight``, ``_knn.mass_weights``); None for ``ties="include"``, whose
         votes come from :meth:`_tallied`."""
         check_is_fitted(self)
         k = self.n_neighbors_
-        if self._sample_weight is not None:
-            dist, ind = self._with_mass(X, *self._query(X, k, progress), k)
-            return _knn.mass_weights(dist, self._sample_weight[ind], k, self.weights,
-                                     self.ties), ind
         if self.ties == "include":
             return None
+        if self._sample_weight is not None:
+            dist, ind, _ = self._with_mass(X, k, progress)
+            return _knn.mass_weights(dist, self._sample_weight[ind], k, self.weights,
+                                     self.ties), ind
         dist, ind = self._query(X, k, progress)
         return _knn.tie_weights(dist, k, self.weights, self.ties), ind
 
     def _tallied(self, X, progress=None):
-        """``(dist, ind, tally)``: the k nearest and the tally of the rows tied with the
-        k-th beyond them (``_knn.TieTally``), counted inside the search, so the memory
-        does not grow with the ties."""
+        """``(w, ind, tw, tacc, tden)`` of ``ties="include"``: the listed neighbors'
+        weights, and the tally of the rows tied with the last listed distance beyond
+        them, counted inside the search so the memory does not grow with the ties --
+        ``tw`` ``[n]`` the weight of one tallied unit, ``tacc`` the tallied counts (or
+        training weights) per class or sums of the targets, ``tden`` their count (or
+        weight) -- for ``_knn.tallied_votes`` / ``tallied_mean``."""
+        k = self.n_neighbors_
+        if self._sample_weight is not None:
+            dist, ind, res = self._with_mass(X, k, progress)
+            tden = res[1][:, -1]
+            w, tw = _knn.mass_tally_weights(dist, self._sample_weight[ind], k,
+                                            self.weights, tden)
+            return w, ind, tw, res[1][:, :-1], tden
         tally = self._tie_tally()
-        dist, ind = self._query(X, self.n_neighbors_, progress, ties=tally)
-        return dist, ind, tally.result(len(dist))
+        dist, ind = self._query(X, k, progress, ties=tally)
+        count, acc = tally.result(len(dist))
+        w = _knn.neighbor_weights(dist, self.weights)
+        return w, ind, w[:, k - 1], acc, count
 
 
 @_shared_params
@@ -503,13 +523,20 @@ class KNeighborsClassifier(ClassifierMixin, _SupervisedBase):
     def _tie_tally(self):
         return _knn.TieTally(codes=self._y, n_classes=len(self.classes_))
 
+    def _mass_tally(self):
+        """A tally of the training weight per class and in all ``[n, C + 1]``."""
+        C = len(self.classes_)
+        vals = np.zeros((len(self._y), C + 1))
+        vals[np.arange(len(self._y)), self._y] = self._sample_weight
+        vals[:, C] = self._sample_weight
+        return _knn.TieTally(values=vals)
+
     def _votes(self, X, progress=None):
         """Weighted votes ``[n_queries, n_classes]``."""
         wi = self._neighbor_weights(X, progress)
         if wi is None:
-            dist, ind, tally = self._tallied(X, progress)
-            return _knn.tally_votes(dist, ind, self._y, tally, self.n_neighbors_,
-                                    self.weights, len(self.classes_))
+            w, ind, tw, tacc, _ = self._tallied(X, progress)
+            return _knn.tallied_votes(self._y, ind, w, tw, tacc, len(self.classes_))
         return _knn.class_votes(self._y[wi[1]], wi[0], len(self.classes_))
 
     def predict_proba(self, X, *, progress=None):
@@ -607,13 +634,18 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
         for 2-D targets).  ``progress`` as for :meth:`kneighbors`."""
         wi = self._neighbor_weights(X, progress)
         if wi is None:
-            dist, ind, tally = self._tallied(X, progress)
-            return _knn.tally_mean(dist, ind, self._y, tally, self.n_neighbors_,
-                                   self.weights)
+            w, ind, tw, tacc, tden = self._tallied(X, progress)
+            return _knn.tallied_mean(self._y, ind, w, tw, tacc, tden)
         return _knn.weighted_mean(self._y[wi[1]], wi[0])
 
     def _tie_tally(self):
         return _knn.TieTally(values=self._y)
+
+    def _mass_tally(self):
+        """A tally of the weighted targets and the training weight ``[n, t + 1]``."""
+        sw = self._sample_weight
+        y = self._y.reshape(len(self._y), -1)
+        return _knn.TieTally(values=np.column_stack([sw[:, None] * y, sw]))
 
 
 @_shared_params

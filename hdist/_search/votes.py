@@ -120,10 +120,15 @@ def mass_weights(dist, mass, k, weights, ties):
     return w
 
 
-def mass_complete(dist, mass, k, ties):
+def mass_complete(dist, mass, k, ties, tally_mass=None):
     """Rows ``[n]`` (bool) whose weighted neighborhood (``mass_weights``) lies inside the
     listed neighbors: the list's weight reaches ``k`` and, with ``ties="include"``, its
-    last distance is past ``d_k``."""
+    last distance is past ``d_k``.  With ``tally_mass`` ``[n]`` (the weight of the rows
+    tied with the list's last distance beyond it, :func:`mass_tally_weights`) a
+    neighborhood that the tally completes is complete too."""
+    if tally_mass is not None:
+        dist, mass = _with_tally_column(dist, mass, tally_mass)
+        return np.cumsum(mass, axis=1)[:, -1] >= k
     cum = np.cumsum(np.asarray(mass, dtype=np.float64), axis=1)
     reach = cum >= k
     done = reach[:, -1].copy()
@@ -131,6 +136,30 @@ def mass_complete(dist, mass, k, ties):
         dk = dist[np.arange(len(dist)), reach.argmax(axis=1)]
         done &= dist[:, -1] > dk
     return done
+
+
+def _with_tally_column(dist, mass, tally_mass):
+    """The lists with one more column standing for the tallied rows: at the last
+    listed distance, with their whole weight."""
+    dist = np.asarray(dist, dtype=np.float64)
+    return (np.hstack([dist, dist[:, -1:]]),
+            np.hstack([np.asarray(mass, dtype=np.float64),
+                       np.asarray(tally_mass, dtype=np.float64)[:, None]]))
+
+
+def mass_tally_weights(dist, mass, k, weights, tally_mass):
+    """``mass_weights`` (``ties="include"``) of lists whose rows tied with the last
+    listed distance beyond them are tallied (:class:`TieTally` of the training weights):
+    ``(w, u)``, ``w`` ``[n, width]`` the listed rows' vote weights and ``u`` ``[n]`` the
+    weight of one unit of tallied training weight (0 where the tallied rows lie past
+    ``d_k``).  The tallied rows all sit at the last distance, so they vote as one more
+    column of their whole weight would."""
+    d2, m2 = _with_tally_column(dist, mass, tally_mass)
+    w2 = mass_weights(d2, m2, k, weights, "include")
+    tm = np.asarray(tally_mass, dtype=np.float64)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        u = np.where(tm > 0, w2[:, -1] / tm, 0.0)
+    return w2[:, :-1], u
 
 
 class TieTally:
@@ -163,11 +192,24 @@ class TieTally:
         self._lists.append(tl)
         return tl
 
+    def add_lists(self, dist, ind, k):
+        """Tally lists that hold the rows tied with the k-th after the k nearest
+        (``dist``, ``ind`` ``[n, width]``, ``inf`` past them), for a search without the
+        compiled tally (:mod:`hdist.dask`'s)."""
+        extra = np.isfinite(dist[:, k:]).astype(np.float64)
+        rows = ind[:, k:]
+        if self.codes is not None:
+            acc = class_votes(self.codes[rows], extra, self.n_classes)
+        else:
+            v = self.values.reshape(len(self.values), -1)
+            acc = np.einsum("nk,nkt->nt", extra, v[rows])
+        self._lists.append((extra.sum(axis=1).astype(np.int64), acc))
+
     def result(self, n):
         """``(count, acc)`` of the search's ``n`` query rows: ``count`` ``[n]`` the tied
         rows beyond each k best, ``acc`` ``[n, classes]`` their count per class or
         ``[n, t]`` their sum per target."""
-        parts = [tl.tally() for tl in self._lists]
+        parts = [tl if isinstance(tl, tuple) else tl.tally() for tl in self._lists]
         m = self.n_classes if self.codes is not None else \
             (1 if self.values.ndim == 1 else self.values.shape[1])
         count = np.concatenate([c for c, _ in parts]) if parts else np.zeros(0, np.int64)
@@ -184,8 +226,7 @@ def tally_votes(dist, ind, codes, tally, k, weights, n_classes):
     weighted as the k-th: the votes of ``tie_weights(..., ties="include")`` over the
     widened lists, without the lists."""
     w = neighbor_weights(dist, weights)
-    votes = class_votes(np.asarray(codes)[ind], w, n_classes)
-    return votes + w[:, k - 1:k] * tally[1]
+    return tallied_votes(codes, ind, w, w[:, k - 1], tally[1], n_classes)
 
 
 def tally_mean(dist, ind, values, tally, k, weights):
@@ -193,14 +234,26 @@ def tally_mean(dist, ind, values, tally, k, weights):
     beyond them (``tally``: :meth:`TieTally.result` of ``values``), as
     ``weighted_mean`` over the widened lists (equal up to the rounding of the sums)."""
     w = neighbor_weights(dist, weights)
-    count, sums = tally
-    wk = w[:, k - 1]
+    return tallied_mean(values, ind, w, w[:, k - 1], tally[1], tally[0])
+
+
+def tallied_votes(codes, ind, w, tw, tacc, n_classes):
+    """Class votes of the listed neighbors ``ind`` (weights ``w``) plus ``tw`` ``[n]``
+    times the tallied per-class counts or weights ``tacc`` ``[n, C]``."""
+    votes = class_votes(np.asarray(codes)[ind], w, n_classes)
+    votes[:, :tacc.shape[1]] += tw[:, None] * tacc
+    return votes
+
+
+def tallied_mean(values, ind, w, tw, tacc, tden):
+    """Weighted mean of the listed neighbors' targets plus the tallied ones: ``tacc``
+    ``[n, t]`` their (weighted) sums, ``tden`` ``[n]`` their count or weight, each unit
+    weighted ``tw`` ``[n]``."""
     values = np.asarray(values, dtype=np.float64)
-    den = w.sum(axis=1) + wk * count
+    den = w.sum(axis=1) + tw * tden
     if values.ndim == 2:
-        num = np.einsum("nk,nkt->nt", w, values[ind]) + wk[:, None] * sums
-        return num / den[:, None]
-    return ((w * values[ind]).sum(axis=1) + wk * sums[:, 0]) / den
+        return (np.einsum("nk,nkt->nt", w, values[ind]) + tw[:, None] * tacc) / den[:, None]
+    return ((w * values[ind]).sum(axis=1) + tw * tacc[:, 0]) / den
 
 
 def search_votes(index, Q, k, weights, ties, codes=None, n_classes=0, values=None,
@@ -274,34 +327,47 @@ def loo_scores(dist, ind, y, weights, task, ties="index", K=None, sample_weight=
     scores = np.empty(K)
     y = np.asarray(y)
     mass = None if sample_weight is None else np.asarray(sample_weight)[ind]
-    if tally is not None and (ties != "include" or mass is not None):
-        raise ValueError("a tally of the ties goes with ties='include' and no weights")
+    if tally is not None and ties != "include":
+        raise ValueError("a tally of the ties goes with ties='include'")
     if task == "classification":
         C = int(y.max()) + 1 if y.size else 1
+        if tally is not None:
+            C = max(C, tally[1].shape[1] - (mass is not None))
         for k in range(1, K + 1):
-            w, cols = _loo_weights(dist, k, weights, ties, mass)
-            votes = class_votes(y[ind[:, :cols]], w, C)
+            w, cols, tw, tacc, _ = _loo_tallied(dist, k, weights, ties, mass, tally)
             if tally is not None:
-                votes += _tally_weight(dist, w, k)[:, None] * tally[1]
+                votes = tallied_votes(y, ind[:, :cols], w, tw, tacc, C)
+            else:
+                votes = class_votes(y[ind[:, :cols]], w, C)
             pred = vote_winner(votes)
             scores[k - 1] = np.average(pred == y, weights=sample_weight)
         return scores
     for k in range(1, K + 1):
-        w, cols = _loo_weights(dist, k, weights, ties, mass)
+        w, cols, tw, tacc, tden = _loo_tallied(dist, k, weights, ties, mass, tally)
         if tally is not None:
-            wt = _tally_weight(dist, w, k)
-            vals = y[ind[:, :cols]]
-            den = w.sum(axis=1) + wt * tally[0]
-            if y.ndim == 2:
-                pred = (np.einsum("nk,nkt->nt", w, vals) + wt[:, None] * tally[1]) \
-                    / den[:, None]
-            else:
-                pred = ((w * vals).sum(axis=1) + wt * tally[1][:, 0]) / den
+            pred = tallied_mean(y, ind[:, :cols], w, tw, tacc, tden)
         else:
             pred = weighted_mean(y[ind[:, :cols]], w)
         err = np.abs(pred - y).reshape(len(y), -1).mean(axis=1)
         scores[k - 1] = -np.average(err, weights=sample_weight)
     return scores
+
+
+def _loo_tallied(dist, k, weights, ties, mass, tally):
+    """``(w, cols, tw, tacc, tden)``: ``_loo_weights`` and, with a ``tally`` of the rows
+    tied with the K-th beyond the lists, the weight ``tw`` ``[n]`` of one tallied unit,
+    what it multiplies in the votes or sums (``tacc``) and in the sum of weights
+    (``tden``).  With training weights the tally is of ``[class masses | mass]`` or
+    ``[mass-weighted targets | mass]`` (:func:`mass_tally_weights`), else of counts."""
+    if tally is None:
+        w, cols = _loo_weights(dist, k, weights, ties, mass)
+        return w, cols, None, None, None
+    if mass is not None:
+        tacc, tden = tally[1][:, :-1], tally[1][:, -1]
+        w, tw = mass_tally_weights(dist, mass, k, weights, tden)
+        return w, dist.shape[1], tw, tacc, tden
+    w, cols = _loo_weights(dist, k, weights, ties)
+    return w, cols, _tally_weight(dist, w, k), tally[1], tally[0]
 
 
 def _tally_weight(dist, w, k):

@@ -213,18 +213,18 @@ def test_multi_output_regression_and_dudani():
         np.testing.assert_allclose(reg.predict(Q), want, rtol=1e-12, atol=0)
 
 
-def test_tally_memory_does_not_grow_with_the_ties():
-    """10^5 identical training rows: every query ties with all of them.  The lists of
-    the tied rows would take 10^5 entries per query (320 MB for 200 queries), the tally
-    2 classes."""
+def _identical_rows_proba(sample_weight=None):
+    """``predict_proba`` of 200 queries against 10^5 identical training rows (class 1
+    ahead by 10 rows) and its traced peak of memory, the reference side's caches built
+    before."""
     import tracemalloc
     from hdist.neighbors import KNeighborsClassifier
     n, q = 100_000, 200
     X = pd.DataFrame({"a": ["u"] * n, "b": ["v"] * n})
     y = np.arange(n) % 2
-    y[:10] = 1                                   # class 1 wins by 10 votes
-    clf = KNeighborsClassifier(5, algorithm="brute").fit(X, y)
-    clf.predict_proba(X.iloc[:20])               # the reference side's caches, built once
+    y[:10] = 1
+    clf = KNeighborsClassifier(5, algorithm="brute").fit(X, y, sample_weight=sample_weight)
+    clf.predict_proba(X.iloc[:20])
     tracemalloc.start()
     try:
         proba = clf.predict_proba(X.iloc[:q])
@@ -232,9 +232,16 @@ def test_tally_memory_does_not_grow_with_the_ties():
     finally:
         tracemalloc.stop()
     want = np.array([(n - 10) / 2 / n, ((n - 10) / 2 + 10) / n])
-    np.testing.assert_allclose(proba, np.tile(want, (q, 1)), rtol=1e-14)
-    # far below the q x n x 16 bytes of widened lists: the codes copied to the kernel
-    # are not traced; what is, grows with the queries times k
+    np.testing.assert_allclose(proba, np.tile(want, (q, 1)), rtol=1e-13)
+    return peak
+
+
+def test_tally_memory_does_not_grow_with_the_ties():
+    """10^5 identical training rows: every query ties with all of them.  The lists of
+    the tied rows would take 10^5 entries per query (320 MB for 200 queries), the tally
+    2 classes: far below, the codes copied to the kernel are not traced, what is grows
+    with the queries times k."""
+    peak = _identical_rows_proba()
     assert peak < 4 * 10 ** 6, peak
 
 
@@ -255,3 +262,65 @@ def test_lists_of_the_ties_name_their_size_when_they_cannot_fit():
         with pytest.raises(MemoryError, match=r"3000 x 3000 entries \(144\.0 MB; 8997000 "
                                               r"tied rows in all, up to 2999 .*ties='index'"):
             knn(m.plan_.cplan, cQ, m._ctrain(), 1, 1, ties=True)
+
+
+def _mass_lists(index, Q, k, sw, exclude_self=False):
+    """The lists widened by doubling until every weighted neighborhood with its ties is
+    in them (the route before the tally)."""
+    avail = index.n_train_ - exclude_self
+    width = k
+    while True:
+        d, i = index._kneighbors(Q, width, exclude_self)
+        if width >= avail or _knn.mass_complete(d, sw[i], k, "include").all():
+            return d, i
+        width = min(avail, 2 * width)
+
+
+@pytest.mark.parametrize("algo", ["brute-direct", "kd_tree"])
+@pytest.mark.parametrize("weights", ["uniform", "distance"])
+@pytest.mark.parametrize("kind", ["integer", "half"])
+def test_sample_weighted_votes_tally_the_ties(algo, weights, kind):
+    """With sample_weight and ties="include" the search tallies the training weight of
+    the rows tied with the last listed distance, so duplicates no longer widen the
+    lists; votes, predictions, means and leave-one-out scores equal those of the lists
+    widened by doubling."""
+    from hdist.neighbors import KNeighborsClassifier, KNeighborsRegressor
+    rng = np.random.default_rng(11)
+    X, Q = tied_frame(rng, 400), tied_frame(rng, 100)
+    y = rng.integers(0, 3, 400)
+    t = rng.normal(size=400)
+    sw = rng.integers(0, 4, 400).astype(float)
+    if kind == "half":
+        sw = sw / 2 + 0.25 * (rng.random(400) < 0.3)
+    for k in (1, 4):
+        clf = KNeighborsClassifier(k, weights=weights, **_index_kwargs(algo)).fit(
+            X, y, sample_weight=sw)
+        d, i = _mass_lists(clf._index, Q, k, sw)
+        assert d.shape[1] > 4 * k                   # the ties would widen the lists
+        votes = _knn.class_votes(y[i], _knn.mass_weights(d, sw[i], k, weights, "include"),
+                                 3)
+        np.testing.assert_allclose(clf.predict_proba(Q), _knn.vote_probabilities(votes),
+                                   rtol=1e-12, atol=1e-15)
+        if weights == "uniform" and kind == "integer":
+            np.testing.assert_array_equal(clf.predict(Q), _knn.vote_winner(votes))
+        reg = KNeighborsRegressor(k, weights=weights, **_index_kwargs(algo)).fit(
+            X, t, sample_weight=sw)
+        want = _knn.weighted_mean(t[i], _knn.mass_weights(d, sw[i], k, weights, "include"))
+        np.testing.assert_allclose(reg.predict(Q), want, rtol=1e-12, atol=1e-14)
+    K = 5
+    clf = KNeighborsClassifier(K, weights=weights, select_k="loo",
+                               **_index_kwargs(algo)).fit(X, y, sample_weight=sw)
+    d, i = _mass_lists(clf._index, None, K, sw, exclude_self=True)
+    want = _knn.loo_scores(d, i, y, weights, "classification", "include", K, sw)
+    np.testing.assert_allclose(clf.loo_scores_, want, rtol=1e-12)
+    reg = KNeighborsRegressor(K, weights=weights, select_k="loo",
+                              **_index_kwargs(algo)).fit(X, t, sample_weight=sw)
+    want = _knn.loo_scores(d, i, t, weights, "regression", "include", K, sw)
+    np.testing.assert_allclose(reg.loo_scores_, want, rtol=1e-12)
+
+
+def test_sample_weighted_votes_in_bounded_memory():
+    """10^5 identical rows of weight 0.5: k = 5 needs 10 rows' weight, and every row
+    ties; the lists stay at width k (they widened to all rows before: 1.3 GB)."""
+    peak = _identical_rows_proba(np.full(100_000, 0.5))
+    assert peak < 4 * 10 ** 6, peak
