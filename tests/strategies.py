@@ -90,6 +90,11 @@ class Table:
     def nominal_names(self):
         return [self.names[a] for a in self.nominal_positions()]
 
+    def continuous_names(self):
+        """The continuous columns' names: ``continuous=`` declares them (a column of a few
+        whole numbers is otherwise read as continuous with a ColumnKindWarning)."""
+        return [self.names[a] for a, k in enumerate(self.kinds) if k != NOMINAL]
+
     def override(self):
         """The ``nominal=`` a DataFrame of this table needs: ``None`` when every kind
         follows from the dtypes, else the full list of nominal names (a column of numeric

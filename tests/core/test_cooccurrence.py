@@ -12,6 +12,10 @@ import hdist
 from hdist._core import cooccurrence as co
 from ref_cooccurrence import MISSING_SYMBOL, RefMetric, read_dataset, value_table
 
+# kinds are inferred here from random or small tables of whole numbers on purpose; the
+# warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
+pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+
 RTOL = 1e-12
 
 

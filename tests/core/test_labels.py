@@ -17,6 +17,10 @@ import pytest
 from hdist import Metric
 from hdist.neighbors import KNeighborsClassifier
 
+# kinds are inferred here from random or small tables of whole numbers on purpose; the
+# warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
+pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+
 pd = pytest.importorskip("pandas")
 
 

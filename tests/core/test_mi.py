@@ -9,6 +9,10 @@ import ref_posteriors as ref
 from hdist import Metric, entropy, mutual_information
 from hdist.discretize import MDLP, EqualFrequency, EqualWidth
 
+# kinds are inferred here from random or small tables of whole numbers on purpose; the
+# warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
+pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+
 pd = pytest.importorskip("pandas")
 
 

@@ -12,6 +12,10 @@ from hdist._core import posteriors as post
 from hdist._core.statistics import mean_abs_difference, normalization_delta
 from hdist.discretize import MDLP, EqualFrequency
 
+# kinds are inferred here from random or small tables of whole numbers on purpose; the
+# warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
+pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+
 pd = pytest.importorskip("pandas")
 
 PRESETS = ("dvdm", "ivdm", "gvdm", "lvdm", "pvdm")

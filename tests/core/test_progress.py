@@ -6,6 +6,10 @@ import pytest
 import hdist
 from hdist._core import progress as _progress
 
+# kinds are inferred here from random or small tables of whole numbers on purpose; the
+# warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
+pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+
 
 def table(n, seed=0):
     rng = np.random.default_rng(seed)

@@ -34,6 +34,10 @@ def tied_data(seed, n=60, n_query=40):
     return X.iloc[:n].reset_index(drop=True), y[:n], target[:n], X.iloc[n:], rng
 
 
+#: tied_data's columns a and b hold a few integers each: continuous, declared
+NUMBERS = {"continuous": [0, 1]}
+
+
 def integer_weights(X, rng):
     """Weights in 0..3, a few rows of weight 0 (left out of the metric's fit)."""
     sw = rng.integers(1, 4, size=len(X))
@@ -60,7 +64,7 @@ def test_integer_weights_equal_repeated_rows(cls, seed, ties, weights, k):
     X, y, t, Q, rng = tied_data(seed)
     target = y if cls is KNeighborsClassifier else t
     sw = integer_weights(X, rng)
-    est = dict(n_neighbors=k, weights=weights, ties=ties, metric="heom")
+    est = dict(n_neighbors=k, weights=weights, ties=ties, metric="heom", metric_params=NUMBERS)
     weighted = cls(**est).fit(X, target, sample_weight=sw)
     Xr, tr = repeated(X, target, sw)
     plain = cls(**est).fit(Xr, tr)
@@ -74,7 +78,8 @@ def test_integer_weights_equal_repeated_rows(cls, seed, ties, weights, k):
 def test_unit_weights_change_nothing(ties, weights):
     X, y, t, Q, rng = tied_data(3)
     for cls, target in ((KNeighborsClassifier, y), (KNeighborsRegressor, t)):
-        est = dict(n_neighbors=4, weights=weights, ties=ties, select_k="loo")
+        est = dict(n_neighbors=4, weights=weights, ties=ties, select_k="loo",
+                   metric_params=NUMBERS)
         a = cls(**est).fit(X, target)
         b = cls(**est).fit(X, target, sample_weight=np.ones(len(X)))
         np.testing.assert_allclose(b.loo_scores_, a.loo_scores_, rtol=1e-12)
@@ -85,9 +90,9 @@ def test_fractional_weights_reach_past_k_rows():
     """Weights below 1 widen the neighborhood until its weight reaches k: with every
     weight 1/2, k = 2 uses the 4 nearest rows, as k = 4 does unweighted."""
     X, y, _, Q, _ = tied_data(4)
-    half = KNeighborsClassifier(n_neighbors=2, ties="index").fit(
+    half = KNeighborsClassifier(n_neighbors=2, ties="index", metric_params=NUMBERS).fit(
         X, y, sample_weight=np.full(len(X), 0.5))
-    four = KNeighborsClassifier(n_neighbors=4, ties="index").fit(X, y)
+    four = KNeighborsClassifier(n_neighbors=4, ties="index", metric_params=NUMBERS).fit(X, y)
     np.testing.assert_allclose(half.predict_proba(Q), four.predict_proba(Q), rtol=1e-12)
 
 
@@ -167,7 +172,7 @@ def test_zero_weight_rows_are_absent(kind, metric):
     Xk, yk = repeated(X, y, sw)
     Qt = as_table(Q.reset_index(drop=True), kind)
     for cls, target in ((KNeighborsClassifier, y), (KNeighborsRegressor, t)):
-        est = dict(n_neighbors=3, metric=metric, weights="distance")
+        est = dict(n_neighbors=3, metric=metric, weights="distance", metric_params=NUMBERS)
         a = cls(**est).fit(as_table(X, kind), target, sample_weight=sw)
         b = cls(**est).fit(as_table(Xk, kind), np.asarray(target)[keep])
         np.testing.assert_allclose(outputs(a, Qt), outputs(b, Qt), rtol=1e-12, atol=1e-12)
@@ -307,7 +312,7 @@ def test_metric_needs_two_rows_of_weight():
     X = pd.DataFrame({"t": [0.0, 1.0, 2.0]})
     with pytest.raises(ValueError, match="positive sample_weight"):
         Metric("heom").fit(X, sample_weight=[0, 1, 0])
-    Metric("heom").fit(X, sample_weight=[0, 2, 0])   # two rows' worth of weight
+    Metric("heom", continuous=["t"]).fit(X, sample_weight=[0, 2, 0])   # two rows' worth
 
 
 # -- non-integer weights against plain-numpy references ----------------------------------

@@ -27,6 +27,10 @@ from sklearn_checks import parametrize_with_checks
 
 from datadir import ROOT
 
+# kinds are inferred here from random or small tables of whole numbers on purpose; the
+# warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
+pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+
 
 # ----------------------------------------------------------------------------------------
 # data and the plain reference

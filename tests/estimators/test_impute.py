@@ -19,6 +19,10 @@ from hdist.impute import KNNImputer, weighted_median
 from reference import CONTINUOUS, NOMINAL, is_missing, plain, reference_metric
 from sklearn_checks import parametrize_with_checks
 
+# kinds are inferred here from random or small tables of whole numbers on purpose; the
+# warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
+pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+
 TIE = 1e-9      # reference distances closer than this (relative) are the same distance
 RTOL = 1e-9
 
@@ -650,7 +654,8 @@ def test_bad_tables():
         imp.transform(X[["a"]])
     with pytest.raises(ValueError, match="2 features"):
         KNNImputer().fit(X.to_numpy()).transform(np.zeros((2, 3), dtype=object))
-    with pytest.raises(ValueError, match="'e'.*no observed value"):
+    with pytest.raises(ValueError, match="'e'.*no observed value"), \
+            pytest.warns(UserWarning, match="'e' has no observed value"):
         KNNImputer().fit(X.assign(e=np.nan))
     with pytest.raises(ValueError, match="infinite"):
         imp.transform(X.assign(a=np.inf))

@@ -16,6 +16,10 @@ from reference import NOMINAL, is_missing, plain, reference_metric
 from test_impute import (MIXED, OLD, SHRINKAGE, check_against_reference, column_references,
                          ref_median, reference_impute, snap)
 
+# kinds are inferred here from random or small tables of whole numbers on purpose; the
+# warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
+pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+
 
 def weighted_table(seed, n=50, nq=25):
     train, queries = S.random_table(seed, n, MIXED, p_missing=0.2, n_queries=nq)
@@ -224,7 +228,8 @@ def test_bad_sample_weight(sw, message):
 
 def test_column_observed_only_in_weight_zero_rows():
     X = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "v": [1.0, np.nan, np.nan, np.nan]})
-    with pytest.raises(ValueError, match="'v'.*positive sample_weight"):
+    with pytest.raises(ValueError, match="'v'.*positive sample_weight"), \
+            pytest.warns(UserWarning, match="'v' has no observed value"):
         KNNImputer().fit(X, sample_weight=[0, 1, 1, 1])
     assert math.isclose(KNNImputer().fit(X, sample_weight=[2, 1, 1, 1]).statistics_[1], 1.0)
 

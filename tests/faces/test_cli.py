@@ -260,7 +260,9 @@ def test_knn_params_nominal_and_what(capsys, tmp_path):
     rows = read_out(tmp_path / "o.csv")
     tr = pd.read_csv(tmp_path / "tr.csv", dtype={"job_code": str}).drop(columns="label")
     q = pd.read_csv(tmp_path / "q.csv", dtype={"job_code": str})
-    ref = hdist.Metric("manhattan", nominal=["job_code"]).fit(tr, None)
+    # the command line inferred the other kinds: so does the reference, with the warning
+    with pytest.warns(hdist.metrics.ColumnKindWarning, match="installment_commitment"):
+        ref = hdist.Metric("manhattan", nominal=["job_code"]).fit(tr, None)
     assert ref.schema_.kinds_[list(tr.columns).index("job_code")] == "nominal"
     dist, ind = ref.kneighbors(q, 2)
     np.testing.assert_array_equal(np.array([r[1:3] for r in rows[1:]], dtype=int), ind)
@@ -644,7 +646,8 @@ def test_knn_predictions_vote_like_the_estimator_with_ties(tmp_path):
                      "--ties", ties, "-o", str(out)])
         assert code == 0
         got = pd.read_csv(out)["prediction"].tolist()
-        est = KNeighborsClassifier(3, ties=ties).fit(train[["a", "b"]], train["cls"])
+        with pytest.warns(hdist.metrics.ColumnKindWarning, match="'a'"):    # as the CLI
+            est = KNeighborsClassifier(3, ties=ties).fit(train[["a", "b"]], train["cls"])
         assert got == list(est.predict(query))
 
 

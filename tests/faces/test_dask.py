@@ -8,6 +8,10 @@ import hdist
 from hdist.datasets import load_credit_a
 from hdist.neighbors import KNeighborsClassifier, KNeighborsRegressor
 
+# kinds are inferred here from random or small tables of whole numbers on purpose; the
+# warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
+pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+
 dd = pytest.importorskip("dask.dataframe")
 distributed = pytest.importorskip("distributed")
 hd = pytest.importorskip("hdist.dask")

@@ -14,6 +14,10 @@ from hdist.cluster import KModes, KPrototypes
 
 from reference import reference_metric, rows_of
 
+# kinds are inferred here from random or small tables of whole numbers on purpose; the
+# warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
+pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+
 DIFF_PRESETS = ("heom", "gower", "manhattan", "chebyshev", "fractional", "hvdm")
 
 

@@ -62,3 +62,11 @@ def test_deprecations_are_errors_where_hdist_or_its_tests_issue_them(category):
     for module in ("pyparsing.core", "matplotlib._fontconfig_pattern", "sklearn.utils",
                    "scipy.sparse", "joblib.numpy_pickle"):
         assert _action(category, module) != "error", module
+
+
+def test_an_unexpected_column_kind_warning_fails_the_test():
+    # a test that neither declares the kinds nor expects the warning fails, wherever the
+    # warning's stacklevel points (the user's call: the test module itself)
+    from hdist.metrics import ColumnKindWarning
+    for module in ("test_encode", "sklearn.base", "hdist._core.schema"):
+        assert _action(ColumnKindWarning, module) == "error", module

@@ -27,7 +27,10 @@ from reference import CONTINUOUS, NOMINAL, Reference
 from ref_pam import eager_swaps, kernel_swaps
 from datadir import ROOT
 
-pytestmark = pytest.mark.filterwarnings("ignore:column .* not seen in fit:UserWarning")
+# kinds are inferred from small tables of whole numbers on purpose (the warning for
+# code-like numbers is asserted in tests/core/test_kinds.py)
+pytestmark = [pytest.mark.filterwarnings("ignore:column .* not seen in fit:UserWarning"),
+              pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")]
 
 P_VALUES = (0.5, 0.3, 1.0, 3.0, 7.0, math.inf)
 POLICIES = ("one", "max", "ignore")

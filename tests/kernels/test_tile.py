@@ -44,7 +44,8 @@ CASES = [
 def _fit(seed, preset, params, n=130, n_queries=41, p_missing=0.2):
     train, queries = S.random_table(seed, n, STYLES, p_missing=p_missing, n_queries=n_queries)
     y = S.random_labels(seed, train.n)
-    m = Metric(preset, nominal=train.override(), **params).fit(train.frame(), y)
+    m = Metric(preset, nominal=train.override(), continuous=train.continuous_names(),
+               **params).fit(train.frame(), y)
     return m, train, queries, y
 
 

@@ -25,6 +25,10 @@ from hdist._search.index import ball_tree_refusal, auto_algorithm
 from reference import CONTINUOUS, NOMINAL, reference_metric
 from strategies import load_dataset, random_table, tables
 
+# kinds are inferred here from random or small tables of whole numbers on purpose; the
+# warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
+pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+
 P_VALUES = (0.5, 1.0, 2.0, 3.0, math.inf)
 POLICIES = ("one", "max", "ignore", "symbol")
 N_JOBS = (1, 2, 3)

@@ -18,6 +18,10 @@ from hdist.cluster import KMedoids, KModes, KPrototypes
 from hdist.neighbors import (KNeighborsClassifier, KNeighborsRegressor,
                              KNeighborsTransformer, NearestNeighbors)
 
+# kinds are inferred here from random or small tables of whole numbers on purpose; the
+# warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
+pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+
 #: presets covering every component kind (difference, overlap, VDM table, posterior
 #: estimators, co-occurrence tables) and the mean aggregate
 PRESETS = ("heom", "hvdm", "gower", "vdm", "ivdm", "hds", "manhattan")

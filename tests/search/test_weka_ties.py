@@ -30,7 +30,8 @@ def loo(name, k, ties):
     frame = ds.frame()
     nominal = [c for c, kind in zip(ds.table.names, ds.table.kinds) if kind != "continuous"]
     est = KNeighborsClassifier(k, metric="heom", ties=ties,
-                               metric_params={"missing": "max", "nominal": nominal})
+                               metric_params={"missing": "max", "nominal": nominal,
+                                              "continuous": "rest"})
     est.fit(frame, np.array(ds.y, dtype=object))
     return est.predict(None), np.array(ds.y, dtype=object)
 
