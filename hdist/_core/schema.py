@@ -203,10 +203,17 @@ def _factorize(arr):
             arr = arr.array
             if type(arr).__name__ == "NumpyExtensionArray":
                 arr = arr.to_numpy()
-        if isinstance(arr, np.ndarray):
-            codes, uniques = pd.factorize(arr, use_na_sentinel=True)
-        else:
-            codes, uniques = arr.factorize(use_na_sentinel=True)
+        try:
+            if isinstance(arr, np.ndarray):
+                codes, uniques = pd.factorize(arr, use_na_sentinel=True)
+            else:
+                codes, uniques = arr.factorize(use_na_sentinel=True)
+        except TypeError:
+            # a signaling NaN (Decimal('sNaN')) cannot be hashed: it is missing, as NaN
+            quiet = _quiet_nans(arr)
+            if quiet is None:
+                raise
+            codes, uniques = pd.factorize(quiet, use_na_sentinel=True)
         codes = np.asarray(codes, dtype=np.int64)
         labels = _objects(np.asarray(uniques, dtype=object))
     else:                    # pragma: no cover - without pandas
@@ -238,6 +245,18 @@ def _factorize(arr):
             lut[miss] = -1
             codes = lut[codes]
     return codes, labels
+
+
+def _quiet_nans(arr):
+    """An object copy of ``arr`` with every signaling ``Decimal`` NaN made None (missing),
+    or None when it holds none."""
+    vals = np.asarray(arr, dtype=object)
+    snan = [i for i, v in enumerate(vals) if isinstance(v, decimal.Decimal) and v.is_snan()]
+    if not snan:
+        return None
+    vals = vals.copy()
+    vals[snan] = None
+    return vals
 
 
 def missing_mask(values):
@@ -469,6 +488,21 @@ def _is_records(X):
         all(isinstance(r, collections.abc.Mapping) for r in X)
 
 
+def check_table_form(X, what="X"):
+    """Refuse, by name, two forms of ``X`` that are no table: a single dict (one record:
+    a TypeError saying to wrap it in a list, as a list of dicts is read as records) and an
+    empty list or tuple (a ValueError: no rows)."""
+    import collections.abc
+    if type(X).__module__.split(".")[0] == "scipy":     # (a DOK sparse matrix is a dict)
+        return
+    if isinstance(X, collections.abc.Mapping):
+        raise TypeError("%s is a single dict; a table of records is a list of dicts, one "
+                        "per row: wrap one record in a list ([%s])" % (what, what))
+    if isinstance(X, (list, tuple)) and len(X) == 0:
+        raise ValueError("%s is an empty %s: 0 rows; give at least one row"
+                         % (what, type(X).__name__))
+
+
 def _record_keys(rows):
     """The keys of a list of dicts, in order of first appearance."""
     return list(dict.fromkeys(k for r in rows for k in r))
@@ -533,6 +567,7 @@ def to_columns(X, what="X"):
     if mod == "scipy" and hasattr(X, "tocsr"):
         raise TypeError("%s is a scipy sparse matrix; sparse input is not supported, pass a "
                         "dense table (X.toarray())" % what)
+    check_table_form(X, what)
     if _is_records(X):
         return _records(X, what)
     if not isinstance(X, np.ndarray):
@@ -1275,12 +1310,16 @@ class Schema:
 
 def check_target(y, what="y"):
     """Refuse a string given as the targets (a column's name, ``y="class"``) with a
-    TypeError saying how to pass the column's values; returns ``y`` unchanged."""
+    TypeError saying how to pass the column's values, and a scalar (``y=5``) with a
+    TypeError naming ``y``; returns ``y`` unchanged."""
     if isinstance(y, (str, bytes)):
         raise TypeError(
             "%s must be the target values, one per row of X, not a column name: got the "
             "string %r; take the column out of the table first, e.g. y = X.pop(%r) (or "
             "y = X[%r] and X = X.drop(columns=[%r]))" % (what, y, y, y, y))
+    if np.isscalar(y) or isinstance(getattr(y, "shape", None), tuple) and y.shape == ():
+        raise TypeError("%s must be the target values, one per row of X (a 1-D array or "
+                        "list), got the scalar %r (%s)" % (what, y, type(y).__name__))
     return y
 
 
@@ -1372,6 +1411,7 @@ class MixedTableTags:
         names = table_names(X)
         if names is not None:
             check_unique_names(names)
+        check_table_form(X)
         if _is_records(X):
             self._check_record_features(X, reset)
             return

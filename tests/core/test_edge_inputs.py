@@ -453,3 +453,61 @@ def test_the_command_line_reads_special_float_text_as_the_api(special, reader, t
     assert "'x' (nominal: numbers, and the text %r)" % special in capsys.readouterr().err
     assert cli.main(argv + ["--na-values", "?,%s" % special]) == 0
     assert "warning" not in capsys.readouterr().err
+
+
+# -- a single record, no rows, a scalar target, a signaling NaN ------------------------------
+
+RECORDS = [{"a": 1.0, "b": "x"}, {"a": 2.0, "b": "y"}, {"a": 3.0}, {"b": "z", "a": 4.0}]
+
+
+@pytest.mark.parametrize("estimator", [lambda: KNeighborsClassifier(1),
+                                       lambda: KNeighborsRegressor(1),
+                                       lambda: NearestNeighbors(n_neighbors=1)])
+def test_a_single_dict_or_no_rows_is_refused_by_name(estimator):
+    est = estimator().fit(RECORDS, [0, 1, 0, 1])
+    call = est.kneighbors if isinstance(est, NearestNeighbors) else est.predict
+    with pytest.raises(TypeError, match=r"X is a single dict; .*wrap one record in a list"):
+        call({"a": 1.1, "b": "x"})
+    for empty in ([], ()):
+        with pytest.raises(ValueError, match="X is an empty %s: 0 rows"
+                           % type(empty).__name__):
+            call(empty)
+    # one record in a list is a table of one row
+    one = call([{"a": 1.1, "b": "x"}])
+    assert len(one[1] if isinstance(one, tuple) else one) == 1
+
+
+def test_a_single_dict_is_refused_by_the_metric():
+    m = hdist.Metric("heom").fit(RECORDS)
+    with pytest.raises(TypeError, match="X is a single dict"):
+        m.pairwise({"a": 1.1, "b": "x"})
+    with pytest.raises(ValueError, match="0 rows"):
+        m.pairwise([])
+
+
+@pytest.mark.parametrize("est", [KNeighborsClassifier, KNeighborsRegressor])
+@pytest.mark.parametrize("y", [5, 2.5, np.float64(1.0)])
+def test_a_scalar_target_is_refused_naming_y(est, y):
+    X = pd.DataFrame({"a": [1.0, 2, 3, 4], "b": ["p", "q", "p", "q"]})
+    with pytest.raises(TypeError, match=r"y must be the target values, one per row of X .*"
+                       "got the scalar"):
+        est(1).fit(X, y)
+
+
+@pytest.mark.parametrize("form", ["pandas", "numpy", "records"])
+def test_a_signaling_decimal_nan_is_missing_like_nan(form):
+    snan = [D("1.5"), D("sNaN"), D("2.5"), D("-sNaN"), D("4")]
+    qnan = [D("1.5"), D("NaN"), D("2.5"), np.nan, D("4")]
+    kinds = ["s", "m", "s", "l", "m"]
+
+    def table(col):
+        frame = pd.DataFrame({"p": pd.Series(col, dtype=object), "k": kinds})
+        return {"pandas": frame, "numpy": frame.to_numpy(),
+                "records": frame.to_dict("records")}[form]
+    got = hdist.Metric("heom", continuous=["p"] if form != "numpy" else [0]).fit(table(snan))
+    want = hdist.Metric("heom", continuous=["p"] if form != "numpy" else [0]).fit(table(qnan))
+    assert got.kinds_ == want.kinds_ == ["continuous", "nominal"]
+    np.testing.assert_array_equal(got.pairwise(table(snan)), want.pairwise(table(qnan)))
+    # and inferred: still continuous, the signaling NaN missing
+    assert hdist.Metric("heom").fit(pd.DataFrame({"p": pd.Series(snan, dtype=object)})
+                                    ).kinds_ == ["continuous"]
