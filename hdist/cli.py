@@ -16,9 +16,10 @@ Subcommands:
 
 Exit status: 0 on success, 2 for a usage error (bad option or value), 1 when a file or
 its columns cannot be used, or the job fails (out of memory, a write error); 130 after
-SIGINT (Ctrl-C), 143 after SIGTERM.  Outputs are atomic: each is written to a temporary
-file beside its final name and renamed into place only once the whole job succeeded, so a
-failed or interrupted run leaves no output and a previous file under that name untouched.
+SIGINT (Ctrl-C), 143 after SIGTERM, 129 after SIGHUP, 131 after SIGQUIT.  Outputs are
+atomic: each is written to a temporary file beside its final name and renamed into place
+only once the whole job succeeded, so a failed or interrupted run leaves no output and a
+previous file under that name untouched.
 """
 from __future__ import annotations
 
@@ -29,6 +30,7 @@ import io
 import json
 import math
 import os
+import re
 import signal
 import sys
 import tempfile
@@ -44,6 +46,11 @@ EXIT_DATA = 1
 EXIT_USAGE = 2
 EXIT_SIGINT = 128 + signal.SIGINT
 EXIT_SIGTERM = 128 + signal.SIGTERM
+#: the signals that stop a command as Ctrl-C does (outputs removed, a message, exit status
+#: 128 + the signal's number): SIGTERM, and where the platform has them SIGHUP (the
+#: terminal closed) and SIGQUIT (Ctrl-backslash)
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGHUP", "SIGQUIT")
+                     if hasattr(signal, name))
 DEFAULT_CV_DATASETS = ("iris", "credit-a", "german", "credit_data")
 
 
@@ -56,9 +63,13 @@ class CLIError(Exception):
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM received: raised in the main thread like Ctrl-C's ``KeyboardInterrupt``
-    (the compiled searches check for signals between blocks of rows), so the job stops
-    the same way and its outputs are removed."""
+    """SIGTERM, SIGHUP or SIGQUIT received (``signum``): raised in the main thread like
+    Ctrl-C's ``KeyboardInterrupt`` (the compiled searches check for signals between blocks
+    of rows), so the job stops the same way and its outputs are removed."""
+
+    def __init__(self, signum=signal.SIGTERM):
+        super().__init__(signum)
+        self.signum = signum
 
 
 # ----------------------------------------------------------------------------------------
@@ -616,13 +627,36 @@ def _count_rows(path):
         return None
 
 
-def _check_columns(names, available, option, path):
+def _check_columns(names, available, option, path, which="training"):
+    """A usage CLIError (the option's fault) naming the columns of ``names`` that the
+    ``which`` file (``available``: its columns) lacks; ``All`` / ``REST`` (another case) are
+    taken for the words ``all`` / ``rest`` misspelt."""
     unknown = [c for c in names if c not in available]
     if unknown:
-        raise CLIError("%s column(s) %s not in the %s file %r (columns: %s)"
-                       % (option, ", ".join(map(repr, unknown)),
-                          "query" if option == "--id" else "training", path,
-                          ", ".join(available)))
+        words = [c for c in unknown if c.lower() in ("all", "rest")]
+        hint = ("; the words are lower case: %s %s" % (option, words[0].lower())
+                if words and option in ("--nominal", "--continuous") else "")
+        raise CLIError("%s column(s) %s not in the %s file %r (columns: %s)%s"
+                       % (option, ", ".join(map(repr, unknown)), which, path,
+                          ", ".join(available), hint), EXIT_USAGE)
+
+
+def _check_target(target, columns, path):
+    if target not in columns:
+        raise CLIError("--target column %r is not in the training file %r (columns: %s)"
+                       % (target, path, ", ".join(columns)), EXIT_USAGE)
+
+
+def _check_named_columns(header, path, target=None, options=(), which="training"):
+    """The columns the options name (``options``: ``(option, names)``) and ``target``
+    checked against the ``header`` of the ``which`` file before the file is read (nothing
+    when only the reader can tell its columns)."""
+    if header is None:
+        return
+    if target is not None:
+        _check_target(target, header, path)
+    for option, names in options:
+        _check_columns(names, header, option, path, which)
 
 
 def _select(table, names):
@@ -649,6 +683,14 @@ def output_format(path, option="--output"):
                    % (option, path, "'%s' files" % ext if ext else "a name without an "
                       "extension", ", ".join(OUTPUT_FORMATS)), EXIT_USAGE)
 
+
+#: the compression level of ``.gz`` outputs: gzip's own default, nearly the size of level 9
+#: in about half its time
+GZIP_LEVEL = 6
+
+#: the most bytes of an output's name kept in its temporary file's name
+#: (``.NAME.XXXXXXXX.part``: 15 bytes more, within the 255 bytes a file name may have)
+PART_NAME_BYTES = 240
 
 #: the outputs of the running command not yet renamed into place (removed by ``main``
 #: when the command fails or is interrupted)
@@ -689,7 +731,8 @@ class _Output:
             else:
                 fd, self.tmp = tempfile.mkstemp(
                     dir=os.path.dirname(self.final),
-                    prefix="." + os.path.basename(self.final) + ".", suffix=".part")
+                    prefix="." + _part_name(os.path.basename(self.final)) + ".",
+                    suffix=".part")
                 self.raw = os.fdopen(fd, "wb")
         except OSError as e:
             raise CLIError("cannot write %s %r: %s" % (option, path, e.strerror or e),
@@ -699,12 +742,14 @@ class _Output:
             return
         if path is not None and path.lower().endswith(".gz"):
             import gzip
-            self.gz = gzip.GzipFile(filename=self.final, mode="wb", fileobj=self.raw)
+            self.gz = gzip.GzipFile(filename=self.final, mode="wb", fileobj=self.raw,
+                                    compresslevel=GZIP_LEVEL)
         self.text = io.TextIOWrapper(self.gz or self.raw, encoding="utf-8", newline="")
 
     def _check_path(self, inputs):
         """The real path written (through a symbolic link, to the file it names), or a
-        usage CLIError: a missing folder, a folder, an input file."""
+        usage CLIError: a missing folder, a folder, an existing file that is not a regular
+        one (a FIFO, a device), an input file."""
         final = os.path.realpath(self.path)
         folder = os.path.dirname(final)
         if os.path.isdir(final):
@@ -715,6 +760,11 @@ class _Output:
                            % (self.option, self.path, os.path.dirname(self.path) or folder),
                            EXIT_USAGE)
         if os.path.exists(final):
+            import stat
+            if not stat.S_ISREG(os.stat(final).st_mode):
+                raise CLIError("%s %r is not a regular file (a FIFO, a device, a socket); "
+                               "give a file name, or - for standard output"
+                               % (self.option, self.path), EXIT_USAGE)
             for what, other in inputs.items():
                 with contextlib.suppress(OSError):
                     if other and os.path.samefile(final, other):
@@ -801,6 +851,15 @@ class _Output:
                 os.unlink(self.tmp)
 
 
+def _part_name(name):
+    """``name`` cut to its first ``PART_NAME_BYTES`` bytes (whole characters) for the
+    temporary file's name."""
+    raw = os.fsencode(name)
+    if len(raw) <= PART_NAME_BYTES:
+        return name
+    return os.fsdecode(raw[:PART_NAME_BYTES].decode("utf-8", "ignore").encode("utf-8"))
+
+
 def _new_file_mode(path):
     """The permissions of a file replacing ``path``: those of the file there, else what
     ``open`` would give a new file (0o666 less the umask)."""
@@ -865,37 +924,83 @@ def _warn(command, message):
     print("hdist %s: warning: %s" % (command, message), file=sys.stderr)
 
 
+#: the counts in the warning about unseen values, which differ from chunk to chunk
+_UNSEEN_COUNTS = re.compile(r"\d+ of the \d+ observed values")
+
+
+def _once_key(text):
+    """What makes two warnings the same for printing them once per run: their text, the
+    counts of unseen values left out."""
+    return _UNSEEN_COUNTS.sub("# of the # observed values", text)
+
+
+def _query_words(text, query="the query file"):
+    """A message of the API about its queries ``Q`` in the command line's words."""
+    return re.sub(r"(?<![\w'\"\[])Q(?![\w'\"\[])", query, text)
+
+
+def _kind_warning(columns):
+    """The text of a ColumnKindWarning about ``columns`` (``[(name, reason)]``) with the
+    command line's remedies (``--nominal``, ``--continuous``, ``--na-values``, ``--id``,
+    ``--drop``) in place of the API's arguments."""
+    from ._core.schema import THOUSANDS_REMEDY
+    separated = [str(n) for n, why in columns if THOUSANDS_REMEDY in why]
+    columns = [(str(n), why.replace(THOUSANDS_REMEDY, "the command line reads them as "
+                                    "text: remove the separators from the file to read "
+                                    "the column as numbers"))
+               for n, why in columns]
+    advice = ("add a mark of missing values to --na-values, or give an identifier to --id "
+              "or --drop")
+    if len(columns) == 1:
+        name, why = columns[0]
+        give = ("give --nominal %s to keep it nominal (which also silences this warning)"
+                % name if separated else "give --nominal %s or --continuous %s (either "
+                "also silences this warning), %s" % (name, name, advice))
+        return ("column %r (%s): its kind was inferred from values that may mean otherwise; "
+                "%s" % (name, why, give))
+    return ("the kinds of %d columns were inferred from values that may mean otherwise; "
+            "give each to --nominal or --continuous (which also silences this warning; "
+            "numbers with thousands separators only to --nominal), %s:\n%s"
+            % (len(columns), advice, "\n".join("  %r (%s)" % nw for nw in columns)))
+
+
 @contextlib.contextmanager
-def _warnings_to_stderr(command, reported=()):
+def _warnings_to_stderr(command, reported=(), seen=None, where=""):
     """The user warnings of fitting (columns taken as continuous that look like codes, a
-    column without an observed value, ...) as ``hdist <command>: warning:`` lines, each
-    once; columns ``reported`` already (as identifiers) are left out of them."""
+    column without an observed value, ...) and of scoring the query file as
+    ``hdist <command>: warning:`` lines in the command line's words, each once per run
+    (``seen``: the set shared by the calls of one run; ``where`` begins each line, e.g.
+    the query rows it came from); columns ``reported`` already (as identifiers) are left
+    out of them."""
     from ._core.schema import ColumnKindWarning
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         yield
-    seen = set()
+    seen = set() if seen is None else seen
     for w in caught:
         if issubclass(w.category, UserWarning):
-            text = str(w.message)
+            text = _query_words(str(w.message))
             if isinstance(w.message, ColumnKindWarning):
                 cols = [nw for nw in w.message.columns if nw[0] not in reported]
-                text = str(ColumnKindWarning(cols)) if cols else ""
-            if text and text not in seen:
-                seen.add(text)
-                _warn(command, text)
+                text = _kind_warning(cols) if cols else ""
+            if text and _once_key(text) not in seen:
+                seen.add(_once_key(text))
+                _warn(command, where + text)
         else:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
 def _looks_like_ids(table, name, n):
     """Whether a column holds text or whole numbers, none missing, a different one in
-    each of its ``n`` rows."""
+    each of its ``n`` rows -- not numbers written with thousands separators (amounts,
+    named by the warning about the column's kind)."""
     if hasattr(table, "iloc"):
         col = table[name]
         if not (col.dtype.kind in "iuO" or str(col.dtype) in ("string", "str")):
             return False
-        return not col.isna().any() and col.nunique(dropna=True) == n
+        if col.isna().any() or col.nunique(dropna=True) != n:
+            return False
+        return col.dtype.kind in "iu" or not _numbers_with_separators(col.tolist())
     import pyarrow.compute as pc
     import pyarrow.types as pt
     col = table.column(name)
@@ -904,7 +1009,24 @@ def _looks_like_ids(table, name, n):
     t = col.type
     if not (pt.is_integer(t) or pt.is_string(t) or pt.is_large_string(t)):
         return False
-    return col.null_count == 0 and pc.count_distinct(col).as_py() == n
+    if col.null_count or pc.count_distinct(col).as_py() != n:
+        return False
+    return pt.is_integer(t) or not _numbers_with_separators(col.to_pylist())
+
+
+def _numbers_with_separators(values):
+    """Whether every value is the text of a number, one at least written with thousands
+    separators (``'12,739.2'``)."""
+    from ._core.schema import _THOUSANDS, _text_number
+    separated = False
+    for v in values:
+        if not isinstance(v, str):
+            return False
+        if _THOUSANDS.match(v):
+            separated = True
+        elif _text_number(v) is None:
+            return False
+    return separated
 
 
 def _warn_identifiers(command, table, features):
@@ -963,9 +1085,13 @@ def _knn_command(args):
     except (TypeError, ValueError) as e:
         raise CLIError("--metric %s / --param: %s" % (args.metric, e), EXIT_USAGE)
     out = _Output(args.output, {"--train": args.train, "--query": args.query})
-    _file_columns(args.query, "--query", reading)
-
-    header = _file_columns(args.train, "--train", reading) or []
+    _check_named_columns(_file_columns(args.query, "--query", reading), args.query,
+                         options=[("--id", ids)], which="query")
+    header = _file_columns(args.train, "--train", reading)
+    _check_named_columns(header, args.train, args.target, [
+        ("--drop", dropped), ("--columns", keep), ("--nominal", _listed(nominal)),
+        ("--continuous", _listed(continuous))])
+    header = header or []
     train = read_table(args.train, _text_columns(nominal, continuous, header,
                                                  {args.target} | set(ids)),
                        "--train", reading=reading)
@@ -976,9 +1102,7 @@ def _knn_command(args):
                        EXIT_USAGE)
     labels = None
     if args.target:
-        if args.target not in columns:
-            raise CLIError("--target column %r is not in the training file %r (columns: %s)"
-                           % (args.target, args.train, ", ".join(columns)))
+        _check_target(args.target, columns, args.train)
         labels = _column_values(train, args.target)
     _check_columns(dropped, columns, "--drop", args.train)
     _check_columns(keep, columns, "--columns", args.train)
@@ -1012,9 +1136,12 @@ def _knn_command(args):
         raise CLIError(str(e).replace("n_lists", "--n-lists").replace("n_probe", "--n-probe"),
                        EXIT_USAGE)
     t_fit = time.perf_counter()
+    from ._core.plan import WeightRangeError
     try:
         with _warnings_to_stderr("knn", reported):
             index.fit(train, codes)
+    except WeightRangeError as e:       # a --param refused once the columns are known
+        raise CLIError("--metric %s / --param: %s" % (args.metric, e), EXIT_USAGE)
     except (TypeError, ValueError) as e:
         raise CLIError("training file %r: %s" % (args.train, e))
     t_fit = time.perf_counter() - t_fit
@@ -1032,11 +1159,12 @@ def _knn_command(args):
     row0 = 0
     correct = scored = 0
     skip = set(dropped) | set(ids) | ({args.target} if args.target else set())
+    warned = set()      # the query's warnings, each printed once per run
     try:
         for chunk, n in iter_query_chunks(args.query, kinds, args.chunk_size, ids, reading):
             present = _columns_of(chunk)
             if row0 == 0:
-                _check_columns(ids, present, "--id", args.query)
+                _check_columns(ids, present, "--id", args.query, "query")
             truth = None
             if args.target and args.target in present:
                 truth = _column_values(chunk, args.target)
@@ -1049,20 +1177,21 @@ def _knn_command(args):
             # the estimators' vote: with ties="include" every row tied with the k-th votes,
             # tallied per class by the search (memory independent of the ties)
             predict = what in ("predictions", "both")
+            rows = "query file %r, rows %d..%d: " % (args.query, row0, row0 + n - 1)
             try:
                 if n == 0:      # a query file without rows: the output's header only
                     dist, ind, votes = _no_rows(chunk, kinds, args.query, k,
                                                 len(classes) if predict else 0)
                 else:
-                    dist, ind, votes = _knn.search_votes(
-                        index, chunk, k, weights, args.ties,
-                        codes=codes if predict else None,
-                        n_classes=len(classes) if predict else 0, n_jobs=args.n_jobs,
-                        progress=lambda done, _t, b=base: setattr(progress, "done",
-                                                                  b + done))
+                    with _warnings_to_stderr("knn", reported, warned, rows):
+                        dist, ind, votes = _knn.search_votes(
+                            index, chunk, k, weights, args.ties,
+                            codes=codes if predict else None,
+                            n_classes=len(classes) if predict else 0, n_jobs=args.n_jobs,
+                            progress=lambda done, _t, b=base: setattr(progress, "done",
+                                                                      b + done))
             except (TypeError, ValueError) as e:
-                raise CLIError("query file %r, rows %d..%d: %s"
-                               % (args.query, row0, row0 + n - 1, e))
+                raise CLIError(rows + _query_words(str(e)))
             if predict:
                 labels_out = np.asarray(classes, dtype=object)[_knn.vote_winner(votes)]
                 cols["prediction"] = labels_out.tolist() if n else _no_values(classes)
@@ -1335,14 +1464,15 @@ def _cv_file_data(args):
     _check_kind_options({}, _listed(nominal), _listed(continuous))
     reading = _reading_options(args)
     ids, dropped = _split_names(args.id), _split_names(args.drop)
-    header = _file_columns(args.train, "--train", reading) or []
-    table = read_table(args.train, _text_columns(nominal, continuous, header,
+    named = [("--nominal", _listed(nominal)), ("--continuous", _listed(continuous)),
+             ("--drop", dropped), ("--id", ids)]
+    header = _file_columns(args.train, "--train", reading)
+    _check_named_columns(header, args.train, args.target, named)
+    table = read_table(args.train, _text_columns(nominal, continuous, header or [],
                                                  {args.target} | set(ids)),
                        "--train", reading=reading)
     columns = _columns_of(table)
-    if args.target not in columns:
-        raise CLIError("--target column %r is not in the training file %r (columns: %s)"
-                       % (args.target, args.train, ", ".join(columns)))
+    _check_target(args.target, columns, args.train)
     _check_columns(_listed(nominal), columns, "--nominal", args.train)
     _check_columns(_listed(continuous), columns, "--continuous", args.train)
     _check_columns(dropped, columns, "--drop", args.train)
@@ -1552,7 +1682,7 @@ def _cv_command(args):
     total = time.perf_counter() - start
     print("total %.1f s (%d metrics x %d datasets x %d folds)"
           % (total, len(metrics), len(names), args.folds), file=out)
-    for text, cells in warned.items():
+    for text, cells in warned.values():
         _warn("cv", "%s (in the folds of %s)" % (text, ", ".join(cells)))
     if csv_out is not None:
         _write_cv_csv(csv_out, results, regression)
@@ -1562,9 +1692,8 @@ def _cv_command(args):
 def _note_warnings(caught, dataset, names, warned, metric):
     """The user warnings of one cell of ``hdist cv`` (``metric``'s folds on ``dataset``),
     the columns named by their ``names`` where the fits saw positions, gathered in
-    ``warned`` (message -> the metrics whose folds raised it) to be printed once per run;
-    other warnings go on."""
-    import re
+    ``warned`` (the message's :func:`_once_key` -> ``[message, metrics whose folds
+    raised it]``) to be printed once per run; other warnings go on."""
     from ._core.schema import ColumnKindWarning
 
     def name(text):
@@ -1574,12 +1703,12 @@ def _note_warnings(caught, dataset, names, warned, metric):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
             continue
         if isinstance(w.message, ColumnKindWarning):
-            text = str(ColumnKindWarning([(name(str(c)),) + tuple(rest)
-                                          for c, *rest in w.message.columns]))
+            text = _kind_warning([(name(str(c)), why) for c, why in w.message.columns])
         else:
             text = re.sub(r"column '(\d+)'", lambda g: "column %r" % name(g.group(1)),
-                          str(w.message))
-        cells = warned.setdefault("%s: %s" % (dataset, text), [])
+                          _query_words(str(w.message), "a test fold"))
+        text = "%s: %s" % (dataset, text)
+        cells = warned.setdefault(_once_key(text), [text, []])[1]
         if metric not in cells:
             cells.append(metric)
 
@@ -1840,10 +1969,10 @@ def main(argv=None):
         except CLIError as e:
             print("hdist %s: error: %s%s" % (command, e, _not_written()), file=sys.stderr)
             return e.status
-        except Terminated:
-            print("hdist %s: terminated (SIGTERM)%s" % (command, _not_written()),
-                  file=sys.stderr)
-            return EXIT_SIGTERM
+        except Terminated as e:
+            print("hdist %s: terminated (%s)%s" % (command, signal.Signals(e.signum).name,
+                                                   _not_written()), file=sys.stderr)
+            return 128 + e.signum
         except KeyboardInterrupt:
             print("hdist %s: interrupted%s" % (command, _not_written()), file=sys.stderr)
             return EXIT_SIGINT
@@ -1869,21 +1998,24 @@ def _not_written():
 
 @contextlib.contextmanager
 def _terminate_as_interrupt():
-    """SIGTERM raises :class:`Terminated` in the main thread while the command runs, so
-    that it stops as for Ctrl-C (outputs removed, exit status 143); the previous handler
-    is restored after.  Elsewhere than in the main thread nothing changes."""
+    """Each of ``STOP_SIGNALS`` (SIGTERM, SIGHUP, SIGQUIT) raises :class:`Terminated` in
+    the main thread while the command runs, so that it stops as for Ctrl-C (outputs
+    removed, exit status 128 + the signal's number: 143, 129, 131); the previous handlers
+    are restored after.  Elsewhere than in the main thread nothing changes."""
     if threading.current_thread() is not threading.main_thread():
         yield
         return
 
     def handler(signum, frame):
-        raise Terminated()
+        raise Terminated(signum)
+    previous = {}
     try:
-        previous = signal.signal(signal.SIGTERM, handler)
+        for sig in STOP_SIGNALS:
+            previous[sig] = signal.signal(sig, handler)
     except (ValueError, OSError):
-        yield
-        return
+        pass
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, old in previous.items():
+            signal.signal(sig, old)

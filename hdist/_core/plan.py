@@ -371,6 +371,12 @@ def _pow2_split(delta):
     return math.ldexp(1.0, a), math.ldexp(1.0 / (2.0 * mant), need - a)
 
 
+class WeightRangeError(ValueError):
+    """Weights (with ``p``) whose distances would overflow float64: parameters refused
+    once the columns are known, at ``fit`` (the command line reports it as a usage error
+    of ``--param``)."""
+
+
 def _check_weight_range(w, p, mean=False):
     """Weights whose sum, or whose sum over the smallest positive weight (the "ignore"
     rescaling), overflows float64 cannot be applied: refuse them, naming the argument.
@@ -383,14 +389,14 @@ def _check_weight_range(w, p, mean=False):
         pos = w[w > 0]
         spread = total / pos.min() if pos.size else 1.0
     if not (np.isfinite(total) and np.isfinite(spread)):
-        raise ValueError("weights %r are out of float64's range for p = %r: the sum and the "
-                         "ratio of the sum to the smallest positive weight must be finite"
-                         % (w.tolist(), p))
+        raise WeightRangeError("weights %r are out of float64's range for p = %r: the sum "
+                               "and the ratio of the sum to the smallest positive weight "
+                               "must be finite" % (w.tolist(), p))
     if not mean and p < 1.0 and not _pow_finite(float(total), 1.0 / p):
-        raise ValueError("weights %r are out of float64's range for p = %r: the largest "
-                         "distance of rows within the training ranges, (Σ w)^(1/p), "
-                         "overflows float64; use smaller weights (or aggregate='mean')"
-                         % (w.tolist(), p))
+        raise WeightRangeError("weights %r are out of float64's range for p = %r: the "
+                               "largest distance of rows within the training ranges, "
+                               "(Σ w)^(1/p), overflows float64; use smaller weights (or "
+                               "aggregate='mean')" % (w.tolist(), p))
 
 
 def _pow_finite(x, e):

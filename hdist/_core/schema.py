@@ -836,6 +836,10 @@ def _stray_text(c):
 _THOUSANDS = re.compile(r"\s*[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?\s*$")
 
 
+#: the remedy the warning about numbers with thousands separators gives
+THOUSANDS_REMEDY = "remove them (column.str.replace(',', '')) to read the column as numbers"
+
+
 def _thousands(c):
     """Why a column inferred nominal looks like numbers written with thousands
     separators ("" if not): every label a number or such a text, one at least such."""
@@ -851,8 +855,8 @@ def _thousands(c):
             return ""
     if first is None:
         return ""
-    return ("nominal: numbers written with thousands separators (%r); remove them "
-            "(column.str.replace(',', '')) to read the column as numbers" % first)
+    return "nominal: numbers written with thousands separators (%r); %s" \
+        % (first, THOUSANDS_REMEDY)
 
 
 def _column_set(spec, names, param):

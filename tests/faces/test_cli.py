@@ -289,8 +289,8 @@ def test_parse_param():
 @pytest.mark.parametrize("extra,status,match", [
     (["--train", "nofile.csv"], 1, "--train file 'nofile.csv' does not exist"),
     (["--query", "nofile.csv"], 1, "--query file 'nofile.csv' does not exist"),
-    (["--target", "nope"], 1, "--target column 'nope' is not in the training file"),
-    (["--nominal", "zz"], 1, "--nominal column(s) 'zz' not in the training file"),
+    (["--target", "nope"], 2, "--target column 'nope' is not in the training file"),
+    (["--nominal", "zz"], 2, "--nominal column(s) 'zz' not in the training file"),
     (["--param", "p"], 2, "--param takes key=value"),
     (["--param", "bogus=1"], 2, "does not take the parameter(s) 'bogus'"),
     (["--metric", "nope"], 2, "unknown metric 'nope'"),
@@ -535,9 +535,9 @@ def test_knn_predict_proba_and_parquet_output(id_files, capsys, tmp_path):
     (["--param", "p=-1"], 2, "--param: p must be > 0"),
     (["--param", "missing=\"often\""], 2, "missing policy must be one of"),
     (["--predict"], 2, "--predict needs --target"),
-    (["--id", "nope"], 1, "--id column(s) 'nope' not in the query file"),
-    (["--drop", "nope"], 1, "--drop column(s) 'nope' not in the training file"),
-    (["--columns", "A1,nope"], 1, "--columns column(s) 'nope' not in the training file"),
+    (["--id", "nope"], 2, "--id column(s) 'nope' not in the query file"),
+    (["--drop", "nope"], 2, "--drop column(s) 'nope' not in the training file"),
+    (["--columns", "A1,nope"], 2, "--columns column(s) 'nope' not in the training file"),
     (["--id", "A1", "--drop", "A1"], 2, "--id column(s) 'A1' also given"),
 ])
 def test_knn_usage_and_data_errors_name_the_option(extra, status, match, credit_files,
@@ -623,7 +623,7 @@ def test_cv_on_a_users_file_equals_cross_validate(id_files, capsys, tmp_path):
     status, _, err = run(["cv", "--target", "Class"], capsys)
     assert status == 2 and "go with --train" in err
     status, _, err = run(["cv", "--train", str(d / "train.csv"), "--target", "nope"], capsys)
-    assert status == 1 and "--target column 'nope'" in err
+    assert status == 2 and "--target column 'nope'" in err
 
 
 def test_knn_predictions_vote_like_the_estimator_with_ties(tmp_path):

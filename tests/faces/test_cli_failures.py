@@ -6,6 +6,7 @@ any work."""
 import os
 import resource
 import signal
+import stat
 import subprocess
 import sys
 import time
@@ -85,7 +86,7 @@ def knn(d, out, query="query.csv", *extra):
 @pytest.mark.parametrize("extra,status,match", [
     (["--train", "missing.csv"], 1, "--train file 'missing.csv' does not exist"),
     (["--query", "missing.csv"], 1, "--query file 'missing.csv' does not exist"),
-    (["--drop", "colur"], 1, "--drop column(s) 'colur' not in the training file"),
+    (["--drop", "colur"], 2, "--drop column(s) 'colur' not in the training file"),
     (["--k", "5000"], 2, "--k 5000 is larger than the 2000 training rows"),
 ])
 def test_a_bad_input_leaves_the_previous_output(name, extra, status, match, files, capsys,
@@ -290,7 +291,9 @@ def started_writing(folder, name):
 
 @pytest.mark.parametrize("name", ["o.csv", "o.parquet"])
 @pytest.mark.parametrize("sig,status,word", [(signal.SIGINT, 130, "interrupted"),
-                                             (signal.SIGTERM, 143, "terminated (SIGTERM)")])
+                                             (signal.SIGTERM, 143, "terminated (SIGTERM)"),
+                                             (signal.SIGHUP, 129, "terminated (SIGHUP)"),
+                                             (signal.SIGQUIT, 131, "terminated (SIGQUIT)")])
 def test_a_signal_mid_job_leaves_the_previous_output(sig, status, word, name, files,
                                                      tmp_path):
     out = output_in(tmp_path, name)
@@ -440,3 +443,158 @@ def test_cv_names_the_columns_of_its_warnings_once(capsys, tmp_path):
     assert lines == ["hdist cv: warning: t.csv: column 'empty' has no observed value in the "
                      "training data: every training row is missing there (missing='one') "
                      "(in the folds of heom, hvdm)"], err
+
+
+# ----------------------------------------------------------------------------------------
+# output names: long ones, ones that are no regular file; gzip's level
+
+
+def test_an_output_name_of_255_bytes_is_written(files, capsys, tmp_path):
+    for name in ("o" * 251 + ".csv", "x" + "é" * 123 + "x.csv.gz"):   # 255 bytes each
+        assert len(os.fsencode(name)) == 255
+        out = tmp_path / name
+        status, _, err = run(knn(files, out, "query.csv", "--what", "predictions"), capsys)
+        assert status == 0, err
+        assert os.listdir(tmp_path) == [name]
+        got = pd.read_csv(out)
+        assert len(got) == N_QUERY and list(got.columns) == ["row", "prediction"]
+        out.unlink()
+
+
+@pytest.mark.parametrize("name", ["o.csv", "o.parquet"])
+def test_an_output_that_is_a_fifo_is_refused_first(name, files, capsys, tmp_path):
+    out = tmp_path / name
+    os.mkfifo(out)
+    for train in ("train.csv", "missing.csv"):        # refused before any input is read
+        argv = knn(files, out)
+        argv[argv.index("--train") + 1] = str(files / train)
+        status, _, err = run(argv, capsys)
+        assert status == 2, err
+        assert "--output %r is not a regular file" % str(out) in err, err
+        assert os.listdir(tmp_path) == [name]
+        assert stat.S_ISFIFO(os.stat(out).st_mode)
+
+
+def test_gzip_output_is_written_at_level_6(files, capsys, tmp_path):
+    import gzip
+    status, _, err = run(knn(files, tmp_path / "o.csv.gz"), capsys)
+    assert status == 0, err
+    raw = (tmp_path / "o.csv.gz").read_bytes()
+    # the header's XFL byte: 2 at level 9, 4 at level 1, 0 between
+    assert raw[8] == 0
+    status, _, err = run(knn(files, tmp_path / "o.csv"), capsys)
+    assert status == 0, err
+    assert gzip.decompress(raw) == (tmp_path / "o.csv").read_bytes()
+
+
+# ----------------------------------------------------------------------------------------
+# warnings in the command line's words, once per run
+
+
+def test_query_warnings_are_printed_once_in_the_command_lines_words(files, tmp_path):
+    """Most colours of the query file are unseen: every chunk warns, with other counts."""
+    query = pd.read_csv(files / "query.csv", nrows=4 * CHUNK)
+    query["colour"] = ["c%d" % (i % 9) for i in range(len(query))]
+    query.iloc[CHUNK:, 1] = ["c%d" % (i % 5) for i in range(len(query) - CHUNK)]
+    query.to_csv(tmp_path / "q.csv", index=False)
+    r = subprocess.run([sys.executable, "-m", "hdist"] + knn(files, tmp_path / "o.csv") +
+                       ["--query", str(tmp_path / "q.csv")], capture_output=True, text=True,
+                       env=ENV, timeout=120)
+    assert r.returncode == 0, r.stderr
+    lines = r.stderr.splitlines()
+    assert lines[0] == ("hdist knn: warning: query file %r, rows 0..%d: column 'colour': "
+                        "%d of the %d observed values of the query file were not seen in "
+                        "fit (each unseen value is at the maximal distance); check that the "
+                        "column holds the same kind of labels as in training"
+                        % (str(tmp_path / "q.csv"), CHUNK - 1, CHUNK, CHUNK))
+    assert len(lines) == 2 and lines[1].startswith("hdist knn: 20000 query rows"), lines
+    # an error of the query file in the same words
+    query.drop(columns="weight").to_csv(tmp_path / "q.csv", index=False)
+    r = subprocess.run([sys.executable, "-m", "hdist"] + knn(files, tmp_path / "o.csv") +
+                       ["--query", str(tmp_path / "q.csv")], capture_output=True, text=True,
+                       env=ENV, timeout=120)
+    assert r.returncode == 1
+    assert "rows 0..%d: the query file is missing the column(s) ['weight'] seen in fit" \
+        % (CHUNK - 1) in r.stderr, r.stderr
+
+
+def amounts(tmp_path, n=200):
+    """A training file whose 'amt' holds ``n`` distinct amounts written with thousands
+    separators."""
+    rng = np.random.default_rng(8)
+    amt = rng.choice(np.arange(1000, 99999), n, replace=False) / 10
+    frame = pd.DataFrame({"amt": ["{:,.1f}".format(v) for v in amt],
+                          "colour": rng.choice(["red", "blue"], n),
+                          "cls": rng.choice(["p", "q"], n)})
+    frame.to_csv(tmp_path / "amt.csv", index=False)
+    return tmp_path / "amt.csv"
+
+
+def test_distinct_amounts_with_separators_get_the_separator_warning(capsys, tmp_path):
+    train = amounts(tmp_path)
+    want = ("warning: column 'amt' (nominal: numbers written with thousands separators "
+            "('%s'); the command line reads them as text: remove the separators from the "
+            "file to read the column as numbers): its kind was inferred from values that "
+            "may mean otherwise; give --nominal amt to keep it nominal (which also silences "
+            "this warning)" % pd.read_csv(train)["amt"][0])
+    for command, argv in [
+            ("knn", ["knn", "--train", str(train), "--query", str(train), "--target", "cls",
+                     "--k", "1", "-o", str(tmp_path / "o.csv")]),
+            ("cv", ["cv", "--train", str(train), "--target", "cls", "--metrics", "heom",
+                    "--folds", "2"])]:
+        status, _, err = run(argv, capsys)
+        assert status == 0, err
+        warned = [ln for ln in err.splitlines() if "warning" in ln]
+        # (cv's test folds hold amounts unseen in their training folds: warned too)
+        assert warned[0] == "hdist %s: %s" % (command, want), err
+        assert len(warned) == (1 if command == "knn" else 2), err
+        assert "identifier" not in err
+        status, _, err = run(argv + ["--nominal", "amt"], capsys)
+        assert status == 0 and "separators" not in err, err
+
+
+# ----------------------------------------------------------------------------------------
+# usage errors found in the files: exit status 2, before the training file is read
+
+
+@pytest.mark.parametrize("extra,match", [
+    (["--drop", "colur"], "--drop column(s) 'colur' not in the training file"),
+    (["--columns", "size,colur"], "--columns column(s) 'colur' not in the training file"),
+    (["--nominal", "colur"], "--nominal column(s) 'colur' not in the training file"),
+    (["--continuous", "All"], "--continuous column(s) 'All' not in the training file %r "
+     "(columns: size, colour, weight, cls); the words are lower case: --continuous all"),
+    (["--nominal", "REST"], "the words are lower case: --nominal rest"),
+    (["--target", "class"], "--target column 'class' is not in the training file"),
+    (["--id", "key"], "--id column(s) 'key' not in the query file"),
+])
+@pytest.mark.parametrize("ext", ["csv", "parquet"])
+def test_a_column_an_option_names_is_checked_in_the_header(extra, match, ext, files,
+                                                          capsys, tmp_path, monkeypatch):
+    train = tmp_path / ("train." + ext)
+    frame = pd.read_csv(files / "train.csv")
+    frame.to_csv(train, index=False) if ext == "csv" else frame.to_parquet(train)
+
+    def no_reading(*a, **k):
+        raise AssertionError("the training file was read")
+    monkeypatch.setattr(cli, "read_table", no_reading)
+    argv = knn(files, tmp_path / "o.csv")
+    argv[argv.index("--train") + 1] = str(train)
+    if extra[0] in argv:
+        argv[argv.index(extra[0]) + 1] = extra[1]
+    else:
+        argv += extra
+    status, _, err = run(argv, capsys)
+    assert status == 2, err
+    assert match.replace("%r", repr(str(train))) in err, err
+    if extra[0] in ("--drop", "--nominal", "--id"):
+        cv = ["cv", "--train", str(train), "--target", "cls"] + extra
+        status, _, err = run(cv, capsys)
+        assert status == 2 and match.replace("query", "training") in err, err
+
+
+def test_a_param_refused_at_fit_is_a_usage_error(files, capsys, tmp_path):
+    status, _, err = run(knn(files, tmp_path / "o.csv", "query.csv", "--param", "p=1e-320"),
+                         capsys)
+    assert status == 2, err
+    assert err.startswith("hdist knn: error: --metric heom / --param: weights [1.0, 1.0, "
+                          "1.0] are out of float64's range for p = 1e-320"), err
