@@ -8,7 +8,8 @@
 #   2. the code examples of the pages and of every docstring the API pages show
 #      (sphinx.ext.doctest);
 #   3. the links between the built pages, anchors included (ci/check_html_links.py;
-#      links to other sites are left out: CI has no network).
+#      links to other sites are left out: CI has no network);
+#   4. the README's Python examples, run in order in one namespace.
 #
 #   bash ci/docs.sh               OUT (default: docs/_build) receives html/ and doctest/
 set -euo pipefail
@@ -36,7 +37,22 @@ export MPLBACKEND=Agg
 step "HTML, warnings as errors, the gallery run"
 python -m sphinx -W --keep-going -b html docs "$OUT/html"
 step "code examples (doctest)"
-python -m sphinx -W --keep-going -b doctest docs "$OUT/doctest"
+# (the gallery ran in the HTML build: not again here)
+python -m sphinx -W --keep-going -D plot_gallery=0 -b doctest docs "$OUT/doctest"
 step "links between the pages"
 python ci/check_html_links.py "$OUT/html"
+step "the README's links to files and its Python examples"
+python - <<'PY'
+import os, re
+readme = open("README.md").read()
+broken = [t for t in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme)
+          if "://" not in t and not os.path.exists(t)]
+if broken:
+    raise SystemExit("README.md links to missing files: %s" % ", ".join(broken))
+blocks = re.findall(r"^```python\n(.*?)^```", readme, re.M | re.S)
+namespace = {}
+for code in blocks:
+    exec(compile(code, "README.md", "exec"), namespace)
+print("%d block(s) run" % len(blocks))
+PY
 step "done: $OUT/html/index.html"
