@@ -26,6 +26,14 @@ PREVIOUS = b"row,prediction\n0,previous run\n"
 FORMATS = ["o.csv", "o.csv.gz", "o.tsv", "o.parquet"]
 
 
+def read_csv(path, **kw):
+    """pandas' CSV reader, reading every float back to the bits written (pandas 3's
+    default; pandas 2 parses with a faster, inexact routine unless told)."""
+    if int(pd.__version__.split(".")[0]) < 3:
+        kw.setdefault("float_precision", "round_trip")
+    return pd.read_csv(path, **kw)
+
+
 def run(argv, capsys):
     status = cli.main(argv)
     out, err = capsys.readouterr()
@@ -129,7 +137,7 @@ def test_a_finished_job_replaces_the_previous_output(files, capsys, tmp_path):
     status, _, err = run(knn(files, out), capsys)
     assert status == 0, err
     assert os.listdir(out.parent) == ["o.csv"]
-    got = pd.read_csv(out)
+    got = read_csv(out)
     assert len(got) == N_QUERY and list(got.columns[:2]) == ["row", "prediction"]
     status, stdout, err = run(knn(files, "-"), capsys)
     assert status == 0, err
@@ -194,13 +202,13 @@ def test_cv_csv_output_is_atomic_and_checked_first(files, capsys, tmp_path):
     status, _, err = run(["cv", "--train", str(files / "train.csv"), "--target", "cls",
                           "--metrics", "heom", "--folds", "3", "--csv", str(out)], capsys)
     assert status == 0, err
-    assert list(pd.read_csv(out)["metric"]) == ["heom"]
+    assert list(read_csv(out)["metric"]) == ["heom"]
     assert os.listdir(out.parent) == ["cv.csv"]
     status, _, err = run(["cv", "--train", str(files / "train.csv"), "--target", "cls",
                           "--metrics", "heom", "--folds", "3", "--csv",
                           str(tmp_path / "cv.parquet")], capsys)
     assert status == 0, err
-    as_csv, as_parquet = pd.read_csv(out), pd.read_parquet(tmp_path / "cv.parquet")
+    as_csv, as_parquet = read_csv(out), pd.read_parquet(tmp_path / "cv.parquet")
     assert list(as_parquet.columns) == list(as_csv.columns)
     for c in ("metric", "dataset", "accuracy", "kappa", "confusion"):
         assert as_parquet[c].tolist() == as_csv[c].tolist()
@@ -356,10 +364,10 @@ def test_a_header_only_query_file_writes_the_header(reader, ext, files, capsys, 
         real = cli._have
         monkeypatch.setattr(cli, "_have", lambda m: False if m == "pyarrow" else real(m))
     query = tmp_path / ("empty." + ext)
-    pd.read_csv(files / "query.csv", nrows=0).to_csv(query, index=False) if ext == "csv" \
+    read_csv(files / "query.csv", nrows=0).to_csv(query, index=False) if ext == "csv" \
         else pd.read_parquet(files / "query.parquet").iloc[:0].to_parquet(query)
     some = tmp_path / ("some." + ext)
-    pd.read_csv(files / "query.csv", nrows=3).to_csv(some, index=False) if ext == "csv" \
+    read_csv(files / "query.csv", nrows=3).to_csv(some, index=False) if ext == "csv" \
         else pd.read_parquet(files / "query.parquet").iloc[:3].to_parquet(some)
     for out_name in ("o.csv", "o.parquet") if reader == "pyarrow" else ("o.csv",):
         outs = {}
@@ -390,9 +398,9 @@ def test_a_header_only_query_file_writes_the_header(reader, ext, files, capsys, 
 ])
 def test_nominal_and_continuous_take_all_and_rest_as_the_api(options, spec, files, capsys,
                                                              tmp_path):
-    train = pd.read_csv(files / "train.csv")
+    train = read_csv(files / "train.csv")
     y = train.pop("cls")
-    q = pd.read_csv(files / "query.csv", nrows=500)
+    q = read_csv(files / "query.csv", nrows=500)
     q.to_csv(tmp_path / "q.csv", index=False)
     status, _, err = run(["knn", "--train", str(files / "train.csv"), "--query",
                           str(tmp_path / "q.csv"), "--target", "cls", "--k", "2", "--what",
@@ -402,7 +410,7 @@ def test_nominal_and_continuous_take_all_and_rest_as_the_api(options, spec, file
     assert m.kinds_.count("nominal") == (3 if spec["nominal"] == "all" else
                                          1 if spec["nominal"] == ["colour"] else 2)
     dist, ind = m.kneighbors(q, 2)
-    got = pd.read_csv(tmp_path / "o.csv")
+    got = read_csv(tmp_path / "o.csv")
     np.testing.assert_array_equal(got[["neighbor_1", "neighbor_2"]].to_numpy(), ind)
     np.testing.assert_array_equal(got[["distance_1", "distance_2"]].to_numpy(), dist)
 
@@ -425,7 +433,7 @@ def test_a_field_longer_than_a_read_block(capsys, tmp_path):
                           "--chunk-size", "5", "--continuous", "a",
                           "-o", str(tmp_path / "o.csv")], capsys)
     assert status == 0, err
-    got = pd.read_csv(tmp_path / "o.csv")
+    got = read_csv(tmp_path / "o.csv")
     assert list(got["neighbor_1"]) == list(range(40))
 
 
@@ -456,7 +464,7 @@ def test_an_output_name_of_255_bytes_is_written(files, capsys, tmp_path):
         status, _, err = run(knn(files, out, "query.csv", "--what", "predictions"), capsys)
         assert status == 0, err
         assert os.listdir(tmp_path) == [name]
-        got = pd.read_csv(out)
+        got = read_csv(out)
         assert len(got) == N_QUERY and list(got.columns) == ["row", "prediction"]
         out.unlink()
 
@@ -493,7 +501,7 @@ def test_gzip_output_is_written_at_level_6(files, capsys, tmp_path):
 
 def test_query_warnings_are_printed_once_in_the_command_lines_words(files, tmp_path):
     """Most colours of the query file are unseen: every chunk warns, with other counts."""
-    query = pd.read_csv(files / "query.csv", nrows=4 * CHUNK)
+    query = read_csv(files / "query.csv", nrows=4 * CHUNK)
     query["colour"] = ["c%d" % (i % 9) for i in range(len(query))]
     query.iloc[CHUNK:, 1] = ["c%d" % (i % 5) for i in range(len(query) - CHUNK)]
     query.to_csv(tmp_path / "q.csv", index=False)
@@ -536,7 +544,7 @@ def test_distinct_amounts_with_separators_get_the_separator_warning(capsys, tmp_
             "('%s'); the command line reads them as text: remove the separators from the "
             "file to read the column as numbers): its kind was inferred from values that "
             "may mean otherwise; give --nominal amt to keep it nominal (which also silences "
-            "this warning)" % pd.read_csv(train)["amt"][0])
+            "this warning)" % read_csv(train)["amt"][0])
     for command, argv in [
             ("knn", ["knn", "--train", str(train), "--query", str(train), "--target", "cls",
                      "--k", "1", "-o", str(tmp_path / "o.csv")]),
@@ -571,7 +579,7 @@ def test_distinct_amounts_with_separators_get_the_separator_warning(capsys, tmp_
 def test_a_column_an_option_names_is_checked_in_the_header(extra, match, ext, files,
                                                           capsys, tmp_path, monkeypatch):
     train = tmp_path / ("train." + ext)
-    frame = pd.read_csv(files / "train.csv")
+    frame = read_csv(files / "train.csv")
     frame.to_csv(train, index=False) if ext == "csv" else frame.to_parquet(train)
 
     def no_reading(*a, **k):
