@@ -994,13 +994,14 @@ def _looks_like_ids(table, name, n):
     """Whether a column holds text or whole numbers, none missing, a different one in
     each of its ``n`` rows -- not numbers written with thousands separators (amounts,
     named by the warning about the column's kind)."""
+    from ._core.schema import thousands_text
     if hasattr(table, "iloc"):
         col = table[name]
         if not (col.dtype.kind in "iuO" or str(col.dtype) in ("string", "str")):
             return False
         if col.isna().any() or col.nunique(dropna=True) != n:
             return False
-        return col.dtype.kind in "iu" or not _numbers_with_separators(col.tolist())
+        return col.dtype.kind in "iu" or thousands_text(col.tolist()) is None
     import pyarrow.compute as pc
     import pyarrow.types as pt
     col = table.column(name)
@@ -1011,22 +1012,7 @@ def _looks_like_ids(table, name, n):
         return False
     if col.null_count or pc.count_distinct(col).as_py() != n:
         return False
-    return pt.is_integer(t) or not _numbers_with_separators(col.to_pylist())
-
-
-def _numbers_with_separators(values):
-    """Whether every value is the text of a number, one at least written with thousands
-    separators (``'12,739.2'``)."""
-    from ._core.schema import _THOUSANDS, _text_number
-    separated = False
-    for v in values:
-        if not isinstance(v, str):
-            return False
-        if _THOUSANDS.match(v):
-            separated = True
-        elif _text_number(v) is None:
-            return False
-    return separated
+    return pt.is_integer(t) or thousands_text(col.to_pylist()) is None
 
 
 def _warn_identifiers(command, table, features):

@@ -840,19 +840,26 @@ _THOUSANDS = re.compile(r"\s*[+-]?[0-9]{1,3}(?:,[0-9]{3})+(?:\.[0-9]*)?\s*$")
 THOUSANDS_REMEDY = "remove them (column.str.replace(',', '')) to read the column as numbers"
 
 
-def _thousands(c):
-    """Why a column inferred nominal looks like numbers written with thousands
-    separators ("" if not): every label a number or such a text, one at least such."""
-    if c.hint != "object" or c.codes is None:
-        return ""
+def thousands_text(values):
+    """The first of ``values`` written as a number with thousands separators
+    (``'9,880.0'``) when every value is a number or the text of one, else None."""
     first = None
-    for v in c.labels:
+    for v in values:
         if isinstance(v, str) and _THOUSANDS.match(v):
             first = v if first is None else first
         elif not (isinstance(v, str) and _text_number(v) is not None
                   or isinstance(v, (numbers.Real, decimal.Decimal))
                   and not isinstance(v, (bool, np.bool_))):
-            return ""
+            return None
+    return first
+
+
+def _thousands(c):
+    """Why a column inferred nominal looks like numbers written with thousands
+    separators ("" if not): every label a number or such a text, one at least such."""
+    if c.hint != "object" or c.codes is None:
+        return ""
+    first = thousands_text(c.labels)
     if first is None:
         return ""
     return "nominal: numbers written with thousands separators (%r); %s" \
