@@ -1,0 +1,75 @@
+"""resolve_metric: one precedence for naming a metric (defaults < a Metric's parameters <
+metric_params), the caller's Metric never modified, a fitted Metric returned as it is."""
+import numpy as np
+import pandas as pd
+import pytest
+
+import hdist
+from hdist._search.resolve import resolve_metric
+
+X = pd.DataFrame({"a": [1.0, 2.0, 4.0, np.nan], "b": ["x", "y", "x", "z"]})
+
+
+def test_a_name_with_parameters():
+    m = resolve_metric("HVDM", {"p": 1.0})
+    assert isinstance(m, hdist.Metric) and m.name == "hvdm" and m.params == {"p": 1.0}
+    assert resolve_metric("heom").params == {}
+
+
+def test_an_unfitted_metric_is_copied_and_its_parameters_overridden():
+    given = hdist.Metric("hvdm", vdm="N1", p=3.0)
+    m = resolve_metric(given, {"vdm": "N3"})
+    assert m is not given and m.params == {"vdm": "N3", "p": 3.0}
+    assert given.params == {"vdm": "N1", "p": 3.0}
+    plain = resolve_metric(given)
+    assert plain is not given and plain.params == given.params
+    plain.fit(X, [0, 1, 0, 1])
+    assert not hasattr(given, "plan_")
+
+
+def test_a_fitted_metric_is_returned_as_it_is():
+    given = hdist.Metric("heom").fit(X)
+    assert resolve_metric(given) is given
+    assert resolve_metric(given, {}) is given
+    with pytest.raises(ValueError, match="metric_params cannot change the fitted Metric"):
+        resolve_metric(given, {"p": 1.0})
+
+
+def test_refit_copies_a_fitted_metric():
+    given = hdist.Metric("heom", p=1.0).fit(X)
+    m = resolve_metric(given, {"missing": "max"}, refit=True)
+    assert m is not given and not hasattr(m, "plan_")
+    assert m.params == {"p": 1.0, "missing": "max"}
+    assert given.params == {"p": 1.0} and hasattr(given, "plan_")
+
+
+def test_defaults_rank_lowest_and_skip_what_the_preset_does_not_take():
+    d = {"missing": "ignore", "vdm": "N3"}
+    assert resolve_metric("heom", None, defaults=d).params == {"missing": "ignore"}
+    assert resolve_metric("heom", {"missing": "max"}, defaults=d).params == {"missing": "max"}
+    m = resolve_metric(hdist.Metric("hvdm", missing="one"), defaults=d)
+    assert m.params == {"missing": "one", "vdm": "N3"}
+    fitted = hdist.Metric("heom").fit(X)
+    assert resolve_metric(fitted, defaults=d) is fitted
+
+
+@pytest.mark.parametrize("metric, params, error, match", [
+    (3, None, TypeError, "metric must be a metric name or an hdist.Metric, got 3"),
+    (("heom", {}), None, TypeError, "metric must be a metric name"),
+    ("nope", None, ValueError, "metric: unknown metric 'nope'"),
+    ("heom", [1], TypeError, "metric_params must be a dict or None"),
+    ("heom", {"q": 1}, TypeError, "'q'"),
+    ("heom", {"p": -1.0}, ValueError, "p"),
+])
+def test_bad_input(metric, params, error, match):
+    with pytest.raises(error, match=match):
+        resolve_metric(metric, params).fit(X)
+
+
+def test_what_names_the_argument():
+    with pytest.raises(TypeError, match="--metric must be"):
+        resolve_metric(1.5, what="--metric")
+    with pytest.raises(ValueError, match="--metric: unknown metric"):
+        resolve_metric("nope", what="--metric")
+    with pytest.raises(TypeError, match="defaults must be a dict"):
+        resolve_metric("heom", defaults=[("p", 1)])
