@@ -1,6 +1,135 @@
 # The fused k-NN search and the radius selection of the matrix-product filter
 # (included by gemm.pyx, whose declarations they use).
 
+cdef int _fused_chunk(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,
+                      const float* Xp, intp K, const float* Yp, intp a0, intp a1,
+                      intp rt, const intp* order) noexcept nogil:
+    """Queries ``a0 .. a1`` (``a0`` a multiple of ``HD_GQB``) of
+    :meth:`GemmKnnSelect.search`: per block of ``rt`` reference rows, per panel of
+    ``HD_GQB`` queries, the products into a buffer of the cache, then the selection of
+    each row as :meth:`GemmKnnSelect.tile` makes it.  1: out of memory.  ``order`` (NULL:
+    none): the queries in the order of the rows of ``Xp`` (row ``i`` is query
+    ``order[i]``), a permutation that puts queries missing the same attributes side by
+    side.
+
+    With terms against the reference rows' missing values (``S.has_h``, codes ``S.ab``),
+    the chunk's queries' bounds and tables (:func:`_query_tables`) are made here, in the
+    chunk's order, not
+    for all queries before the parallel region: ``S.hb``, ``S.tab`` and ``S.t16`` are not
+    read.  With an order, the chunk's heaps are copied into that order for the search and
+    back after it; the blocks' columns are merged once (``hd_gemm_union_set``)."""
+    # the block of estimates on a 64-byte boundary (rt is a multiple of HD_GPW, so every
+    # row of it is): a vector stored across two cache lines costs two stores, and one
+    # read back at once is not forwarded from the store
+    cdef void* mem = malloc(HD_GQB * rt * sizeof(float) + 64)
+    cdef float* G = <float*> (((<size_t> mem) + 63) & ~(<size_t> 63))
+    cdef intp r0, nt, qb, nqb, i, q, n = a1 - a0
+    cdef hd_gadd add
+    cdef _SelS L = S[0]         # S with the chunk's own tables
+    cdef void* tmem = NULL
+    cdef double* hbc
+    cdef float* tabc
+    cdef unsigned short* t16c
+    # per block of HD_GQB queries, what its product adds (all but the reference rows'
+    # block: the codes, columns and their number, set per block of rows), and whether it
+    # adds anything
+    cdef intp nblk = (n + HD_GQB - 1) // HD_GQB, b
+    cdef hd_gadd* adds = <hd_gadd*> malloc(max(nblk, 1) * (sizeof(hd_gadd) + 1))
+    cdef unsigned char* has = <unsigned char*> (adds + max(nblk, 1))
+    cdef int bf16
+    # with an order, the chunk's heaps in that order (copied in and back): the selection
+    # then meets them one after another in memory, not scattered over all the queries'
+    cdef double* hdc = NULL
+    cdef intp* hic = NULL
+    if order != NULL and n > 0:
+        hdc = <double*> malloc(n * S.k * (sizeof(double) + sizeof(intp)))
+        hic = <intp*> (hdc + n * S.k)
+    if mem == NULL or adds == NULL or (order != NULL and n > 0 and hdc == NULL):
+        free(mem)
+        free(adds)
+        free(hdc)
+        return 1
+    if hdc != NULL:
+        for i in range(n):
+            q = order[a0 + i]
+            memcpy(hdc + i * S.k, S.HD + q * S.k, S.k * sizeof(double))
+            memcpy(hic + i * S.k, S.HI + q * S.k, S.k * sizeof(intp))
+        L.HD, L.HI, L.heap_rows = hdc, hic, 1
+    L.hb, L.tab, L.t16 = NULL, NULL, NULL
+    if S.has_h and S.ab != NULL and n > 0:
+        # each query's tables on a 64-byte boundary (the product loads them whole)
+        tmem = malloc(n * (2 * sizeof(double) + 32 * sizeof(float)
+                           + 32 * sizeof(unsigned short)) + 64)
+        if tmem == NULL:
+            free(mem)
+            free(adds)
+            free(hdc)
+            return 1
+        tabc = <float*> (((<size_t> tmem) + 63) & ~(<size_t> 63))
+        t16c = <unsigned short*> (tabc + 32 * n)
+        hbc = <double*> (t16c + 32 * n)
+        _query_tables(S.hq, S.nh, order, a0, n, hbc, tabc, t16c)
+        L.hb, L.tab, L.t16 = hbc, tabc, t16c
+    # the product adds the terms of the query rows whose reference-missing terms are
+    # bounded by the codes (and their own columns): hd_prep's values, made while the sums
+    # are in registers.  The kind of table is read once for the chunk: the product and the
+    # selection agree even if the variant is changed meanwhile (which the rules forbid).
+    bf16 = hd_gemm_bf16() and L.t16 != NULL
+    memset(&add, 0, sizeof(hd_gadd))
+    for b in range(nblk):
+        qb = a0 + b * HD_GQB
+        nqb = min(<intp> HD_GQB, a1 - qb)
+        # the reference rows' block (ab, gy, nt) is set per block of rows
+        add.ab, add.gy, add.nt = NULL, NULL, 0
+        add.bf16 = bf16
+        has[b] = False
+        for i in range(HD_GQB):
+            add.tab[i], add.t16[i], add.mi[i], add.nm[i] = NULL, NULL, NULL, 0
+            if i >= nqb:
+                continue
+            q = order[qb + i] if order != NULL else qb + i
+            if _tabled(&L, qb + i - a0):
+                has[b] = True
+                add.tab[i] = L.tab + 32 * (qb + i - a0)
+                add.t16[i] = L.t16 + 32 * (qb + i - a0) if bf16 else NULL
+            elif S.cols_only and S.qptr[q + 1] > S.qptr[q]:
+                # its columns alone (add.ab NULL): the table is only a mark
+                has[b] = True
+                add.tab[i] = _NO_TABLE
+            if add.tab[i] != NULL and S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
+                add.nm[i] = S.qptr[q + 1] - S.qptr[q]
+                add.mi[i] = S.qidx + S.qptr[q]
+        # the block's columns merged once, for every block of reference rows
+        add.gstride = S.gstride
+        hd_gemm_union_set(&add, nqb)
+        adds[b] = add
+    r0 = 0
+    while r0 < S.nr:
+        nt = min(rt, S.nr - r0)
+        for b in range(nblk):
+            qb = a0 + b * HD_GQB
+            nqb = min(<intp> HD_GQB, a1 - qb)
+            if has[b]:
+                adds[b].ab = S.ab + r0 if S.ab != NULL else NULL
+                adds[b].gy = <const float*> S.gy + r0 if S.gy != NULL else NULL
+                adds[b].nt = nt
+            hd_gemm_blk(Xp + (qb // HD_GQB) * K * HD_GQB, nqb, Yp + (r0 // HD_GPW) * K * HD_GPW,
+                        (nt + HD_GPW - 1) // HD_GPW, K, G, rt, &adds[b] if has[b] else NULL)
+            _select_tile(P, QS, RS, &L, <const float*> G, rt, nqb, nt, qb, r0,
+                         &adds[b] if has[b] else NULL, order, a0)
+        r0 = r0 + rt
+    if hdc != NULL:
+        for i in range(n):
+            q = order[a0 + i]
+            memcpy(S.HD + q * S.k, hdc + i * S.k, S.k * sizeof(double))
+            memcpy(S.HI + q * S.k, hic + i * S.k, S.k * sizeof(intp))
+    free(mem)
+    free(tmem)
+    free(adds)
+    free(hdc)
+    return 0
+
+
 cdef class GemmKnnSelect:
     """The heap updates of one filtered k-NN search (``hdist._search.gemm_filter.knn``),
     tile by tile.
