@@ -555,12 +555,12 @@ _NOT_A_NUMBER = ("column %r of the query file %r holds %r in row %d, which is no
 def _first_non_number(values, marks):
     """Position and value of the first text in ``values`` that is neither missing, a
     missing-value mark nor a number."""
-    from ._core.schema import _text_number
+    from ._core.schema import text_number
     for i, v in enumerate(values):
         if v is None or (isinstance(v, float) and v != v):
             continue
         t = str(v).strip()
-        if t not in marks and _text_number(t) is None:
+        if t not in marks and text_number(t) is None:
             return i, v
     return None
 
@@ -605,9 +605,9 @@ def _special_floats(col):
 def _agreement(predicted, truth):
     """``(matches, rows with a known truth)``; labels compare by their text, so the
     class ``1`` read as a number in one file and as text in the other still match."""
-    from ._core.schema import _norm_key, is_missing_scalar
+    from ._core.schema import is_missing_scalar, norm_key
     known = [(p, t) for p, t in zip(predicted, truth) if not is_missing_scalar(t)]
-    return sum(str(_norm_key(p)) == str(_norm_key(t)) for p, t in known), len(known)
+    return sum(str(norm_key(p)) == str(norm_key(t)) for p, t in known), len(known)
 
 
 def _count_rows(path):
@@ -1031,7 +1031,19 @@ def _warn_identifiers(command, table, features):
 
 
 def _knn_command(args):
-    from ._search.metric import Metric
+    """``hdist knn``: the options checked before any file is read, the training file read
+    and fitted, the query file scored chunk by chunk into the output, and one line of
+    figures on stderr."""
+    job = _KnnJob(args)
+    job.fit(*job.read_training())       # the training table is dropped once fitted
+    job.score()
+    print(job.summary(), file=sys.stderr)
+    return 0
+
+
+def _knn_what(args):
+    """What ``hdist knn`` writes (``--what``, ``--predict``, ``--proba``, ``--target``):
+    ``"neighbors"``, ``"predictions"`` or ``"both"``."""
     if args.k < 1:
         raise CLIError("--k must be >= 1, got %d" % args.k, EXIT_USAGE)
     if args.chunk_size < 1:
@@ -1047,22 +1059,12 @@ def _knn_command(args):
         raise CLIError("%s needs --target (the class column of the training file)"
                        % ("--proba" if args.proba else "--predict" if args.predict
                           else "--what " + what), EXIT_USAGE)
-    _check_n_jobs(args.n_jobs)
-    params = dict(parse_param(p) for p in args.param or ())
-    nominal, continuous = _kind_options(args)
-    ids, dropped, keep = (_split_names(args.id), _split_names(args.drop),
-                          _split_names(args.columns))
-    _check_kind_options(params, _listed(nominal), _listed(continuous))
-    reading = _reading_options(args)
-    both = set(ids) & (set(dropped) | set(keep) | set(_listed(nominal))
-                       | set(_listed(continuous)) | {args.target})
-    if both:
-        raise CLIError("--id column(s) %s also given as a feature, --drop or --target "
-                       "column" % ", ".join(map(repr, sorted(both, key=str))), EXIT_USAGE)
-    try:
-        weights = _knn.check_weights(args.weights)
-    except ValueError as e:
-        raise CLIError(str(e), EXIT_USAGE)
+    return what
+
+
+def _knn_metric(args, params, nominal, continuous, reading):
+    """The unfitted metric of ``--metric`` and ``--param``, its parameters checked."""
+    from ._search.metric import Metric
     try:
         metric = Metric(args.metric, nominal=nominal or None,
                         continuous=continuous or None, na_values=list(reading.na_values),
@@ -1070,148 +1072,213 @@ def _knn_command(args):
         metric.check_params()
     except (TypeError, ValueError) as e:
         raise CLIError("--metric %s / --param: %s" % (args.metric, e), EXIT_USAGE)
-    out = _Output(args.output, {"--train": args.train, "--query": args.query})
-    _check_named_columns(_file_columns(args.query, "--query", reading), args.query,
-                         options=[("--id", ids)], which="query")
-    header = _file_columns(args.train, "--train", reading)
-    _check_named_columns(header, args.train, args.target, [
-        ("--drop", dropped), ("--columns", keep), ("--nominal", _listed(nominal)),
-        ("--continuous", _listed(continuous))])
-    header = header or []
-    train = read_table(args.train, _text_columns(nominal, continuous, header,
-                                                 {args.target} | set(ids)),
-                       "--train", reading=reading)
-    columns = _columns_of(train)
-    n_rows = len(train) if hasattr(train, "iloc") else train.num_rows
-    if args.k > n_rows:
-        raise CLIError("--k %d is larger than the %d training rows" % (args.k, n_rows),
-                       EXIT_USAGE)
-    labels = None
-    if args.target:
-        _check_target(args.target, columns, args.train)
-        labels = _column_values(train, args.target)
-    _check_columns(dropped, columns, "--drop", args.train)
-    _check_columns(keep, columns, "--columns", args.train)
-    features = [c for c in (keep or columns)
-                if c != args.target and c not in dropped and c not in ids]
-    if not features:
-        raise CLIError("no feature columns left in the training file %r after --target, "
-                       "--id, --drop and --columns" % args.train, EXIT_USAGE)
-    train = _select(train, features)
-    columns = features
-    _check_columns(_listed(nominal), columns, "--nominal", args.train)
-    _check_columns(_listed(continuous), columns, "--continuous", args.train)
-    reported = _warn_identifiers("knn", train, columns)
-    codes = classes = None
-    if labels is not None:
-        from ._core.schema import encode_labels
-        try:
-            codes, classes = encode_labels(labels, len(labels))
-        except ValueError as e:
-            raise CLIError("--target column %r: %s" % (args.target, e))
-    elif _knn.needs_labels(metric):
-        raise CLIError("metric %r learns from classes: give --target" % metric.name,
-                       EXIT_USAGE)
-    ivf = {k: v for k, v in (("n_lists", args.n_lists), ("n_probe", args.n_probe))
-           if v is not None}
-    if ivf and args.algorithm != "ivf":
-        raise CLIError("--n-lists and --n-probe need --algorithm ivf", EXIT_USAGE)
-    try:
-        index = _knn.make_index(metric, args.algorithm, algorithm_params=ivf)
-    except (TypeError, ValueError) as e:
-        raise CLIError(str(e).replace("n_lists", "--n-lists").replace("n_probe", "--n-probe"),
-                       EXIT_USAGE)
-    t_fit = time.perf_counter()
-    from ._core.plan import WeightRangeError
-    try:
-        with _warnings_to_stderr("knn", reported):
-            index.fit(train, codes)
-    except WeightRangeError as e:       # a --param refused once the columns are known
-        raise CLIError("--metric %s / --param: %s" % (args.metric, e), EXIT_USAGE)
-    except (TypeError, ValueError) as e:
-        raise CLIError("training file %r: %s" % (args.train, e))
-    t_fit = time.perf_counter() - t_fit
-    metric = getattr(index, "metric_", metric)
-    k = args.k
-    if k > metric.n_train_:
-        raise CLIError("--k %d is larger than the %d training rows" % (k, metric.n_train_),
-                       EXIT_USAGE)
-    kinds = dict(zip(metric.schema_.names_, metric.schema_.kinds_))
-    del train
+    return metric
 
-    show = args.progress if args.progress is not None else sys.stderr.isatty()
-    progress = Progress(_count_rows(args.query) if show else None, show)
-    start = time.perf_counter()
-    row0 = 0
-    correct = scored = 0
-    skip = set(dropped) | set(ids) | ({args.target} if args.target else set())
-    warned = set()      # the query's warnings, each printed once per run
-    try:
-        for chunk, n in iter_query_chunks(args.query, kinds, args.chunk_size, ids, reading):
-            present = _columns_of(chunk)
-            if row0 == 0:
-                _check_columns(ids, present, "--id", args.query, "query")
-            truth = None
-            if args.target and args.target in present:
-                truth = _column_values(chunk, args.target)
-            cols = {"row": np.arange(row0, row0 + n)}
-            for c in ids:
-                cols[c] = _id_values(chunk, c)
-            rest = [c for c in present if c not in skip and (not keep or c in keep)]
-            chunk = _in_order(_select(chunk, rest), list(kinds))
-            base = progress.done
-            # the estimators' vote: with ties="include" every row tied with the k-th votes,
-            # tallied per class by the search (memory independent of the ties)
-            predict = what in ("predictions", "both")
-            rows = "query file %r, rows %d..%d: " % (args.query, row0, row0 + n - 1)
+
+class _KnnJob:
+    """One run of ``hdist knn``: its options, checked by the constructor before any file
+    is read (the output's path included), the index fitted on the training file, and the
+    query rows scored."""
+
+    def __init__(self, args):
+        self.args = args
+        self.what = _knn_what(args)
+        _check_n_jobs(args.n_jobs)
+        params = dict(parse_param(p) for p in args.param or ())
+        self.nominal, self.continuous = _kind_options(args)
+        self.ids, self.dropped, self.keep = (_split_names(args.id), _split_names(args.drop),
+                                             _split_names(args.columns))
+        _check_kind_options(params, _listed(self.nominal), _listed(self.continuous))
+        self.reading = _reading_options(args)
+        both = set(self.ids) & (set(self.dropped) | set(self.keep)
+                                | set(_listed(self.nominal)) | set(_listed(self.continuous))
+                                | {args.target})
+        if both:
+            raise CLIError("--id column(s) %s also given as a feature, --drop or --target "
+                           "column" % ", ".join(map(repr, sorted(both, key=str))),
+                           EXIT_USAGE)
+        try:
+            self.weights = _knn.check_weights(args.weights)
+        except ValueError as e:
+            raise CLIError(str(e), EXIT_USAGE)
+        self.metric = _knn_metric(args, params, self.nominal, self.continuous, self.reading)
+        self.out = _Output(args.output, {"--train": args.train, "--query": args.query})
+        self.row0 = self.correct = self.scored = 0
+
+    def read_training(self):
+        """The training file's feature columns (the columns the options name checked
+        against its header first) and their class codes (None without ``--target``)."""
+        args = self.args
+        nominal, continuous = _listed(self.nominal), _listed(self.continuous)
+        _check_named_columns(_file_columns(args.query, "--query", self.reading), args.query,
+                             options=[("--id", self.ids)], which="query")
+        header = _file_columns(args.train, "--train", self.reading)
+        _check_named_columns(header, args.train, args.target, [
+            ("--drop", self.dropped), ("--columns", self.keep), ("--nominal", nominal),
+            ("--continuous", continuous)])
+        header = header or []
+        train = read_table(args.train, _text_columns(self.nominal, self.continuous, header,
+                                                     {args.target} | set(self.ids)),
+                           "--train", reading=self.reading)
+        columns = _columns_of(train)
+        n_rows = len(train) if hasattr(train, "iloc") else train.num_rows
+        if args.k > n_rows:
+            raise CLIError("--k %d is larger than the %d training rows" % (args.k, n_rows),
+                           EXIT_USAGE)
+        labels = None
+        if args.target:
+            _check_target(args.target, columns, args.train)
+            labels = _column_values(train, args.target)
+        _check_columns(self.dropped, columns, "--drop", args.train)
+        _check_columns(self.keep, columns, "--columns", args.train)
+        features = [c for c in (self.keep or columns)
+                    if c != args.target and c not in self.dropped and c not in self.ids]
+        if not features:
+            raise CLIError("no feature columns left in the training file %r after --target, "
+                           "--id, --drop and --columns" % args.train, EXIT_USAGE)
+        train = _select(train, features)
+        _check_columns(nominal, features, "--nominal", args.train)
+        _check_columns(continuous, features, "--continuous", args.train)
+        self.reported = _warn_identifiers("knn", train, features)
+        return train, self._class_codes(labels)
+
+    def _class_codes(self, labels):
+        """The codes of the ``--target`` column's ``labels`` (its classes kept), or None
+        without one (a usage error for a metric that learns from classes)."""
+        self.classes = None
+        if labels is not None:
+            from ._core.schema import encode_labels
             try:
-                if n == 0:      # a query file without rows: the output's header only
-                    dist, ind, votes = _no_rows(chunk, kinds, args.query, k,
-                                                len(classes) if predict else 0)
-                else:
-                    with _warnings_to_stderr("knn", reported, warned, rows):
-                        dist, ind, votes = _knn.search_votes(
-                            index, chunk, k, weights, args.ties,
-                            codes=codes if predict else None,
-                            n_classes=len(classes) if predict else 0, n_jobs=args.n_jobs,
-                            progress=lambda done, _t, b=base: setattr(progress, "done",
-                                                                      b + done))
-            except (TypeError, ValueError) as e:
-                raise CLIError(rows + _query_words(str(e)))
-            if predict:
-                labels_out = np.asarray(classes, dtype=object)[_knn.vote_winner(votes)]
-                cols["prediction"] = labels_out.tolist() if n else _no_values(classes)
-                if args.proba:
-                    proba = _knn.vote_probabilities(votes)
-                    for j, c in enumerate(classes):
-                        cols["proba_%s" % c] = proba[:, j]
-                if truth is not None:
-                    c, s_ = _agreement(labels_out, truth)
-                    correct += c
-                    scored += s_
-            if what in ("neighbors", "both"):
-                for j in range(k):
-                    cols["neighbor_%d" % (j + 1)] = ind[:, j]
-                for j in range(k):
-                    cols["distance_%d" % (j + 1)] = dist[:, j]
-            out.write(cols)
-            row0 += n
-            progress.done = base + n
-        out.commit()            # on any failure, main removes the unfinished output
-    finally:
-        progress.close()
-    elapsed = time.perf_counter() - start
-    msg = ("hdist knn: %d query rows scored against %d training rows in %.2f s "
-           "(%s rows/s; fit %.2f s); metric %s, algorithm %s, reader %s, %s threads"
-           % (row0, metric.n_train_, elapsed, format(int(row0 / max(elapsed, 1e-9)), ","),
-              t_fit, metric.name, getattr(index, "algorithm_", args.algorithm),
-              "parquet" if _is_parquet(args.query) else reader_name(),
-              effective_threads(args.n_jobs)))
-    if scored:
-        msg += "; accuracy on the query file's %r column: %.4f (%d rows)" \
-            % (args.target, correct / scored, scored)
-    print(msg, file=sys.stderr)
-    return 0
+                codes, self.classes = encode_labels(labels, len(labels))
+            except ValueError as e:
+                raise CLIError("--target column %r: %s" % (self.args.target, e))
+            return codes
+        if _knn.needs_labels(self.metric):
+            raise CLIError("metric %r learns from classes: give --target" % self.metric.name,
+                           EXIT_USAGE)
+        return None
+
+    def fit(self, train, codes):
+        """The index of ``--algorithm`` fitted on the training features and classes."""
+        args = self.args
+        ivf = {k: v for k, v in (("n_lists", args.n_lists), ("n_probe", args.n_probe))
+               if v is not None}
+        if ivf and args.algorithm != "ivf":
+            raise CLIError("--n-lists and --n-probe need --algorithm ivf", EXIT_USAGE)
+        try:
+            index = _knn.make_index(self.metric, args.algorithm, algorithm_params=ivf)
+        except (TypeError, ValueError) as e:
+            raise CLIError(str(e).replace("n_lists", "--n-lists")
+                           .replace("n_probe", "--n-probe"), EXIT_USAGE)
+        t_fit = time.perf_counter()
+        from ._core.plan import WeightRangeError
+        try:
+            with _warnings_to_stderr("knn", self.reported):
+                index.fit(train, codes)
+        except WeightRangeError as e:       # a --param refused once the columns are known
+            raise CLIError("--metric %s / --param: %s" % (args.metric, e), EXIT_USAGE)
+        except (TypeError, ValueError) as e:
+            raise CLIError("training file %r: %s" % (args.train, e))
+        self.t_fit = time.perf_counter() - t_fit
+        self.index, self.codes = index, codes
+        self.metric = metric = getattr(index, "metric_", self.metric)
+        if args.k > metric.n_train_:
+            raise CLIError("--k %d is larger than the %d training rows"
+                           % (args.k, metric.n_train_), EXIT_USAGE)
+        self.kinds = dict(zip(metric.schema_.names_, metric.schema_.kinds_))
+
+    def score(self):
+        """Every chunk of the query file searched and written; the output renamed into
+        place once all are (on any failure ``main`` removes the unfinished output)."""
+        args = self.args
+        show = args.progress if args.progress is not None else sys.stderr.isatty()
+        progress = Progress(_count_rows(args.query) if show else None, show)
+        self.start = time.perf_counter()
+        warned = set()      # the query's warnings, each printed once per run
+        try:
+            for chunk, n in iter_query_chunks(args.query, self.kinds, args.chunk_size,
+                                              self.ids, self.reading):
+                base = progress.done
+                self.out.write(self._chunk_columns(chunk, n, progress, warned))
+                self.row0 += n
+                progress.done = base + n
+            self.out.commit()
+        finally:
+            progress.close()
+        self.elapsed = time.perf_counter() - self.start
+
+    def _chunk_columns(self, chunk, n, progress, warned):
+        """The output's columns for one chunk of ``n`` query rows: the row numbers, the
+        IDs, and the predictions and / or the neighbors."""
+        args, row0, ids = self.args, self.row0, self.ids
+        present = _columns_of(chunk)
+        if row0 == 0:
+            _check_columns(ids, present, "--id", args.query, "query")
+        truth = None
+        if args.target and args.target in present:
+            truth = _column_values(chunk, args.target)
+        cols = {"row": np.arange(row0, row0 + n)}
+        for c in ids:
+            cols[c] = _id_values(chunk, c)
+        skip = set(self.dropped) | set(ids) | ({args.target} if args.target else set())
+        rest = [c for c in present if c not in skip and (not self.keep or c in self.keep)]
+        chunk = _in_order(_select(chunk, rest), list(self.kinds))
+        predict = self.what in ("predictions", "both")
+        dist, ind, votes = self._search(chunk, n, predict, progress, warned)
+        if predict:
+            classes = self.classes
+            labels_out = np.asarray(classes, dtype=object)[_knn.vote_winner(votes)]
+            cols["prediction"] = labels_out.tolist() if n else _no_values(classes)
+            if args.proba:
+                proba = _knn.vote_probabilities(votes)
+                for j, c in enumerate(classes):
+                    cols["proba_%s" % c] = proba[:, j]
+            if truth is not None:
+                c, s_ = _agreement(labels_out, truth)
+                self.correct += c
+                self.scored += s_
+        if self.what in ("neighbors", "both"):
+            for j in range(args.k):
+                cols["neighbor_%d" % (j + 1)] = ind[:, j]
+            for j in range(args.k):
+                cols["distance_%d" % (j + 1)] = dist[:, j]
+        return cols
+
+    def _search(self, chunk, n, predict, progress, warned):
+        """``(dist, ind, votes)`` of one chunk's rows (``votes`` None unless ``predict``):
+        the estimators' vote, where with ties="include" every row tied with the k-th
+        votes, tallied per class by the search (memory independent of the ties)."""
+        args, k = self.args, self.args.k
+        n_classes = len(self.classes) if predict else 0
+        base = progress.done
+        rows = "query file %r, rows %d..%d: " % (args.query, self.row0, self.row0 + n - 1)
+        try:
+            if n == 0:      # a query file without rows: the output's header only
+                return _no_rows(chunk, self.kinds, args.query, k, n_classes)
+            with _warnings_to_stderr("knn", self.reported, warned, rows):
+                return _knn.search_votes(
+                    self.index, chunk, k, self.weights, args.ties,
+                    codes=self.codes if predict else None, n_classes=n_classes,
+                    n_jobs=args.n_jobs,
+                    progress=lambda done, _t, b=base: setattr(progress, "done", b + done))
+        except (TypeError, ValueError) as e:
+            raise CLIError(rows + _query_words(str(e)))
+
+    def summary(self):
+        """The run's figures: rows, time, rate, metric, algorithm, reader, threads, and
+        the accuracy on the query file's classes when it has them."""
+        args, metric, row0, elapsed = self.args, self.metric, self.row0, self.elapsed
+        msg = ("hdist knn: %d query rows scored against %d training rows in %.2f s "
+               "(%s rows/s; fit %.2f s); metric %s, algorithm %s, reader %s, %s threads"
+               % (row0, metric.n_train_, elapsed,
+                  format(int(row0 / max(elapsed, 1e-9)), ","), self.t_fit, metric.name,
+                  getattr(self.index, "algorithm_", args.algorithm),
+                  "parquet" if _is_parquet(args.query) else reader_name(),
+                  effective_threads(args.n_jobs)))
+        if self.scored:
+            msg += "; accuracy on the query file's %r column: %.4f (%d rows)" \
+                % (args.target, self.correct / self.scored, self.scored)
+        return msg
 
 
 def effective_threads(n_jobs):

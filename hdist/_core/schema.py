@@ -604,11 +604,29 @@ def _drop_tokens(c, tokens):
     c.labels = c.labels[keep]
 
 
-def _text_number(v):
-    """The finite float a text spells (``'63'``, ``' 1.5e3 '``, ``'-2'``), or None: text
-    that Python's ``float`` reads as a special value (``'nan'``, ``'NAN'``, ``'inf'``,
-    ``'-Infinity'``, ``'1e999'``) spells no number -- it is missing only when
-    ``na_values`` lists it."""
+def text_number(v):
+    """The finite number a text spells, as tables spell numbers.
+
+    Text that Python's ``float`` reads as a special value (``'nan'``, ``'NAN'``,
+    ``'inf'``, ``'-Infinity'``, ``'1e999'``) spells no number: it is missing only when
+    ``na_values`` lists it (docs/metrics.md, section 1).  Digits grouped with ``_``
+    (``'1_000'``, which ``float`` reads) spell no number either.
+
+    Parameters
+    ----------
+    v : str
+        The text, spaces around it allowed.
+
+    Returns
+    -------
+    float or None
+        The finite float ``v`` spells, or None.
+
+    Examples
+    --------
+    >>> text_number(" 1.5e3 "), text_number("-2"), text_number("nan"), text_number("1_0")
+    (1500.0, -2.0, None, None)
+    """
     if "_" in v:            # Python's float() reads '1_000'; a table's number does not
         return None
     try:
@@ -639,8 +657,8 @@ def _label_numbers(labels):
             continue
         if isinstance(v, (bool, np.bool_, numbers.Real, decimal.Decimal)):
             out[u] = float(v)
-        elif isinstance(v, str) and _text_number(v) is not None:
-            out[u] = _text_number(v)
+        elif isinstance(v, str) and text_number(v) is not None:
+            out[u] = text_number(v)
         else:
             return out, u
     return out, -1
@@ -674,8 +692,28 @@ def _check_finite(arr, name):
                          "finite (use NaN for missing)" % name)
 
 
-def _norm_key(v):
-    """Hashable key for a nominal value; numpy scalars become Python scalars."""
+def norm_key(v):
+    """The key a nominal value is matched by.
+
+    numpy scalars become Python scalars and a whole float becomes an int, so that
+    ``np.int64(1)``, ``1.0`` and ``1`` are one value; anything else is its own key.
+
+    Parameters
+    ----------
+    v : hashable
+        A nominal value (a label).
+
+    Returns
+    -------
+    hashable
+        Its key.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> norm_key(np.int64(1)), norm_key(2.0), norm_key(2.5), norm_key("a")
+    (1, 2, 2.5, 'a')
+    """
     if isinstance(v, np.generic):
         v = v.item()
     if isinstance(v, float) and v.is_integer():
@@ -698,7 +736,7 @@ def _as_number(key):
         return None
     if isinstance(key, (numbers.Real, decimal.Decimal)):
         f = float(key)
-        return _norm_key(key) if math.isfinite(f) else None
+        return norm_key(key) if math.isfinite(f) else None
     if isinstance(key, str):
         s = key.strip()
         try:
@@ -709,7 +747,7 @@ def _as_number(key):
             f = float(s)
         except ValueError:
             return None
-        return _norm_key(f) if f == f and abs(f) != float("inf") else None
+        return norm_key(f) if f == f and abs(f) != float("inf") else None
     return None
 
 
@@ -824,7 +862,7 @@ def _stray_text(c):
     if c.hint != "object" or c.codes is None:
         return ""
     labels = c.labels
-    texts = [v for v in labels if not (isinstance(v, str) and _text_number(v) is not None)
+    texts = [v for v in labels if not (isinstance(v, str) and text_number(v) is not None)
              and not (isinstance(v, (numbers.Real, decimal.Decimal))
                       and not isinstance(v, (bool, np.bool_)))]
     if not texts or len(texts) > FEW_TEXTS or len(labels) - len(texts) < 3:
@@ -847,7 +885,7 @@ def thousands_text(values):
     for v in values:
         if isinstance(v, str) and _THOUSANDS.match(v):
             first = v if first is None else first
-        elif not (isinstance(v, str) and _text_number(v) is not None
+        elif not (isinstance(v, str) and text_number(v) is not None
                   or isinstance(v, (numbers.Real, decimal.Decimal))
                   and not isinstance(v, (bool, np.bool_))):
             return None
@@ -979,9 +1017,6 @@ class Schema:
     #: ``encode`` warns when more than half of a nominal column's observed query values
     #: are unseen, among at least this many observed values
     unseen_warn_min = 10
-    #: the missing-value text of a schema fitted before there was any (a pickle of
-    #: hdist 0.1 encodes as it did then)
-    na_values_ = frozenset()
 
     def __init__(self, nominal=None, continuous=None, na_values=None):
         self.nominal = nominal
@@ -1087,7 +1122,7 @@ class Schema:
             if is_missing_scalar(v):
                 continue
             try:
-                keys.add(_norm_key(v))
+                keys.add(norm_key(v))
             except TypeError:
                 raise TypeError("column %r holds an unhashable value %r" % (c.name, v))
         cats = _sorted_keys(keys)
@@ -1177,7 +1212,7 @@ class Schema:
         cache = self.__dict__.setdefault("_alt", {})
         index = cache.get(("pos", j))
         if index is None:
-            index = cache[("pos", j)] = {_norm_key(v): i for i, v in enumerate(cats)}
+            index = cache[("pos", j)] = {norm_key(v): i for i, v in enumerate(cats)}
         codes, labels = c.factorized()
         used = c.used()
         lut = np.full(len(labels) + 1, np.nan)
@@ -1193,7 +1228,7 @@ class Schema:
 
     def _lookup(self, j, index, v, tag):
         """The fitted code of the label ``v``, or None when unseen."""
-        key = _norm_key(v)
+        key = norm_key(v)
         try:
             code = index.get(key)
         except TypeError:
@@ -1259,7 +1294,7 @@ class Schema:
                 ok = codes >= 0
                 np.minimum.at(first, codes[ok], np.flatnonzero(ok))
             for u in sorted((u for u in new if first[u] < n), key=lambda u: first[u]):
-                lut[u] = unseen.setdefault(_norm_key(labels[u]), V + len(unseen))
+                lut[u] = unseen.setdefault(norm_key(labels[u]), V + len(unseen))
         out = lut[codes]
         if new and warn:
             self._warn_unseen(out, V, name, what)
@@ -1387,7 +1422,7 @@ def encode_labels(y, n):
         if (codes < 0).any():
             raise ValueError("y has a missing label at row %d; every training row needs "
                              "a class" % int(np.flatnonzero(codes < 0)[0]))
-        keys = [_norm_key(v) for v in labels]
+        keys = [norm_key(v) for v in labels]
         classes = _sorted_keys(set(keys))
         pos = {c: i for i, c in enumerate(classes)}
         lut = np.array([pos[k] for k in keys], dtype=np.int64)
