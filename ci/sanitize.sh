@@ -12,7 +12,8 @@
 #
 # Environment: PYTHON (default python3) must have numpy, pytest, hypothesis, pandas and
 # scikit-learn; Cython, setuptools and numpy are brought up to the build requirements.  PYTEST_ARGS adds
-# pytest arguments, SANITIZE_TESTS replaces the list of test files, HDIST_DATA points to
+# pytest arguments, SANITIZE_TESTS replaces the selection (the modules marked sanitize) by
+# a list of test files or folders, HDIST_DATA points to
 # the real datasets (default: shared/data beside the repository), KEEP=1 keeps the build
 # directory.  Linux/macOS with gcc or clang.
 set -euo pipefail
@@ -74,16 +75,13 @@ fi
 
 # -- run ------------------------------------------------------------------------------
 print_versions "$PY"
-# the kernels (every brute-force path, the matrix-product filter and the inverted lists'
-# scan), the trees, and the robustness suites that feed them hostile inputs, threads and
-# signals
-TESTS=(tests/kernels/test_foundation.py tests/kernels/test_gemm_tiles.py
-       tests/kernels/test_trees.py tests/kernels/test_tile.py tests/kernels/test_extreme_p.py
-       tests/kernels/test_tile_ignore.py tests/kernels/test_power.py
-       tests/kernels/test_memory.py tests/kernels/test_pam.py tests/kernels/test_gemm_lists.py
-       tests/search/test_gemm.py tests/search/test_ties.py tests/search/test_concurrency.py
-       tests/search/test_properties.py tests/search/test_ivf.py tests/faces/test_bad_input.py)
+# the modules marked sanitize: the kernels (every brute-force path, the matrix-product
+# filter and the inverted lists' scan), the trees, and the robustness suites that feed them
+# hostile inputs, threads and signals
+SELECT=(-m sanitize)
+TESTS=(tests)
 if [ -n "${SANITIZE_TESTS:-}" ]; then
+  SELECT=()
   read -ra TESTS <<<"$SANITIZE_TESTS"
 fi
 for t in "${TESTS[@]}"; do
@@ -91,6 +89,7 @@ for t in "${TESTS[@]}"; do
 done
 # shellcheck disable=SC2086  # PYTEST_ARGS is split on purpose
 "${RUN[@]}" "$PY" -m pytest -q -x -p no:cacheprovider \
-  -W error::pytest.PytestUnraisableExceptionWarning ${PYTEST_ARGS:-} "${TESTS[@]}"
+  -W error::pytest.PytestUnraisableExceptionWarning ${PYTEST_ARGS:-} ${SELECT[@]+"${SELECT[@]}"} \
+  "${TESTS[@]}"
 END=$(date +%s)
 echo "ci/sanitize.sh $MODE: build $((BUILT - START)) s, tests $((END - BUILT)) s"

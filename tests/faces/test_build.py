@@ -19,6 +19,8 @@ import pytest
 import hdist
 from hdist import _kernels
 
+pytestmark = [pytest.mark.smoke]
+
 PKG = Path(hdist.__file__).parent
 needs_openmp = pytest.mark.skipif(os.environ.get("HDIST_ALLOW_NO_OPENMP") == "1",
                                   reason="built without OpenMP on purpose")

@@ -31,7 +31,8 @@ from reference import (CONTINUOUS, INF, MISSING_SYMBOL, NEEDS_Y, NOMINAL,
 
 # kinds are inferred here from random or small tables of whole numbers on purpose; the
 # warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
-pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize,
+              pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")]
 
 pd = pytest.importorskip("pandas")
 
