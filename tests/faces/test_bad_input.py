@@ -32,6 +32,7 @@ from hdist import discretize as dz
 # kinds are inferred here from random or small tables of whole numbers on purpose; the
 # warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
 pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+pytestmark = [pytestmark, pytest.mark.sanitize, pytest.mark.smoke]
 
 pd = pytest.importorskip("pandas")
 

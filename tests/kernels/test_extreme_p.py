@@ -11,6 +11,8 @@ import pytest
 import hdist
 from hdist._kernels import CRows, knn
 
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
+
 
 def exact_minkowski(X, Y, p, weights, delta, missing="one", lo=None, hi=None):
     """Decimal reference of the Minkowski family on continuous columns (NaN = missing)."""

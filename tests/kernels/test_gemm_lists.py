@@ -6,6 +6,8 @@ import pytest
 
 from hdist._kernels import gemm_radius_lists
 
+pytestmark = [pytest.mark.sanitize]
+
 
 @pytest.mark.parametrize("n_threads", [1, 2])
 @pytest.mark.parametrize("n,nq", [(0, 3), (1, 1), (37, 5), (5000, 40), (20000, 3)])

@@ -17,6 +17,8 @@ from hdist import _kernels
 from hdist._kernels import (CRows, GemmKnnSelect, finish_heaps, gemm_panels, gemm_products,
                             gemm_select)
 
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
+
 
 def mixed(n, n_cont=3, n_nom=3, missing=0.0, seed=0, scale=1.0):
     rng = np.random.default_rng(seed)

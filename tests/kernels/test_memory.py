@@ -23,6 +23,8 @@ import pytest
 import hdist
 from hdist import Metric, NeighborsIndex
 
+pytestmark = [pytest.mark.sanitize]
+
 #: the compiled modules' sources (and what they include)
 SRC = Path(hdist.__file__).parent / "_kernels"
 CYTHON_SOURCES = sorted(p for ext in ("pyx", "pxd", "pxi") for p in SRC.glob("*." + ext))

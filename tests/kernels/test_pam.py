@@ -10,6 +10,8 @@ import hdist
 from hdist.cluster import KMedoids
 from ref_pam import eager_swaps, fasterpam_state, kernel_swaps, loss_of, swap_losses
 
+pytestmark = [pytest.mark.sanitize]
+
 
 def sym_matrix(rng, n, dims=3, dyadic=False):
     """A symmetric Manhattan distance matrix (zero diagonal); with ``dyadic`` every entry

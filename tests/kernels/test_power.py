@@ -16,6 +16,8 @@ import pytest
 from hdist import Metric, NeighborsIndex
 from hdist import _kernels
 
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
+
 
 def _data(seed, n, m=6, scale=1.0):
     rng = np.random.default_rng(seed)

@@ -26,6 +26,7 @@ from datadir import ROOT
 
 # the random query tables hold unseen values on purpose
 pytestmark = pytest.mark.filterwarnings("ignore:column .* not seen in fit:UserWarning")
+pytestmark = [pytestmark, pytest.mark.kernels, pytest.mark.sanitize]
 
 STYLES = ["float", "object", "Int64", "category", "code", "float", "boolean", "offset",
           "float"]

@@ -14,6 +14,8 @@ import pytest
 from hdist import Metric
 from hdist import _kernels
 
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
+
 N_CONT, N_NOM = 6, 5
 
 

@@ -19,6 +19,8 @@ from reference import CONTINUOUS, NOMINAL, reference_metric
 from test_trees import brute_index, mixed_data, nominal_data
 from test_tree_tiles import CASES
 
+pytestmark = [pytest.mark.trees]
+
 
 def tree_knn(idx, rows, k, threads, batch, unit, exclude_self=False):
     """``_trees.knn`` on idx's KD-tree with leaf rows in blocks of ``unit`` rows."""

@@ -28,6 +28,7 @@ from strategies import load_dataset, random_table, tables
 # kinds are inferred here from random or small tables of whole numbers on purpose; the
 # warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
 pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+pytestmark = [pytestmark, pytest.mark.kernels, pytest.mark.sanitize, pytest.mark.trees]
 
 P_VALUES = (0.5, 1.0, 2.0, 3.0, math.inf)
 POLICIES = ("one", "max", "ignore", "symbol")

@@ -24,6 +24,8 @@ import hdist
 from hdist import Metric, NeighborsIndex
 from hdist._kernels import omp_max_threads
 
+pytestmark = [pytest.mark.sanitize, pytest.mark.smoke]
+
 #: Windows has no signal a process can send itself to interrupt its main thread (Ctrl-C
 #: arrives as a console control event there)
 posix_signals = pytest.mark.skipif(sys.platform == "win32",

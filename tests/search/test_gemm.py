@@ -13,6 +13,8 @@ import hdist
 from hdist._search import gemm_filter as _gemm
 from hdist._kernels import CRows
 
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
+
 
 def mixed(n, n_cont=4, n_nom=4, missing=0.0, seed=0, levels=(2, 12), scale=1.0,
           n_classes=3):

@@ -19,6 +19,8 @@ from hdist.metrics import METRICS
 
 from test_trees import mixed_data
 
+pytestmark = [pytest.mark.sanitize]
+
 PRESETS = sorted({info.name for info in METRICS.values()})
 
 

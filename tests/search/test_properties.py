@@ -40,6 +40,7 @@ from hdist.metrics import METRICS, Metric
 # kinds are inferred here from random or small tables of whole numbers on purpose; the
 # warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
 pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+pytestmark = [pytestmark, pytest.mark.sanitize]
 
 PRESETS = sorted({info.name for info in METRICS.values()})
 P_PRESETS = [n for n in PRESETS if "p" in METRICS[n].params]

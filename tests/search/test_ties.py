@@ -19,6 +19,7 @@ from hdist._kernels import CRows, knn
 # kinds are inferred here from random or small tables of whole numbers on purpose; the
 # warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
 pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+pytestmark = [pytestmark, pytest.mark.kernels, pytest.mark.sanitize]
 
 PS = [1.0, 2.0, math.inf, 0.5, 3.0]
 
