@@ -2,27 +2,28 @@
 
 Every public function of the foundation (``Metric.fit``, ``pairwise`` with and without
 ``Y`` and ``out=``, ``kneighbors`` with ``Q=None`` and ``exclude_self``,
-``radius_neighbors``, ``explain``, ``value_distances``, ``get_metric``) is compared with
-the reference, which is written from docs/metrics.md alone, for every preset of its §7 and the
+``radius_neighbors``, ``explain``, ``value_distances``) is compared with the reference,
+which is written from docs/metrics.md alone, for every preset of its §7 and the
 parameters of its §2-6, on hypothesis tables, on fixed parameter sweeps and on the real
 datasets.  Distances agree to ``rtol = 1e-10``; neighbor indices agree exactly wherever no
 other candidate is within rounding of a tie, and exactly everywhere on data whose
 distances are exact in floating point.
+
+``get_metric`` and the parameters' checks are tested in tests/search/test_get_metric.py,
+the input containers and kind inference in tests/core/test_schema_containers.py, what
+``import hdist`` loads in tests/faces/test_imports.py.
 """
 from __future__ import annotations
 
 import itertools
 import math
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 from hypothesis import given, strategies as st
 
 import hdist
-from hdist import Metric, get_metric
+from hdist import Metric
 from hdist import _kernels
 
 import strategies as S
@@ -620,7 +621,7 @@ def test_explain_rejects_several_rows():
 
 
 # ======================================================================================
-# value tables and get_metric
+# value tables
 
 
 @pytest.mark.parametrize("preset,params", [
@@ -640,56 +641,6 @@ def test_value_distances(preset, params):
         m.value_distances("no such column")
     with pytest.raises(ValueError, match="out of range"):
         m.value_distances(train.m + 3)
-
-
-@pytest.mark.parametrize("preset", PRESETS)
-def test_get_metric(preset):
-    train, queries, y = sweep_tables(preset)
-    a = get_metric(preset, nominal=train.override(), missing="max")
-    assert isinstance(a, Metric) and a.name == preset
-    a.fit(train.frame(), y)
-    b = Metric(preset, nominal=train.override(), missing="max").fit(train.frame(), y)
-    assert np.array_equal(a.pairwise(queries.frame(), train.frame()),
-                          b.pairwise(queries.frame(), train.frame()))
-    r = reference_metric(preset, train.kinds, missing="max").fit(train.columns, y)
-    close(a.pairwise(queries.frame(), train.frame()),
-          r.pairwise(queries.rows(), train.rows()))
-
-
-def test_parameters_rejected_by_name():
-    with pytest.raises(ValueError, match="unknown metric"):
-        get_metric("no-such-metric")
-    for preset, bad in [("euclidean", "p"), ("heom", "vdm"), ("heom", "unseen"),
-                        ("vdm", "normalization"), ("gower", "vdm"), ("chebyshev", "p")]:
-        with pytest.raises(TypeError, match=repr(bad)):
-            get_metric(preset, **{bad: 1})
-    X = pd.DataFrame({"a": [1.0, 2.0, 3.0], "b": ["x", "y", "x"]})
-    with pytest.raises(ValueError, match="fractional"):
-        Metric("fractional", p=1.5).fit(X)
-    with pytest.raises(ValueError, match="p must be > 0"):
-        Metric("heom", p=0).fit(X)
-    with pytest.raises(ValueError, match="column 'a'"):
-        Metric("vdm").fit(X, [0, 1, 0])          # vdm refuses continuous columns
-    with pytest.raises(ValueError, match="needs class labels"):
-        Metric("hvdm").fit(X)
-    with pytest.raises(ValueError, match="missing label"):
-        Metric("hvdm").fit(X, [0, None, 1])
-    with pytest.raises(ValueError, match="'b'"):   # no observed value, under "max"
-        Metric("heom", missing="max").fit(pd.DataFrame({"a": [1.0, 2.0], "b": [None, None]},
-                                                       dtype=object).astype({"a": float}))
-    with pytest.raises(ValueError, match="missing"):
-        Metric("heom", missing="sometimes").fit(X)
-    with pytest.raises(ValueError, match="normalization"):
-        Metric("heom", normalization="zscore").fit(X)
-    with pytest.raises(ValueError, match="weights"):
-        Metric("heom", weights=[1.0, -1.0]).fit(X)
-    with pytest.raises(ValueError, match="weights"):
-        Metric("heom", weights={"zz": 1.0}).fit(X)
-    m = Metric("heom").fit(X)
-    with pytest.raises(ValueError, match="larger than"):
-        m.kneighbors(X, 4)
-    with pytest.raises(ValueError, match="exclude_self"):
-        m.kneighbors(X.iloc[:2], 1, exclude_self=True)
 
 
 # ======================================================================================
@@ -1009,147 +960,6 @@ def test_high_cardinality():
     assert m.plan_.mo == 2 and m.plan_.mt == 0
     hv = Metric("hvdm").fit(frame, y)
     assert hv.plan_.me == 1 and hv.plan_.mt == 1   # "id" embedded, "s" tabled
-
-
-# ======================================================================================
-# schema: containers, dtypes, kind inference and overrides, column matching
-
-
-SCHEMA_STYLES = ["float", "Float64", "Int64", "ordered", "object", "string", "str",
-                 "category", "boolean", "code", "offset"]
-
-
-def test_kind_inference_from_pandas_dtypes():
-    train, queries = S.random_table(2, 12, SCHEMA_STYLES, p_missing=0.2, n_queries=4)
-    X = train.frame()
-    expect = {"float": "float64", "Float64": "Float64", "Int64": "Int64",
-              "ordered": "category", "object": "object", "category": "category",
-              "boolean": "boolean"}
-    for nm, style in zip(train.names, train.styles):
-        if style in expect:
-            assert str(X[nm].dtype) == expect[style], (style, X[nm].dtype)
-    assert str(X[train.names[SCHEMA_STYLES.index("string")]].dtype) == "string"
-    m = Metric("heom").fit(X)
-    inferred = [CONTINUOUS if s in ("float", "Float64", "Int64", "ordered", "code", "offset")
-                else NOMINAL for s in train.styles]
-    assert m.kinds_ == inferred
-    # override by name, by position, by mask: the code column becomes nominal
-    by_name = Metric("heom", nominal=train.nominal_names()).fit(X)
-    by_pos = Metric("heom", nominal=train.nominal_positions()).fit(X)
-    by_mask = Metric("heom", nominal=[k == NOMINAL for k in train.kinds]).fit(X)
-    r = reference_metric("heom", train.kinds).fit(train.columns)
-    want = r.pairwise(queries.rows(), train.rows())
-    for m in (by_name, by_pos, by_mask):
-        assert m.kinds_ == train.kinds
-        close(m.pairwise(queries.frame(), X), want)
-    np_pos = [a - train.m for a in train.nominal_positions()]   # negative positions
-    close(Metric("heom", nominal=np_pos).fit(X).pairwise(queries.frame(), X), want)
-    with pytest.raises(ValueError, match="no column named"):
-        Metric("heom", nominal=["nope"]).fit(X)
-    with pytest.raises(ValueError, match="out of range"):
-        Metric("heom", nominal=[train.m]).fit(X)
-    with pytest.raises(ValueError, match="mask"):
-        Metric("heom", nominal=[True, False]).fit(X)
-
-
-@pytest.mark.parametrize("container", ["frame", "object", "mask", "names", "arrow",
-                                       "polars", "structured"])
-@pytest.mark.parametrize("preset", ["heom", "hvdm", "gower"])
-def test_containers_agree_with_reference(container, preset):
-    if container == "arrow":
-        pytest.importorskip("pyarrow")
-    if container == "polars":
-        pytest.importorskip("polars")
-    train, queries = S.random_table(4, 15, SCHEMA_STYLES, p_missing=0.2, n_queries=5)
-    y = S.random_labels(4, train.n)
-    m, r = fit_both(preset, train, y, container, "dict", missing="max")
-    assert m.kinds_ == train.kinds
-    X, Q = as_container(train, container), as_container(queries, container)
-    close(m.pairwise(Q, X), r.pairwise(queries.rows(), train.rows()))
-    D, I = m.kneighbors(Q, 4)
-    check_knn(D, I, r.pairwise(queries.rows(), train.rows()), 4)
-
-
-def test_numeric_arrays_and_matching():
-    train, queries = S.random_table(6, 14, ["float", "code", "float", "code"],
-                                    p_missing=0.2, n_queries=5)
-    Xn, Qn = train.numeric_array(), queries.numeric_array()
-    assert Metric("heom").fit(Xn).kinds_ == [CONTINUOUS] * 4       # numbers: continuous
-    m = Metric("heom", nominal=[1, 3]).fit(Xn)
-    r = reference_metric("heom", train.kinds).fit(train.columns)
-    close(m.pairwise(Qn, Xn), r.pairwise(queries.rows(), train.rows()))
-    # arrays match columns by position: a permuted array is a different table
-    perm = [2, 3, 0, 1]
-    swapped = m.pairwise(Qn[:, perm], Xn)
-    rows_perm = [tuple(row[p] for p in perm) for row in queries.rows()]
-    close(swapped, r.pairwise(rows_perm, train.rows()))
-    with pytest.raises(ValueError, match="columns"):
-        m.pairwise(Qn[:, :3], Xn)
-    # frames match by name and order (as scikit-learn's feature_names_in_): a reordered
-    # frame is refused naming the columns; selected in the fitted order it is the same
-    X, Q = train.frame(), queries.frame()
-    mf = Metric("heom", nominal=train.override()).fit(X)
-    base = mf.pairwise(Q, X)
-    with pytest.raises(ValueError, match="another order"):
-        mf.pairwise(Q[Q.columns[::-1]], X)
-    with pytest.raises(ValueError, match="another order"):
-        mf.kneighbors(Q[Q.columns[::-1]], 3)
-    back = Q[Q.columns[::-1]][list(mf.feature_names_in_)]
-    assert np.array_equal(mf.pairwise(back, X[X.columns[[2, 0, 3, 1]]][list(X.columns)]),
-                          base)
-    with pytest.raises(ValueError, match="c1"):
-        mf.pairwise(Q.drop(columns="c1"), X)
-    with pytest.raises(ValueError, match="extra"):
-        mf.pairwise(Q.assign(extra=1.0), X)
-
-
-def test_ordered_categories_follow_the_fitted_order():
-    levels = ["low", "mid", "high"]
-    train = pd.DataFrame({"o": pd.Categorical(["low", "high", "mid", None],
-                                              categories=levels, ordered=True)})
-    m = Metric("heom").fit(train)
-    assert m.kinds_ == [CONTINUOUS]
-    # the same values under another category order are read by the fitted order
-    other = pd.DataFrame({"o": pd.Categorical(["mid", "high"], categories=levels[::-1],
-                                              ordered=True)})
-    same = pd.DataFrame({"o": pd.Categorical(["mid", "high"], categories=levels,
-                                             ordered=True)})
-    assert np.array_equal(m.pairwise(other, train), m.pairwise(same, train))
-    # ranks 0, 2, 1 / range 2: d(mid, low) = 0.5, d(high, low) = 1
-    np.testing.assert_allclose(m.pairwise(same, train)[:, 0], [0.5, 1.0])
-
-
-def test_unseen_values():
-    """A value never seen in fit is a value of its own: it equals only itself (overlap)
-    and has empty class statistics (VDM: zeros, or the priors)."""
-    train = pd.DataFrame({"s": ["a", "b", "a", "b"], "t": ["u", "u", "v", "v"]})
-    y = [0, 0, 1, 1]
-    Q = pd.DataFrame({"s": ["new", "new", "other"], "t": ["u", "zzz", "zzz"]})
-    for preset, params in [("heom", {}), ("hvdm", {}), ("hvdm", dict(unseen="prior")),
-                           ("vdm", dict(vdm="N3"))]:
-        m = Metric(preset, **params).fit(train, y)
-        r = reference_metric(preset, [NOMINAL, NOMINAL], **params).fit(
-            [list(train["s"]), list(train["t"])], y)
-        qrows = list(Q.itertuples(index=False, name=None))
-        close(m.pairwise(Q), r.pairwise(qrows))
-        close(m.pairwise(Q, train), r.pairwise(qrows, list(train.itertuples(
-            index=False, name=None))))
-    heom = Metric("heom").fit(train)
-    D = heom.pairwise(Q)
-    assert D[0, 1] == 1.0 and D[1, 2] == 1.0 and D[0, 2] == math.sqrt(2)
-
-
-def test_import_does_not_pull_optional_dependencies():
-    code = ("import sys, hdist\n"
-            "m = hdist.Metric('heom').fit([[1.0, 2.0], [3.0, 5.0]])\n"
-            "m.kneighbors(None, 1)\n"
-            "bad = [k for k in ('pandas', 'pyarrow', 'sklearn', 'polars') "
-            "if k in sys.modules]\n"
-            "assert not bad, bad\n")
-    root = os.path.dirname(os.path.dirname(os.path.abspath(hdist.__file__)))
-    res = subprocess.run([sys.executable, "-c", code], cwd=root, capture_output=True,
-                         text=True)
-    assert res.returncode == 0, res.stderr
 
 
 # ======================================================================================
