@@ -47,7 +47,9 @@ from .._core.config import extend_doc
 from .._core.plan import SYMBOL
 from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight
 from .._core.threads import effective_n_jobs
-from .._search.metric import METRICS, Metric
+from .._search import operations as _ops
+from .._search.metric import Metric
+from .._search.resolve import resolve_metric
 
 try:  # with scikit-learn installed, the estimators are scikit-learn estimators
     from sklearn.base import BaseEstimator, ClusterMixin, TransformerMixin
@@ -89,27 +91,6 @@ def _base_rng(random_state):
 
 def _is_pandas_frame(X):
     return type(X).__module__.split(".")[0] == "pandas" and type(X).__name__ == "DataFrame"
-
-
-# -- distances between encoded rows ------------------------------------------------------
-def _crows(rows):
-    from .._kernels import CRows
-    return CRows(rows)
-
-
-#: below this many pairs a distance block is computed on one thread
-SERIAL_PAIRS = 1 << 15
-
-
-def _distances(plan, crows_a, crows_b, n_a, n_b, threads, reduced):
-    """``[n_a, n_b]`` distances between two sets of encoded rows, parallel over the rows
-    of ``a`` (so ``a`` should be the short side: centers, a tile of candidates)."""
-    from .._kernels import pairwise
-    if n_a * n_b < SERIAL_PAIRS:
-        threads = 1
-    out = np.empty((n_a, n_b))
-    pairwise(plan.cplan, crows_a, crows_b, out, threads, False, bool(reduced))
-    return out
 
 
 def _draw(p, rng):
@@ -280,32 +261,19 @@ class _ClusterBase(*_BASES):
         return len(X) if hasattr(X, "__len__") else len(np.asarray(X, dtype=object))
 
     # -- the metric --------------------------------------------------------------------
-    def _metric_defaults(self, info):
-        """Parameters a string metric gets unless ``metric_params`` sets them."""
+    def _metric_defaults(self):
+        """Parameters a metric given by name gets unless ``metric_params`` sets them."""
         return {}
 
     def _new_metric(self):
+        """``(metric, fitted)``: ``metric`` (the class's default when None) with
+        ``metric_params`` by :func:`~hdist._search.resolve.resolve_metric` -- over
+        :meth:`_metric_defaults` for a name, over a given unfitted Metric's parameters
+        (copied); a fitted Metric is used as it is."""
         metric = self._default_metric if self.metric is None else self.metric
-        params = self.metric_params
-        if params is not None and not isinstance(params, dict):
-            raise TypeError("metric_params must be a dict or None, got %r" % (params,))
-        if isinstance(metric, Metric):
-            if params:
-                raise ValueError("metric_params applies to a metric given by name; set "
-                                 "the parameters on the Metric instead")
-            if hasattr(metric, "plan_"):
-                return metric, True
-            return Metric(metric.name, **metric.params), False
-        if not isinstance(metric, str):
-            raise TypeError("metric must be a metric name or an hdist Metric, got %r"
-                            % (metric,))
-        if metric.lower() not in METRICS:
-            raise ValueError("unknown metric %r; choose one of %s"
-                             % (metric, sorted(set(i.name for i in METRICS.values()))))
-        info = METRICS[metric.lower()]
-        full = {k: v for k, v in self._metric_defaults(info).items() if k in info.params}
-        full.update(params or {})
-        return Metric(metric, **full), False
+        defaults = self._metric_defaults() if isinstance(metric, str) else None
+        metric = resolve_metric(metric, self.metric_params, defaults=defaults)
+        return metric, hasattr(metric, "plan_")
 
     def _prepare(self, X, y, sample_weight=None):
         """Fit (or reuse) the metric; encode X.  Sets ``metric_`` and returns the data
@@ -370,8 +338,8 @@ class _ClusterBase(*_BASES):
     def _to_centers(self, X, reduced):
         rows = self._query_rows(X)
         C = self._center_rows
-        return _distances(self.metric_.plan_, _crows(C), _crows(rows), C.n, rows.n,
-                          effective_n_jobs(self.n_jobs), reduced).T
+        return _ops.distances(self.metric_, C, rows, threads=effective_n_jobs(self.n_jobs),
+                              reduced=reduced).T
 
 
 class _Data:
@@ -379,19 +347,18 @@ class _Data:
 
     def __init__(self, metric, rows, cont, nom, threads):
         self.metric, self.plan, self.rows = metric, metric.plan_, rows
-        self.crows = _crows(rows)
+        self.prepared = _ops.prepare(rows)
         self.cont, self.nom, self.threads = cont, nom, threads
         self.n = rows.n
 
     def to(self, center_rows):
         """Reduced distances ``[k, n]`` of each center row to every data row."""
-        return _distances(self.plan, _crows(center_rows), self.crows, center_rows.n, self.n,
-                          self.threads, True)
+        return _ops.distances(self.metric, center_rows, self.prepared, threads=self.threads,
+                              reduced=True)
 
     def true_from(self, idx_rows):
         """True distances ``[len, n]`` from some encoded rows to every data row."""
-        return _distances(self.plan, _crows(idx_rows), self.crows, idx_rows.n, self.n,
-                          self.threads, False)
+        return _ops.distances(self.metric, idx_rows, self.prepared, threads=self.threads)
 
 
 # -- k-modes / k-prototypes ----------------------------------------------------------------
@@ -681,7 +648,8 @@ _CENTER_DOC = """
         (or a name) is fitted on ``X`` in ``fit``; a fitted Metric is used as it is (its
         statistics then come from the data it was fitted on).{extra}
     metric_params : dict, optional
-        Parameters of a metric given by name.
+        Parameters of the metric: over the class's defaults for a name, over the
+        parameters of an unfitted Metric (refused with a fitted one).
     init : {{{inits}}} or a table of ``n_clusters`` rows
         Initial centers: ``n_clusters`` data rows, drawn uniformly or by k-means++ seeding
         (probability proportional to the reduced distance to the nearest row drawn), or
@@ -736,7 +704,7 @@ class KModes(_CenterBase):
     _default_metric = "smd"
     _inits = ("k-means++", "random", "huang", "cao")
 
-    def _metric_defaults(self, info):
+    def _metric_defaults(self):
         return {"nominal": "all", "p": 1.0}
 
     def _check_data(self, data):
@@ -841,6 +809,8 @@ class KMedoids(_ClusterBase):
         Any preset or Metric; one that needs class labels is fitted with ``fit(X, y)``.
         A fitted Metric is used as it is.
     metric_params : dict, optional
+        Parameters of the metric: over those of an unfitted Metric (refused with a
+        fitted one).
     method : {"fasterpam", "alternate"}, default "fasterpam"
         "fasterpam": eager swaps of a medoid with a non-medoid whenever the total
         deviation decreases (Schubert & Rousseeuw 2021, FasterPAM: each row keeps its
@@ -1021,16 +991,13 @@ class _MedoidEngine:
     def __init__(self, data, rows, tile, full_entries, weight=None):
         self.d = data
         self.rows = rows
-        self.crows = _crows(rows)
+        self.prepared = _ops.prepare(rows)
         self.n = rows.n
         self.tile = tile
         self.w = weight
         self.full = None
         if self.n * self.n <= full_entries:
-            from .._kernels import pairwise
-            self.full = np.empty((self.n, self.n))
-            pairwise(data.plan.cplan, self.crows, self.crows, self.full, data.threads, True,
-                     False)
+            self.full = _ops.distances(data.metric, self.prepared, threads=data.threads)
 
     def block(self, idx):
         """True distances ``[len(idx), n]`` from rows ``idx`` to every row, a row's
@@ -1039,8 +1006,7 @@ class _MedoidEngine:
         if self.full is not None:
             return self.full[idx]
         sub = self.rows.take(idx)
-        return _distances(self.d.plan, _crows(sub), self.crows, sub.n, self.n,
-                          self.d.threads, False)
+        return _ops.distances(self.d.metric, sub, self.prepared, threads=self.d.threads)
 
     # -- initial medoids ------------------------------------------------------------------
     def seeds(self, k, rng, how):

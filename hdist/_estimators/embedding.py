@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .._search.metric import Metric
+from .._search.resolve import resolve_metric
 from .._core.schema import NotFittedError
 
 __all__ = ["Embedding"]
@@ -45,7 +45,8 @@ class Embedding:
         A preset name or a :class:`hdist.Metric` (fitted or not: an unfitted one, or a name,
         is fitted on the ``X`` given to :meth:`fit`; a fitted one is used as it is).
     metric_params : dict, default=None
-        Parameters for a metric given by name.
+        Parameters for the metric, applied over those of a given :class:`hdist.Metric`
+        (a fitted one is then copied and fitted again on ``X``).
 
     Attributes
     ----------
@@ -106,21 +107,15 @@ class Embedding:
         """Fit the metric on ``X`` (and ``y`` when it learns from classes; its statistics
         weighted by ``sample_weight``, :meth:`hdist.Metric.fit`), unless a fitted
         :class:`hdist.Metric` was given, and check that its terms are Euclidean."""
-        params = {} if self.metric_params is None else dict(self.metric_params)
-        if isinstance(self.metric, Metric) and hasattr(self.metric, "plan_") and not params:
+        # with metric_params, a fitted Metric is fitted again with them
+        refit = isinstance(self.metric_params, dict) and bool(self.metric_params)
+        metric = resolve_metric(self.metric, self.metric_params, refit=refit)
+        if hasattr(metric, "plan_"):
             if sample_weight is not None:
                 raise ValueError("sample_weight is for the metric's fit, and the metric "
                                  "given is fitted already: fit it with the weights")
-            metric = self.metric
-        elif isinstance(self.metric, Metric):
-            merged = dict(self.metric.params)
-            merged.update(params)
-            metric = Metric(self.metric.name, **merged).fit(X, y, sample_weight)
-        elif isinstance(self.metric, str):
-            metric = Metric(self.metric, **params).fit(X, y, sample_weight)
         else:
-            raise TypeError("metric must be a preset name or an hdist.Metric, got %r"
-                            % (self.metric,))
+            metric.fit(X, y, sample_weight)
         self._blocks = _blocks(metric)
         self.metric_ = metric
         self.n_features_in_ = metric.n_features_in_

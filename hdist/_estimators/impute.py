@@ -72,6 +72,7 @@ from .._search.index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
 from .._core.information import _discretized, _mi_codes
 from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight, records_frame
 from .._search.metric import Metric
+from .._search.resolve import resolve_metric
 
 __all__ = ["KNNImputer"]
 
@@ -132,8 +133,10 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         the benchmark's data with 30 % of the cells missing (a row that shares few
         attributes with a donor can be at distance 0 from it), so it is not the default.
     metric : str or hdist.Metric, default="heom"
-        A preset name or an unfitted :class:`hdist.Metric`.  Unless the metric's
-        parameters (or ``metric_params``) set ``missing``, the ``"ignore"`` policy is used:
+        A preset name or an :class:`hdist.Metric` (copied, never fitted in place; a
+        fitted one is fitted again, on the training rows).  Unless the metric's
+        parameters (or ``metric_params``) set ``missing``, the ``"ignore"`` policy is used
+        (``METRIC_DEFAULTS``):
         rows are compared on the attributes both have.  ``nominal=`` (which columns of a
         numpy array are nominal) is a metric parameter: ``metric_params={"nominal": [2, 3]}``
         or ``Metric("heom", nominal=[2, 3])``.  Metrics that learn from classes (``hvdm``)
@@ -144,11 +147,11 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         ``"mi"``: the donors of column ``j`` are searched with the metric's attribute
         weights times the mutual information of each attribute with column ``j``
         (``attribute_weights_``; module notes).  ``None``: one search with the metric's
-        own weights for every column (hdist 0.1's rule).
+        own weights for every column.
     shrinkage : float >= 0, default=4.0
         Pseudo-donors holding the column's prior: its value frequencies (nominal) or its
         training mean / median (continuous), against ``min(n_neighbors, donors)`` donors
-        (module notes).  ``0``: the donors alone (hdist 0.1's rule).
+        (module notes).  ``0``: the donors alone.
     continuous : {"mean", "median"}, default="mean"
         How the donors' values of a continuous column are combined (weighted by
         ``weights``; see :func:`weighted_median`).  Nominal columns always take the
@@ -267,18 +270,6 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         self.n_jobs = n_jobs
         self.algorithm_params = algorithm_params
 
-    def __setstate__(self, state):
-        """An imputer pickled by hdist 0.1 imputes as it did: one search with the
-        metric's weights, no shrinkage (the parameters it was fitted with)."""
-        if "metric_" in state and "_column_index" not in state:
-            state = dict(state, attribute_weights=None, shrinkage=0.0, _column_index=None)
-            m = len(state["_values"])
-            state["attribute_weights_"] = np.repeat(
-                np.asarray(state["metric_"].weights_, dtype=np.float64)[:, None], m, axis=1)
-        elif "attribute_weights" not in state:
-            state = dict(state, attribute_weights=None, shrinkage=0.0)
-        super().__setstate__(state)
-
     # -- validation ----------------------------------------------------------------------
     def _check_params(self):
         k = self.n_neighbors
@@ -305,20 +296,17 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         if isinstance(ls, bool) or not isinstance(ls, numbers.Integral) or ls < 1:
             raise ValueError("leaf_size must be a positive int, got %r" % (ls,))
 
-    def _build_metric(self):
-        params = {} if self.metric_params is None else self.metric_params
-        if not isinstance(params, dict):
-            raise TypeError("metric_params must be a dict or None, got %r" % (params,))
-        if isinstance(self.metric, str):
-            name, merged = self.metric, {}
-        elif isinstance(self.metric, Metric):
-            name, merged = self.metric.name, dict(self.metric.params)
-        else:
-            raise TypeError("metric must be a metric name or an hdist.Metric, got %r"
-                            % (self.metric,))
-        merged.update(params)
-        merged.setdefault("missing", "ignore")
-        return Metric(name, **merged)
+    #: the missing-value policy of the imputer's metric unless ``metric_params`` or the
+    #: Metric given sets ``missing``: rows are compared on the attributes both have
+    METRIC_DEFAULTS = {"missing": "ignore"}
+
+    def _resolve_metric(self):
+        """The metric to fit, unfitted: ``metric`` with ``metric_params`` applied over a
+        given Metric's parameters, over :data:`METRIC_DEFAULTS`
+        (:func:`~hdist._search.resolve.resolve_metric`); a fitted Metric is copied too
+        and fitted again on the training rows."""
+        return resolve_metric(self.metric, self.metric_params,
+                              defaults=self.METRIC_DEFAULTS, refit=True)
 
     @staticmethod
     def _as_table(X):
@@ -385,18 +373,19 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         if self.n_features_in_ == 0:
             raise ValueError("Found array with 0 feature(s) (shape=(%d, 0)) while a minimum "
                              "of 1 is required." % n)
-        metric = self._build_metric()
+        metric = self._resolve_metric()
         labels = None
         if _knn.needs_labels(metric):
             if y is None:
                 raise ValueError("metric %r learns from classes: call fit(X, y)"
                                  % metric.name)
             labels = y
+        metric.fit(X, labels, sample_weight=sw)
         index = _knn.make_index(metric, self.algorithm, int(self.leaf_size),
                                 self.algorithm_params)
-        index.fit(X, labels, sample_weight=sw)
+        index.fit(None)
         self._index = index
-        self.metric_ = index.metric_
+        self.metric_ = metric
         schema = self.metric_.schema_
         values, present = self._encode(X)
         # a row of weight 0 donates nothing and shows no missing value to the indicator

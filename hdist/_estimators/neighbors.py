@@ -20,6 +20,7 @@ so an object column is never cast to float).
 """
 from __future__ import annotations
 
+import copy
 import numbers
 
 import numpy as np
@@ -35,7 +36,7 @@ from .._search import votes as _knn
 from .._core.schema import (MixedTableTags, check_label_types, check_sample_weight,
                             check_target, missing_mask)
 from .._core.config import extend_doc
-from .._search.metric import Metric
+from .._search.resolve import resolve_metric
 
 __all__ = ["KNeighborsClassifier", "KNeighborsRegressor", "NearestNeighbors",
            "KNeighborsTransformer"]
@@ -44,8 +45,8 @@ _PARAMS_DOC = """
     n_neighbors : int, default=5
         Number of neighbors ``k``.
     metric : str or hdist.Metric, default="heom"
-        A preset name from ``hdist.METRICS`` or an unfitted :class:`hdist.Metric`
-        (copied, never fitted in place).
+        A preset name from ``hdist.METRICS`` or an :class:`hdist.Metric` (copied, never
+        fitted in place; a fitted one is fitted again, on the training rows).
     metric_params : dict, default=None
         Parameters for the metric (``p``, ``nominal``, ``normalization``, ``missing``,
         ...), applied over those of a given :class:`hdist.Metric`.
@@ -87,6 +88,29 @@ def _shared_params(cls):
     return cls
 
 
+def _widened_search(search, X, k, ties, n_ref):
+    """``(dist, ind)`` of the k nearest of ``X`` by ``search(X, width)`` (an
+    estimator's ``with_search``) over ``n_ref`` training rows.  ``ties``: the lists hold
+    every row tied with the k-th, as the estimator's own search gives them -- searched
+    again at twice the width until no list ends inside its k-th distance's ties, and the
+    rows past those ties blanked (distance ``inf``, index 0); a tally
+    (:class:`~hdist._search.votes.TieTally`) gets the rows past k and the lists are cut
+    to k."""
+    dist, ind = search(X, k)
+    width = k
+    while ties and width < n_ref and (dist[:, -1] == dist[:, k - 1]).any():
+        width = min(n_ref, 2 * width)
+        dist, ind = search(X, width)
+    if width > k:
+        past = dist > dist[:, k - 1:k]
+        dist = np.where(past, np.inf, dist)
+        ind = np.where(past, 0, ind)
+    if ties is not True and ties:
+        ties.add_lists(dist, ind, k)
+        return dist[:, :k], ind[:, :k]
+    return dist, ind
+
+
 def _check_table(X, what="X"):
     """Refuse, with scikit-learn's messages, the inputs that are not 2-D tables."""
     if isinstance(X, np.ndarray) and X.dtype.kind == "c":
@@ -114,6 +138,8 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
     __metadata_request__fit = {"progress": UNUSED}
     #: (estimators pickled before ``algorithm_params`` existed read it as None)
     algorithm_params = None
+    #: the search of a copy made by ``with_search`` (None: the estimator's own index)
+    _search = None
 
     def __init__(self, n_neighbors=5, *, metric="heom", metric_params=None,
                  algorithm="auto", leaf_size=30, n_jobs=None, algorithm_params=None):
@@ -134,18 +160,11 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
                              "of 1 is required." % _num_samples(X))
         return X
 
-    def _build_metric(self):
-        params = {} if self.metric_params is None else self.metric_params
-        if not isinstance(params, dict):
-            raise TypeError("metric_params must be a dict or None, got %r" % (params,))
-        if isinstance(self.metric, str):
-            return Metric(self.metric, **params)
-        if isinstance(self.metric, Metric):
-            merged = dict(self.metric.params)
-            merged.update(params)
-            return Metric(self.metric.name, **merged)
-        raise TypeError("metric must be a metric name or an hdist.Metric, got %r"
-                        % (self.metric,))
+    def _resolve_metric(self):
+        """The metric to fit, unfitted: ``metric`` with ``metric_params`` applied over a
+        given Metric's parameters (:func:`~hdist._search.resolve.resolve_metric`); a
+        fitted Metric is copied too and fitted again on the training rows."""
+        return resolve_metric(self.metric, self.metric_params, refit=True)
 
     def _check_k(self, k, name="n_neighbors"):
         if isinstance(k, bool) or not isinstance(k, numbers.Integral):
@@ -154,11 +173,12 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
             raise ValueError("%s must be >= 1, got %d" % (name, k))
         return int(k)
 
-    def _fit_index(self, X, labels, sample_weight=None, progress=None):
-        """Validate X, build the metric and fit the neighbor index on X.  The metric's
-        statistics are fitted with ``sample_weight`` (rows of weight 0 left out of them,
-        as if absent; :meth:`hdist.Metric.fit`).  ``progress`` as for
-        :meth:`hdist.NeighborsIndex.fit`."""
+    def _fit_index(self, X, labels, sample_weight=None, progress=None, metric=None):
+        """Validate X, fit the metric (``metric``, else :meth:`_resolve_metric`'s) once
+        on X and index its training rows.  The metric's statistics are fitted with
+        ``sample_weight`` (rows of weight 0 left out of them, as if absent;
+        :meth:`hdist.Metric.fit`).  ``progress`` as for :meth:`hdist.NeighborsIndex.fit`:
+        the metric's fit, then the index's build."""
         X = self._validate_X(X, reset=True)
         n = _num_samples(X)
         if n < 2:
@@ -169,14 +189,14 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
                 or self.leaf_size < 1:
             raise ValueError("leaf_size must be a positive int, got %r" % (self.leaf_size,))
         self._sample_weight = check_sample_weight(sample_weight, n)
-        metric = self._build_metric()
-        if self._sample_weight is not None:
-            metric.fit(X, labels, sample_weight=self._sample_weight, progress=progress)
+        if metric is None:
+            metric = self._resolve_metric()
+        metric.fit(X, labels, sample_weight=self._sample_weight, progress=progress)
         index = _knn.make_index(metric, self.algorithm, int(self.leaf_size),
                                 self.algorithm_params)
-        index.fit(X, labels, progress=progress)
+        index.fit(None, progress=progress)
         self._index = index
-        self.metric_ = getattr(index, "metric_", metric)
+        self.metric_ = metric
         self.n_samples_fit_ = n
         return X
 
@@ -186,6 +206,8 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
         training rows, each without itself (as scikit-learn does).  ``ties``: each list
         also holds every training row tied with its k-th, found by the same search
         (:meth:`hdist.NeighborsIndex._kneighbors`)."""
+        if self._search is not None:
+            return _widened_search(self._search, X, k, ties, self.n_samples_fit_)
         check_is_fitted(self)
         if X is None:
             return self._index._kneighbors(None, k, exclude_self=True, n_jobs=self.n_jobs,
@@ -346,6 +368,41 @@ class _SupervisedBase(_NeighborsBase):
             raise ValueError("select_k must be None or 'loo', got %r" % (self.select_k,))
         if not isinstance(self.ties, str) or self.ties not in _knn.TIES:
             raise ValueError("ties must be one of %s, got %r" % (_knn.TIES, self.ties))
+
+    def with_search(self, search):
+        """A shallow copy of this fitted estimator whose neighbor queries go through
+        ``search`` instead of its own index (a search spread over a cluster, for one).
+
+        Parameters
+        ----------
+        search : callable
+            ``search(X, k) -> (dist, ind)``: for the query rows ``X`` (as given to
+            ``predict`` / ``predict_proba``), the ``k`` nearest training rows, ``dist``
+            ``[n, k]`` their exact distances ascending and ``ind`` ``[n, k]`` their
+            training positions, ties in training order -- what :meth:`kneighbors`
+            returns.  With ``ties="include"`` it is asked again at twice the width while
+            some list ends inside the ties of its k-th distance.
+
+        Returns
+        -------
+        estimator
+            The copy (the estimator itself is not changed); its predictions are those of
+            the estimator when ``search`` returns what the estimator's index finds.
+
+        Raises
+        ------
+        TypeError
+            ``search`` is not callable.
+        sklearn.exceptions.NotFittedError
+            The estimator is not fitted.
+        """
+        if not callable(search):
+            raise TypeError("search must be a callable search(X, k) -> (dist, ind), got %r"
+                            % (search,))
+        check_is_fitted(self)
+        est = copy.copy(self)
+        est._search = search
+        return est
 
     def _choose_k(self, targets, task):
         """Set ``n_neighbors_`` (and ``loo_scores_`` when ``select_k="loo"``)."""
@@ -622,8 +679,9 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
         if y.ndim not in (1, 2):
             raise ValueError("y must be 1-D or 2-D, got shape %s" % (y.shape,))
         self._y = y
-        labels = y if _knn.needs_labels(self._build_metric()) else None
-        self._fit_index(X, labels, sample_weight, progress)
+        metric = self._resolve_metric()
+        labels = y if _knn.needs_labels(metric) else None
+        self._fit_index(X, labels, sample_weight, progress, metric)
         if len(y) != self.n_samples_fit_:
             raise ValueError("y has %d rows for %d rows of X" % (len(y), self.n_samples_fit_))
         self._choose_k(y, "regression")

@@ -56,7 +56,9 @@ from .._core.plan import SYMBOL
 from .._core.schema import (CONTINUOUS, MixedTableTags, check_label_types,
                             check_sample_weight, check_target, missing_mask)
 from .._core.threads import effective_n_jobs
-from .._search.metric import METRICS, Metric, balanced_accuracy
+from .._search import operations as _ops
+from .._search.metric import balanced_accuracy
+from .._search.resolve import resolve_metric
 
 __all__ = ["PrototypeClassifier", "PrototypeExplanation"]
 
@@ -253,23 +255,16 @@ class _Space:
 
     def nearest(self, rows, proto_rows, k=1):
         """(distances, prototype indices) of the k nearest prototypes of encoded rows."""
-        from .._kernels import CRows, knn
         if rows is self.rows:
-            if getattr(self, "_crows", None) is None:
-                self._crows = CRows(rows)
-            cq = self._crows
-        else:
-            cq = CRows(rows)
-        return knn(self.plan.cplan, cq, CRows(proto_rows), k, self.threads)
+            if getattr(self, "_prepared", None) is None:
+                self._prepared = _ops.prepare(rows)
+            rows = self._prepared
+        return _ops.nearest(self.metric, rows, proto_rows, k, threads=self.threads)
 
     def distances(self, rows, proto_rows, reduced=False):
         """``[n, P]`` distances from encoded rows to the prototypes."""
-        from .._kernels import CRows, pairwise
-        out = np.empty((rows.n, proto_rows.n))
-        threads = 1 if rows.n * proto_rows.n < (1 << 15) else self.threads
-        pairwise(self.plan.cplan, CRows(rows), CRows(proto_rows), out, threads, False,
-                 bool(reduced))
-        return out
+        return _ops.distances(self.metric, rows, proto_rows, threads=self.threads,
+                              reduced=reduced)
 
     # -- weighted sums over (row, prototype, weight) triples ------------------------------
     def _sums(self):
@@ -706,7 +701,8 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
     ----------
     metric : str, (str, dict) or hdist.Metric, default="hvdm"
         A preset name, a preset with its parameters (``("gvdm", {"sigma": 0.2})``) or an
-        unfitted :class:`hdist.Metric` (copied); fitted on the training rows.
+        :class:`hdist.Metric` (copied, never fitted in place; a fitted one is fitted again);
+        fitted on the training rows.
     n_prototypes : int, default=1
         Prototypes per class to start with (all of them when ``constructive=False``).
     init : {"fcm", "kmeans", "kmedoids", "random"}, default="fcm"
@@ -883,23 +879,22 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
             raise ValueError("n_prototypes = %d exceeds max_per_class = %d"
                              % (self.n_prototypes, self.max_per_class))
 
-    def _build_metric(self):
-        params = {} if self.metric_params is None else self.metric_params
-        if not isinstance(params, dict):
-            raise TypeError("metric_params must be a dict or None, got %r" % (params,))
+    def _resolve_metric(self):
+        """The metric to fit, unfitted: ``metric`` with ``metric_params`` applied over a
+        given Metric's parameters or a ``(name, params)`` pair's
+        (:func:`~hdist._search.resolve.resolve_metric`); a fitted Metric is copied too
+        and fitted again on the training rows."""
         m = self.metric
         if isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str) and \
                 isinstance(m[1], dict):
-            return Metric(m[0], **{**m[1], **params})
-        if isinstance(m, str):
-            if m.lower() not in METRICS:
-                raise ValueError("metric: unknown metric %r; choose one of %s"
-                                 % (m, sorted(set(i.name for i in METRICS.values()))))
-            return Metric(m, **params)
-        if isinstance(m, Metric):
-            return Metric(m.name, **{**m.params, **params})
-        raise TypeError("metric must be a preset name, a (name, params) pair or an "
-                        "hdist.Metric, got %r" % (m,))
+            params = self.metric_params
+            if params is not None and not isinstance(params, dict):
+                raise TypeError("metric_params must be a dict or None, got %r" % (params,))
+            return resolve_metric(m[0], {**m[1], **(params or {})})
+        if isinstance(m, tuple):
+            raise TypeError("metric must be a preset name, a (name, params) pair or an "
+                            "hdist.Metric, got %r" % (m,))
+        return resolve_metric(m, self.metric_params, refit=True)
 
     def _validate_X(self, X, reset):
         if isinstance(X, np.ndarray) and X.dtype.kind == "c":
@@ -980,7 +975,7 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
                                                else " (counted by sample_weight)",
                                                classes[small[0]]))
         rng = _rng(self.random_state)
-        metric = self._build_metric()
+        metric = self._resolve_metric()
         metric.fit(X, codes, sample_weight=sw)
         cont, nom = metric.schema_.encode(X, what="X")
         rows = metric.train_
@@ -1013,13 +1008,12 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
         its class) below ``min_accuracy``, and is not its class's last one, the one that
         wins the least (ties: the lower accuracy, then the later prototype) goes and
         the rows are assigned again.  Returns the prototypes kept and how many went."""
-        from .._kernels import CRows, knn
         total = float(rows.n if mass is None else mass.sum())
-        cq = CRows(rows)
+        cq = _ops.prepare(rows)
         dropped = 0
         while st.n > 1:
             proto = self.metric_.plan_.encode(st.cont, st.nom)
-            _, ind = knn(self.metric_.plan_.cplan, cq, CRows(proto), 1, threads)
+            _, ind = _ops.nearest(self.metric_, cq, proto, 1, threads=threads)
             won = ind[:, 0]
             n_won = np.bincount(won, weights=mass, minlength=st.n)
             right = (st.labels[won] == y).astype(np.float64)
@@ -1287,9 +1281,8 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
 
     def _nearest(self, rows, k=1):
         """The k = 1 query of the kernels with the prototypes as reference rows."""
-        from .._kernels import CRows, knn
-        return knn(self.metric_.plan_.cplan, CRows(rows), CRows(self._proto_rows), k,
-                   effective_n_jobs(self.n_jobs))
+        return _ops.nearest(self.metric_, rows, self._proto_rows, k,
+                            threads=effective_n_jobs(self.n_jobs))
 
     def predict(self, X):
         """The class of each row's nearest prototype (ties: the smaller prototype
@@ -1301,13 +1294,9 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
     def class_distances(self, X):
         """``[n, n_classes]`` distances from each row to the nearest prototype of each
         class (columns in ``classes_`` order)."""
-        from .._kernels import CRows, pairwise
         rows = self._query_rows(X)
-        P = self._proto_rows.n
-        D = np.empty((rows.n, P))
-        threads = effective_n_jobs(self.n_jobs) if rows.n * P >= (1 << 15) else 1
-        pairwise(self.metric_.plan_.cplan, CRows(rows), CRows(self._proto_rows), D,
-                 threads, False, False)
+        D = _ops.distances(self.metric_, rows, self._proto_rows,
+                           threads=effective_n_jobs(self.n_jobs))
         out = np.full((rows.n, self.classes_.size), np.inf)
         for c in range(self.classes_.size):
             cols = np.flatnonzero(self._proto_codes == c)

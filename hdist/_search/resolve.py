@@ -1,7 +1,7 @@
 """One way to name a metric: :func:`resolve_metric` turns what a user passes as
 ``metric`` (and ``metric_params``) into a :class:`~hdist.Metric`, for the estimators, the
 index and the faces alike."""
-from .metric import Metric
+from .metric import METRICS, Metric
 
 __all__ = ["resolve_metric"]
 
@@ -78,11 +78,13 @@ def resolve_metric(metric, metric_params=None, *, what="metric", defaults=None,
     else:
         raise TypeError("%s must be a metric name or an hdist.Metric, got %r"
                         % (what, metric))
-    try:
-        accepted = Metric(name).info.params
-    except ValueError as exc:
-        raise ValueError("%s: %s" % (what, exc)) from None
-    merged = {k: v for k, v in (defaults or {}).items() if k in accepted}
+    info = METRICS.get(name.lower())
+    if info is None:
+        try:
+            Metric(name)            # the Metric's own message: the presets to choose from
+        except ValueError as exc:
+            raise ValueError("%s: %s" % (what, exc)) from None
+    merged = {k: v for k, v in (defaults or {}).items() if k in info.params}
     merged.update(given)
     merged.update(metric_params)
     return Metric(name, **merged)

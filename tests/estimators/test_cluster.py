@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 import hdist
+from hdist import _kernels
 from hdist._estimators import cluster
 from hdist.cluster import KMedoids, KModes, KPrototypes
 from ref_cooccurrence import RefMetric, read_dataset
@@ -433,7 +434,7 @@ def test_serial_threshold_does_not_change_results(monkeypatch):
     rng = np.random.default_rng(4)
     X = mixed_frame(rng, 200)
     a = KPrototypes(3, random_state=0, n_init=2, n_jobs=2).fit(X)
-    monkeypatch.setattr(cluster, "SERIAL_PAIRS", 0)
+    monkeypatch.setattr(_kernels.plan, "SERIAL_PAIRS", 0)
     b = KPrototypes(3, random_state=0, n_init=2, n_jobs=2).fit(X)
     np.testing.assert_array_equal(a.labels_, b.labels_)
     assert a.inertia_ == b.inertia_

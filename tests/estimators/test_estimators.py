@@ -314,21 +314,15 @@ def credit():
     return load_credit_a()
 
 
-def test_dataframe_reaches_the_index_untouched(credit, monkeypatch):
+def test_dataframe_reaches_the_metric_untouched(credit, monkeypatch):
     X, y = credit
     seen = []
-    real = _knn.make_index
+    real = hdist.Metric.fit
 
-    def spy(metric, algorithm="auto", leaf_size=30, algorithm_params=None):
-        index = real(metric, algorithm, leaf_size, algorithm_params)
-        fit = index.fit
-
-        def fit_spy(X_, y_=None, **kw):
-            seen.append(X_)
-            return fit(X_, y_, **kw)
-        index.fit = fit_spy
-        return index
-    monkeypatch.setattr(_knn, "make_index", spy)
+    def fit_spy(self, X_, *args, **kw):
+        seen.append(X_)
+        return real(self, X_, *args, **kw)
+    monkeypatch.setattr(hdist.Metric, "fit", fit_spy)
     clf = KNeighborsClassifier(metric="hvdm").fit(X, y)
     assert seen[0] is X
     assert clf.feature_names_in_.tolist() == list(X.columns)
@@ -400,24 +394,13 @@ def test_algorithms_agree(algorithm):
     np.testing.assert_array_equal(clf.predict(X), ref.predict(X))
 
 
-def test_uses_neighbors_index_and_falls_back(monkeypatch):
+def test_uses_neighbors_index():
     X, y, _, Q, _ = mixed_data(7)
     clf = KNeighborsClassifier(3).fit(X, y)
     assert type(clf._index).__name__ == "NeighborsIndex"
-    import builtins
-    real_import = builtins.__import__
-
-    def no_index(name, globals=None, locals=None, fromlist=(), level=0):
-        if name == "index" and level == 1:
-            raise ImportError(name)
-        return real_import(name, globals, locals, fromlist, level)
-    monkeypatch.setattr(builtins, "__import__", no_index)
-    fallback = KNeighborsClassifier(3).fit(X, y)
-    assert isinstance(fallback._index, _knn.MetricIndex)
-    np.testing.assert_array_equal(fallback.predict_proba(Q), clf.predict_proba(Q))
     nn = NearestNeighbors(radius=0.7).fit(X)
     d, i = nn.radius_neighbors(Q)
-    assert isinstance(nn._index, _knn.MetricIndex) and len(i) == len(Q)
+    assert type(nn._index).__name__ == "NeighborsIndex" and len(i) == len(Q)
 
 
 # ----------------------------------------------------------------------------------------
