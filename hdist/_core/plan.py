@@ -182,9 +182,7 @@ class Plan:
         # never overflows (subnormal spreads).  The weight multiplies the raised term: no
         # w^(1/p) (it underflows for small p).  A column that contributes nothing (zero
         # weight, or a constant column: δ = inf) keeps only its missing pattern: its present
-        # values are encoded as 0.  (c_shift is 0; a plan pickled by hdist 0.1 shifted by the
-        # training minimum, and so were its pickled training rows: it keeps doing so.)
-        self.c_shift = np.zeros(len(cs))
+        # values are encoded as 0.
         self.c_void = np.array([(w[a] == 0.0) or not np.isfinite(c.delta)
                                 for a, c in zip(by["c"], cs)], dtype=bool)
         self.c_pow2 = np.ones(len(cs))
@@ -245,8 +243,8 @@ class Plan:
         of the exact recomputation, the centre of the matrix-product filter and the
         embedding's origin."""
         with np.errstate(over="ignore", invalid="ignore"):
-            self.c_elo = np.where(self.c_void, 0.0, (self.c_lo - self.c_shift) * self.c_pow2)
-            self.c_ehi = np.where(self.c_void, 0.0, (self.c_hi - self.c_shift) * self.c_pow2)
+            self.c_elo = np.where(self.c_void, 0.0, self.c_lo * self.c_pow2)
+            self.c_ehi = np.where(self.c_void, 0.0, self.c_hi * self.c_pow2)
 
     # -- pickling: the compiled view is rebuilt on demand ---------------------
     def __getstate__(self):
@@ -256,8 +254,6 @@ class Plan:
 
     def __setstate__(self, st):
         self.__dict__.update(st)
-        if "c_elo" not in st:      # pickled by hdist 0.1
-            self._encoded_range()
 
     @property
     def cplan(self):
@@ -284,7 +280,7 @@ class Plan:
         # (np.take: C-contiguous blocks, as the kernels read them; cont[:, idx] is not)
         v = np.take(cont, self.cont_pos[self.c_attr], axis=1) if self.mc else np.empty((n, 0))
         with np.errstate(over="ignore", invalid="ignore"):
-            c = (v - self.c_shift) * self.c_pow2
+            c = v * self.c_pow2
         if self.c_void.any():
             c[:, self.c_void] = np.where(np.isnan(v[:, self.c_void]), np.nan, 0.0)
         self._check_scaled_block(c, v)

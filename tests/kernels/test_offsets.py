@@ -131,34 +131,6 @@ def test_embedding_coordinates_from_the_minimum():
     np.testing.assert_array_equal(Z, [[0.0, 0.0], [1.0, 1.0], [0.5, 0.25]])
 
 
-@pytest.mark.parametrize("weights", ([1.0, 1.0], [1e-290, 1e-290]))
-def test_plan_pickled_with_a_shift_keeps_it(weights):
-    """A fitted metric pickled by hdist 0.1 holds training rows shifted by the minimum: its
-    Plan keeps shifting the queries, and its "max" penalty is taken in those units."""
-    import pickle
-
-    from hdist.metrics import FitState
-    X = np.array([[1.0, 5.0], [2.5, 7.0], [4.0, 5.5], [3.0, np.nan], [np.nan, 6.0]])
-    Q = np.array([[0.5, np.nan], [np.nan, 8.0], [3.5, 6.0]])
-    m = Metric("minkowski", p=3.0, missing="max", weights=weights).fit(X)
-    expect_D, expect_knn = m.pairwise(Q, X), m.kneighbors(Q, 4)
-    st = m.plan_.__getstate__()
-    st["c_shift"] = st["c_lo"].copy()
-    st["c_span"] = (st["c_hi"] - st["c_lo"]) * st["c_pow2"]
-    del st["c_elo"], st["c_ehi"]
-    old = type(m.plan_).__new__(type(m.plan_))
-    old.__setstate__(st)
-    fit = m._fitted()
-    m._fit = FitState(old, fit.train, fit.y, fit.unseen)
-    m._fit = FitState(old, m.encode(X), fit.y, fit.unseen)
-    assert np.array_equal(m.train_.c[:4, 0], (X[:4, 0] - 1.0) * old.c_pow2[0])
-    m = pickle.loads(pickle.dumps(m))
-    np.testing.assert_allclose(m.pairwise(Q, X), expect_D, rtol=1e-13)
-    d, i = m.kneighbors(Q, 4)
-    np.testing.assert_array_equal(i, expect_knn[1])
-    np.testing.assert_allclose(d, expect_knn[0], rtol=1e-13)
-
-
 def test_overflowing_scaled_value_names_its_column():
     X = np.array([[5e-300], [6e-300]])
     m = Metric("manhattan").fit(X)

@@ -1,32 +1,34 @@
-"""Fitted objects pickled by hdist 0.1 load in this version and give the same answers.
+"""Fitted objects survive a pickle round trip: metrics, indexes (brute force, KD-tree, ball
+tree), k-NN estimators, the imputer and the clustering models answer bit for bit as before,
+whether they were pickled fresh from ``fit`` or after a query filled what is built on
+first use (the compiled plan, a search structure).
 
-``tests/fixtures/release_0.1.pkl.gz`` holds metrics, indexes (brute force, KD-tree, ball
-tree), estimators, an imputer and clustering models fitted and pickled by release 0.1 (``tests/fixtures/make_release_pickles.py``), beside what each answered
-there.  Modules that moved since keep loading through the aliases of ``hdist._moved``
-when there are any.
+The data are 150 rows of the bundled credit-a dataset as a numpy object array (strings,
+floats and None), queried with 30 others.
 """
-import gzip
 import pickle
-import warnings
-from pathlib import Path
 
 import numpy as np
 import pytest
-from datadir import TESTS
 
-FIXTURE = TESTS / "fixtures" / "release_0.1.pkl.gz"
-
-# numpy 1.x cannot read what numpy 2 pickled (its arrays refer to numpy._core)
-pytestmark = pytest.mark.skipif(int(np.__version__.split(".")[0]) < 2,
-                                reason="the fixture was pickled by numpy 2")
+import hdist
 
 
-def _load():
-    with warnings.catch_warnings():
-        # scikit-learn warns when an estimator was pickled by another of its versions
-        warnings.filterwarnings("ignore", message=".*unpickle estimator.*")
-        with gzip.open(FIXTURE, "rb") as fh:
-            return pickle.load(fh)
+def _data():
+    pytest.importorskip("pandas")
+    X, y = hdist.load_dataset("credit-a")
+    X = X.iloc[:180]
+    y = np.asarray(y)[:180]
+    arr = np.empty(X.shape, dtype=object)
+    nominal = []
+    for j, c in enumerate(X.columns):
+        col = X[c]
+        if str(col.dtype) == "category":
+            nominal.append(j)
+            arr[:, j] = [None if v != v else str(v) for v in col.astype(object)]
+        else:
+            arr[:, j] = [None if v != v else float(v) for v in col]
+    return arr[:150], y[:150].astype(str), arr[150:], nominal
 
 
 def _same(a, b):
@@ -42,54 +44,68 @@ def _same(a, b):
         np.testing.assert_array_equal(a, b)
 
 
-STORED = _load() if int(np.__version__.split(".")[0]) >= 2 else {"objects": {}}
+def _knn(Q):
+    return ("kneighbors", lambda o: o.kneighbors(Q, 4))
 
 
-@pytest.mark.parametrize("name", sorted(STORED["objects"]))
-def test_release_pickle_loads_and_answers_alike(name):
-    Q = STORED["Q"]
-    obj, answers = STORED["objects"][name]
-    calls = {
-        "kneighbors": lambda o: o.kneighbors(Q, 4),
-        "pairwise": lambda o: o.pairwise(Q[:5], STORED["X"][:7]),
-        "radius": lambda o: o.radius_neighbors(Q[:5], 0.6),
-        "predict_proba": lambda o: o.predict_proba(Q),
-        "predict": lambda o: o.predict(Q),
-        "transform": lambda o: o.transform(Q),
-    }
-    assert answers
-    for call, want in answers:
-        _same(want, calls[call](obj))
-    again = pickle.loads(pickle.dumps(obj))
-    for call, want in answers:
-        _same(want, calls[call](again))
+def _cases():
+    """``name -> (make, calls)``: ``make(X, y, nominal)`` fits the object, ``calls`` are
+    ``(label, function of the object)``."""
+    X, y, Q, nominal = _data()
+    cases = {}
+    for name in ("heom", "hvdm", "ivdm", "gower", "hds"):
+        cases["metric-" + name] = (
+            lambda name=name: hdist.Metric(name, nominal=nominal).fit(X, y),
+            [_knn(Q), ("pairwise", lambda o: o.pairwise(Q[:5], X[:7]))])
+    for algo in ("brute", "kd_tree", "ball_tree"):
+        # (the ball tree needs a missing-value rule under which the triangle inequality holds)
+        cases["index-" + algo] = (
+            lambda algo=algo: hdist.NeighborsIndex(
+                hdist.Metric("heom", nominal=nominal, missing="max"), algorithm=algo).fit(X),
+            [_knn(Q), ("radius", lambda o: o.radius_neighbors(Q[:5], 0.6))])
+    params = {"nominal": nominal}
+    t = np.array([v if v is not None else 0.0 for v in X[:, 1]], dtype=float)
+    cases["knn-classifier"] = (
+        lambda: hdist.KNeighborsClassifier(5, metric="hvdm", metric_params=params).fit(X, y),
+        [("predict_proba", lambda o: o.predict_proba(Q))])
+    cases["knn-regressor"] = (
+        lambda: hdist.KNeighborsRegressor(3, metric="heom", metric_params=params).fit(X, t),
+        [("predict", lambda o: o.predict(Q))])
+    cases["imputer"] = (
+        lambda: hdist.KNNImputer(metric="heom", metric_params=params).fit(X),
+        [("transform", lambda o: o.transform(Q))])
+    cases["kmedoids"] = (
+        lambda: hdist.KMedoids(4, metric="gower", metric_params=params,
+                               random_state=0).fit(X),
+        [("predict", lambda o: o.predict(Q))])
+    cases["kprototypes"] = (
+        lambda: hdist.KPrototypes(3, metric_params=params, random_state=0).fit(X),
+        [("predict", lambda o: o.predict(Q))])
+    return cases
 
 
-def test_fixture_holds_every_kind():
-    kinds = {name.split("-")[0] for name in STORED["objects"]}
-    assert kinds >= {"metric", "index", "knn", "imputer", "kmedoids", "kprototypes"}
+NAMES = ["metric-heom", "metric-hvdm", "metric-ivdm", "metric-gower", "metric-hds",
+         "index-brute", "index-kd_tree", "index-ball_tree", "knn-classifier",
+         "knn-regressor", "imputer", "kmedoids", "kprototypes"]
 
 
-def test_old_module_names_leave_the_moved_module_intact():
-    """Importing a 0.1 module name gives the moved module itself and leaves its import
-    state alone: its ``__spec__`` still names the new module, so a relative import run
-    inside it later resolves from its own package (a spec renamed to the old name made
-    every such import warn "__package__ != __spec__.parent" -- a DeprecationWarning from
-    Python 3.12 -- and would resolve it from ``hdist`` once Python reads the spec)."""
-    import importlib
+@pytest.fixture(scope="module")
+def cases():
+    pytest.importorskip("sklearn")
+    return _cases()
 
-    for old, new in [("hdist._plan", "hdist._core.plan"), ("hdist._index", "hdist._search.index"),
-                     ("hdist._trees", "hdist._kernels.trees")]:
-        module = importlib.import_module(old)
-        assert module is importlib.import_module(new)
-        assert module.__spec__.name == new
-        assert module.__spec__.parent == module.__package__
-    import hdist._core.plan as plan
 
-    X = np.arange(12.0).reshape(6, 2)
-    metric = __import__("hdist").Metric("euclidean").fit(X)
-    metric.plan_._cplan = None              # the next use imports the kernels again
-    with warnings.catch_warnings():
-        warnings.simplefilter("error")
-        assert metric.plan_.cplan is not None
-    assert isinstance(metric.plan_, plan.Plan)
+def test_every_kind_is_named(cases):
+    assert sorted(cases) == sorted(NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_round_trip_answers_alike(cases, name):
+    make, calls = cases[name]
+    fresh = pickle.loads(pickle.dumps(make()))       # before any query
+    used = make()
+    want = [(label, call(used)) for label, call in calls]
+    again = pickle.loads(pickle.dumps(used))          # after the queries built their state
+    for obj in (fresh, again, pickle.loads(pickle.dumps(again))):
+        for (label, call), (_, expect) in zip(calls, want):
+            _same(expect, call(obj))
