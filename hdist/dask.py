@@ -244,8 +244,9 @@ def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, clien
     from sklearn.utils.validation import check_is_fitted
     if method not in ("predict", "predict_proba"):
         raise ValueError("method must be 'predict' or 'predict_proba', got %r" % (method,))
-    from ._estimators.neighbors import _SupervisedBase
-    if not isinstance(estimator, _SupervisedBase) or not hasattr(estimator, method):
+    from ._estimators.neighbors import KNeighborsClassifier, KNeighborsRegressor
+    if not isinstance(estimator, (KNeighborsClassifier, KNeighborsRegressor)) \
+            or not hasattr(estimator, method):
         raise TypeError("estimator must be an hdist KNeighborsClassifier or "
                         "KNeighborsRegressor with %s, got %s"
                         % (method, type(estimator).__name__))
@@ -304,40 +305,24 @@ def _slim(metric):
     return slim
 
 
-class _Part:
-    """A reference partition encoded once on its worker, with the kernels' view of it and
-    the matrix-product filter's cache, reused by every query block that meets it."""
-
-    def __init__(self, R):
-        self.R, self._cR, self.cache = R, None, {}
-
-    def crows(self):
-        if self._cR is None:
-            from ._kernels import CRows
-            self._cR = CRows(self.R)
-        return self._cR
-
-    def __getstate__(self):             # moved between workers: the rows only
-        return {"R": self.R}
-
-    def __setstate__(self, st):
-        self.__init__(st["R"])
-
-
 def _encode_part(metric, part):
-    return _Part(metric.encode(part, what="reference"))
+    """One reference partition indexed on its worker for brute-force search (None when
+    it has no rows): encoded once, with the kernels' view of its rows and the
+    matrix-product filter's cache, reused by every query block that meets it.  Values
+    the metric did not see in fit get codes of their own, which the query blocks' unseen
+    values never share."""
+    if len(part) == 0:
+        return None
+    from ._search.index import NeighborsIndex
+    return NeighborsIndex(metric, algorithm="brute").fit(part)
 
 
-def _local_topk(metric, queries, part, k, offset, n_jobs):
-    """Top-``k`` (or all, for a smaller partition) of one encoded reference partition
+def _local_topk(queries, part, k, offset, n_jobs):
+    """Top-``k`` (or all, for a smaller partition) of one indexed reference partition
     for one block of queries, with global row indices (``offset`` + position)."""
-    from ._core.threads import effective_n_jobs
-    R = part.R
-    if R.n == 0 or len(queries) == 0:
+    if part is None or len(queries) == 0:
         return np.zeros((len(queries), 0)), np.zeros((len(queries), 0), dtype=np.intp)
-    Q = metric.encode(queries, what="Q")
-    d, i = metric._knn_rows(Q, min(k, R.n), False, effective_n_jobs(n_jobs), R=R,
-                            cR=part.crows(), cache=part.cache)
+    d, i = part.kneighbors(queries, min(k, part.n_train_), n_jobs=n_jobs)
     return d, i + offset
 
 
@@ -472,7 +457,7 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
         metric = getattr(_searcher(metric), "metric_", None)
         if not isinstance(metric, Metric):
             raise TypeError("metric must be a fitted hdist Metric, index or estimator")
-    if "_fit" not in metric.__dict__:
+    if not hasattr(metric, "plan_"):
         # an unfitted metric: its statistics from one pass over the reference partitions
         if metric.info.needs_y or metric.params.get("weights") == "mi":
             raise ValueError("metric %r needs class labels to fit: call "
@@ -480,7 +465,6 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
                              "reference frame holding the class column, or fit it on the "
                              "client" % metric.name)
         metric = fit_metric(metric, reference, client=client)
-    metric._check_fitted()
     if list(map(str, reference.columns)) != list(metric.schema_.names_):
         raise ValueError("reference columns %s differ from the metric's fitted columns %s"
                          % (list(reference.columns), list(metric.schema_.names_)))
@@ -500,7 +484,7 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
     blocks = _query_blocks(queries, query_block, client)
     results = []
     for qb in blocks:
-        pieces = [dask.delayed(_local_topk)(handle, qb, enc, k, int(off), n_jobs)
+        pieces = [dask.delayed(_local_topk)(qb, enc, k, int(off), n_jobs)
                   for enc, off in zip(encoded, offsets)]
         results.append(_merge_tree(pieces, k, split_every))
     if compute is not None:
@@ -646,16 +630,16 @@ def fit_metric(metric, reference, target=None, *, client=None, split_every=8):
     """
     import dask
     from ._search.metric import Metric
+    from ._search.resolve import resolve_metric
     _check_ddf(reference)
-    if isinstance(metric, str):
-        metric = Metric(metric)
-    if not isinstance(metric, Metric):
+    if not isinstance(metric, (str, Metric)):
         raise TypeError("metric must be an hdist Metric or a preset name, got %s"
                         % type(metric).__name__)
-    metric.check_params()
-    if metric.info.nominal in _JOINT:
+    fitted = resolve_metric(metric, refit=True)     # unfitted, a new object
+    fitted.check_params()
+    if fitted.info.nominal in _JOINT:
         raise ValueError("metric %r compares pairs of columns jointly (co-occurrence "
-                         "statistics); fit it on the client instead" % metric.name)
+                         "statistics); fit it on the client instead" % fitted.name)
     cols = [c for c in reference.columns if c != target]
     if target is not None and target not in reference.columns:
         raise ValueError("target %r is not a column of reference (columns: %s)"
@@ -671,8 +655,6 @@ def fit_metric(metric, reference, target=None, *, client=None, split_every=8):
     counts = (client.compute(pieces[0]).result() if client is not None
               else pieces[0].compute())
     table, y, W = _summary_table(reference._meta[cols], counts)
-    fitted = copy.copy(metric)
-    fitted.__dict__ = {k: v for k, v in metric.__dict__.items() if k != "_fit"}
     fitted._fit_summary(table, None if target is None else y, W)
     slim = _slim(fitted)
     slim.n_train_ = int(W.sum(axis=0).max()) if W.size else 0

@@ -330,7 +330,7 @@ def prototypes(classifier, X=None, y=None, attributes=(0, 1), *, ax=None, size=1
     if len(attributes) != 2:
         raise ValueError("attributes must name two columns, got %r" % (attributes,))
     schema = classifier.metric_.schema_
-    pc, pn = classifier._proto_cont, classifier._proto_nom
+    pc, pn = schema.encode(classifier.prototypes_)
     axes_info = [_attribute_values(schema, a, pc, pn) for a in attributes]
     classes = list(classifier.classes_)
     colors = ["C%d" % (i % 10) for i in range(len(classes))]

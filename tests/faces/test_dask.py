@@ -139,6 +139,22 @@ def test_distributed_predict_equals_local_predict(client):
                                   clf.predict_proba(Q))
 
 
+def test_distributed_reference_keeps_unseen_values_apart():
+    # a metric fitted on other rows: the reference's "z" and the query's "w" are both
+    # unseen, so they differ (overlap 1), as in a local index over the reference
+    fitted_on = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "c": ["a", "a", "b", "b"]})
+    R = pd.DataFrame({"x": [0.0, 1.0, 2.0, 3.0], "c": ["z", "a", "b", "b"]})
+    Q = pd.DataFrame({"x": [0.0, 3.0], "c": ["w", "z"]})
+    metric = hdist.Metric("heom").fit(fitted_on)
+    d0, i0 = hdist.NeighborsIndex(metric, algorithm="brute").fit(R).kneighbors(Q, 4)
+    import dask
+    with dask.config.set(scheduler="sync"):
+        d, i = hd.kneighbors_distributed(metric, Q, 4, dd.from_pandas(R, npartitions=2))
+    np.testing.assert_array_equal(i, i0)
+    np.testing.assert_array_equal(d, d0)
+    assert d[0, 0] == 1.0
+
+
 def test_merge_topk_orders_by_distance_then_index():
     a = (np.array([[0.5, 1.0]]), np.array([[7, 9]]))
     b = (np.array([[0.5, 0.7]]), np.array([[3, 4]]))
