@@ -1628,7 +1628,7 @@ def _letter(i):
 
 
 def _cv_command(args):
-    from .datasets import list_datasets, _resolve
+    from .datasets import list_datasets, summary
     names = _split_names(args.datasets) or list(DEFAULT_CV_DATASETS)
     if args.train:
         names = []
@@ -1640,7 +1640,7 @@ def _cv_command(args):
                        "classification tasks)", EXIT_USAGE)
     for n in names:
         try:
-            _resolve(n)
+            summary(n)          # a known name (or alias)
         except ValueError as e:
             raise CLIError(str(e) + " (bundled: %s)" % ", ".join(list_datasets()), EXIT_USAGE)
     presets = registry_presets()
