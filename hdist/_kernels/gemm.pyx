@@ -349,33 +349,34 @@ cdef inline void _select_row(const PlanS* P, const RowsS* QS, const RowsS* RS,
     ``S.heap_rows``).  ``given``: ``g`` holds the tested
     values instead (only when :func:`_tabled`), made with the query's bfloat16 table
     ``t16`` (NULL: its float table)."""
-    cdef intp nm = 0
-    cdef const intp* mi = NULL
+    cdef _RowArgs A
     cdef _Codes cd
     cdef intp h = tq if S.heap_rows else q       # its heap
+    A.P, A.QS, A.RS, A.q = P, QS, RS, q
+    A.nt, A.r0, A.r_chunk, A.ny_max, A.epsx = nt, r0, S.r_chunk, nyp, S.eps * S.nx[q]
+    A.gy, A.gstride, A.gmin, A.mstride = S.gy, S.gstride, S.gmin, S.mstride
+    A.mi, A.nm = NULL, 0
     if S.qptr != NULL and S.qptr[q + 1] > S.qptr[q]:
-        nm = S.qptr[q + 1] - S.qptr[q]
-        mi = S.qidx + S.qptr[q]
-    if nm == 0 and not S.has_h:
-        _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
-                    <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride, NULL, 0,
-                    NULL, NULL, NULL, NULL, NULL, S.HD + h * S.k, S.HI + h * S.k, S.k,
-                    S.ties + q if S.ties != NULL else NULL, 0.0, NULL, NULL, 0, S.excl,
-                    S.self_off, 0, <_Complete*> NULL)
+        A.nm = S.qptr[q + 1] - S.qptr[q]
+        A.mi = S.qidx + S.qptr[q]
+    A.hd, A.hi, A.k = S.HD + h * S.k, S.HI + h * S.k, S.k
+    A.tl = S.ties + q if S.ties != NULL else NULL
+    A.r, A.buf, A.cap, A.excl, A.self_off = 0.0, NULL, NULL, S.excl, S.self_off
+    A.hq, A.nh, A.rptr, A.ridx, A.hc, A.hb, A.cd = NULL, 0, NULL, NULL, NULL, NULL, NULL
+    A.given = 0
+    if A.nm == 0 and not S.has_h:
+        _filter_row(&A, g, 0, <_Complete*> NULL)
     else:
+        if S.has_h:
+            A.hq, A.nh, A.rptr, A.ridx, A.hc = S.hq + q * S.nh, S.nh, S.rptr, S.ridx, S.hc
+            A.hb = S.hb + 2 * tq if S.hb != NULL else NULL
         if S.ab != NULL:
             cd.ab, cd.tab = S.ab, S.tab + 32 * tq
             # the bfloat16 entries when the product added them
             cd.t16 = t16 if given else NULL
-        _filter_row(P, QS, RS, q, g, nt, r0, S.r_chunk, nyp, S.eps * S.nx[q],
-                    <const real*> S.gy, S.gstride, mi, nm, S.gmin, S.mstride,
-                    S.hq + q * S.nh if S.has_h else NULL, S.nh if S.has_h else 0,
-                    S.rptr if S.has_h else NULL, S.ridx if S.has_h else NULL,
-                    <const real*> S.hc if S.has_h else NULL,
-                    S.hb + 2 * tq if S.has_h and S.hb != NULL else NULL,
-                    &cd if S.ab != NULL else NULL, S.HD + h * S.k,
-                    S.HI + h * S.k, S.k, S.ties + q if S.ties != NULL else NULL, 0.0, NULL,
-                    NULL, 0, S.excl, S.self_off, given, <_Missing*> NULL)
+            A.cd = &cd
+        A.given = given
+        _filter_row(&A, g, 0, <_Missing*> NULL)
 
 
 cdef void _select_tile(const PlanS* P, const RowsS* QS, const RowsS* RS, const _SelS* S,

@@ -435,10 +435,9 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
     cdef const PlanS* P = &plan.s
     cdef const RowsS* QS = &Q.s
     cdef const RowsS* RS = &R.s
-    cdef intp nb = G.shape[0], nt = G.shape[1], ii, q, nm, cnt = 0, before, h
+    cdef intp nb = G.shape[0], nt = G.shape[1], ii, q, cnt = 0, before, h
     cdef intp gstride = gy.shape[1] if gy is not None else 0
     cdef const real* gyp = &gy[0, 0] if gy is not None and gy.shape[0] > 0 else NULL
-    cdef const intp* mi
     cdef int excl = exclude_self
     cdef Hit* buf = NULL
     cdef intp cap = 0
@@ -452,6 +451,7 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
     cdef int has_h
     cdef _Codes cd
     cdef const _Codes* cdp = NULL
+    cdef _RowArgs A
     _check_select(G, r_chunk, gy, qptr, qidx, Q.s.n, R.s.n, nx, ny_max, q0, r0, gmin)
     _check_ref_miss(hq, rptr, ridx, hc, Q.s.n, R.s.n, r0, nt)
     has_h = hq is not None and hq.shape[1] > 0 and ridx.shape[0] > 0
@@ -472,29 +472,29 @@ def gemm_radius_select(CPlan plan, CRows Q, CRows R, const real[:, ::1] G,
             cdp = &cd
     try:
         with nogil:
+            # the arguments the rows share; the query's own are set per row
+            A.P, A.QS, A.RS, A.nt, A.r0, A.r_chunk = P, QS, RS, nt, r0, r_chunk
+            A.gy, A.gstride, A.gmin, A.mstride = gyp, gstride, gm, mstride
+            A.nh = hq.shape[1] if has_h else 0
+            A.rptr = &rptr[0] if has_h else NULL
+            A.ridx = &ridx[0] if has_h else NULL
+            A.hc = &hc[0] if has_h else NULL
+            A.hq, A.hb, A.cd, A.hd, A.hi, A.k, A.tl = NULL, NULL, cdp, NULL, NULL, 0, NULL
+            A.r, A.buf, A.cap, A.excl, A.self_off, A.given = r, &buf, &cap, excl, \
+                self_offset, 0
             for ii in range(nb):
                 q = q0 + ii
-                mi = _miss_of(qptr, qidx, q, &nm)
+                A.q, A.ny_max, A.epsx = q, &ny_max[0], eps * nx[q]
+                A.mi = _miss_of(qptr, qidx, q, &A.nm)
                 before = cnt
-                if nm == 0 and not has_h:
-                    cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk,
-                                      &ny_max[0], eps * nx[q], gyp, gstride, mi, nm, gm,
-                                      mstride, NULL, 0, NULL, NULL, NULL, NULL, NULL, NULL,
-                                      NULL, 0, NULL, r, &buf, &cap, cnt, excl, self_offset,
-                                      0, <_Complete*> NULL)
+                if A.nm == 0 and not has_h:
+                    cnt = _filter_row(&A, &G[ii, 0], cnt, <_Complete*> NULL)
                 else:
+                    A.hq = &hq[q, 0] if has_h else NULL
                     if real is float:
                         if cdp != NULL:
                             cd.tab = &tab[q, 0]
-                    cnt = _filter_row(P, QS, RS, q, &G[ii, 0], nt, r0, r_chunk,
-                                      &ny_max[0], eps * nx[q], gyp, gstride, mi, nm, gm,
-                                      mstride, &hq[q, 0] if has_h else NULL,
-                                      hq.shape[1] if has_h else 0,
-                                      &rptr[0] if has_h else NULL,
-                                      &ridx[0] if has_h else NULL,
-                                      &hc[0] if has_h else NULL, NULL, cdp, NULL, NULL,
-                                      0, NULL, r, &buf, &cap, cnt, excl, self_offset, 0,
-                                      <_Missing*> NULL)
+                    cnt = _filter_row(&A, &G[ii, 0], cnt, <_Missing*> NULL)
                 if cnt < 0:
                     break
                 if cnt > ocap:
