@@ -11,21 +11,25 @@ metric or an estimator.
 - ``pam``: FasterPAM's assignment and swaps over distance rows (k-medoids);
 - ``trees``: the KD-tree and ball tree (build, insertion, queries).
 
-This module gathers the names the layers above use.
+This module gathers the names the layers above use, all public.  The rules that size a
+call's work (the thread count of a call, ``plan._threads_for``: one thread below
+``SERIAL_PAIRS`` pairs; the rows of a parallel region, ``plan._region_rows``; the chunks
+of the tile kernel and of the matrix-product filter, ``plan._knn_chunk``,
+``plan._radius_chunk_rows``, ``gemm._query_chunks``) stay inside the modules that apply
+them.
 """
 from . import gemm, pam, plan, tiles, trees
 from .gemm import (GEMM_BLOCK_ROWS, GEMM_CACHED_PANELS, GEMM_MAX_CHUNK, GEMM_MAX_QUERY_CHUNK,
                    GEMM_REGION_PAIRS, GemmKnnSelect, RefMissing, aligned_empty, bf16_bounds,
                    bf16_bounds_available, gemm_panels, gemm_products, gemm_radius_lists,
                    gemm_radius_select, gemm_select, miss_codes, miss_lists, query_coded,
-                   query_continuous, query_norms, set_bf16_bounds, _query_chunks)
+                   query_continuous, query_norms, set_bf16_bounds)
 from .pam import pam_assign, pam_swaps
 from .plan import (REGION_PAIRS, SAFE_RANGE, SERIAL_PAIRS, STREAM_BYTES, THREAD_REGION_PAIRS,
-                   CPlan, CRows, TieLists, _c, _knn_chunk, _radius_chunk_rows, _region_rows,
-                   _threads_for, omp_max_threads, openmp_enabled)
+                   CPlan, CRows, TieLists, omp_max_threads, openmp_enabled)
 from .tiles import (ATTR_MAJOR_BYTES, TILE_ROWS, finalize_array, finish_heaps, isa,
                     isa_variants, knn, knn_lists, pair_terms, pairwise, radius,
-                    radius_lists, reduced_radius, tile_view)
+                    radius_lists, reduced_radius)
 
 
 def set_isa(name):

@@ -12,7 +12,12 @@ import numpy.typing as npt
 Float64Array = npt.NDArray[np.float64]
 IntpArray = npt.NDArray[np.intp]
 
+#: below this many pairs a call runs on one thread (every kernel; results never depend on
+#: the thread count)
 SERIAL_PAIRS: int
+SAFE_RANGE: tuple[float, float]
+TILE_ROWS: int
+ATTR_MAJOR_BYTES: int
 REGION_PAIRS: int
 THREAD_REGION_PAIRS: int
 STREAM_BYTES: int
@@ -273,6 +278,7 @@ def pair_terms(
     npt.NDArray[np.bool_], float,
 ]: ...
 def finalize_array(plan: CPlan, s: Float64Array) -> Float64Array: ...
+def reduced_radius(plan: CPlan, r: float) -> float: ...
 def pam_assign(
     Dm: Float64Array,
     med: IntpArray,

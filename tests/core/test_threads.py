@@ -41,7 +41,7 @@ def test_forced_threads_on_tiny_inputs_change_nothing(name, monkeypatch):
 def test_regions_give_every_thread_many_chunks(n_threads, n_other, per):
     # a region ends at a barrier: with only a chunk or two per thread, a thread on a slower
     # core (or preempted) keeps the others waiting for most of a chunk at every region
-    rows = _kernels._region_rows(n_threads, n_other, per)
+    rows = _kernels.plan._region_rows(n_threads, n_other, per)
     assert rows >= 2 * n_threads * per
     if 16 * per * n_other <= _kernels.THREAD_REGION_PAIRS:
         assert rows >= 16 * n_threads * per
@@ -61,11 +61,11 @@ def test_knn_chunks_grow_only_where_the_reference_rows_stream(n_threads, nq, nr,
     # a chunk of queries is one pass over the reference rows: past the caches each pass
     # reads them from memory, and more queries per pass read fewer bytes per pair
     ref_bytes = _kernels.STREAM_BYTES + 1 if streams else min(nr * 64, _kernels.STREAM_BYTES)
-    per = _kernels._knn_chunk(nq, nr, n_threads, ref_bytes)
+    per = _kernels.plan._knn_chunk(nq, nr, n_threads, ref_bytes)
 
     # the regions keep their queries whatever the chunk (a thread's work between two
     # signal checks does not grow with it)
-    region = _kernels._region_rows(n_threads, nr, 8)
+    region = _kernels.plan._region_rows(n_threads, nr, 8)
 
     def allowed(p):     # every thread keeps 4 chunks of the queries and of each region
         return p == 8 or (streams and nq >= 4 * p * n_threads
@@ -85,8 +85,8 @@ def test_radius_chunks_leave_every_thread_work(n_threads, nq, nr, streams):
     # a radius search shares its queries among the threads: chunks as the k-NN search's,
     # smaller (down to one query) where a thread would get fewer than 8 of them
     ref_bytes = _kernels.STREAM_BYTES + 1 if streams else 1000
-    per = _kernels._radius_chunk_rows(nq, nr, n_threads, ref_bytes)
-    big = _kernels._knn_chunk(nq, nr, n_threads, ref_bytes)
+    per = _kernels.plan._radius_chunk_rows(nq, nr, n_threads, ref_bytes)
+    big = _kernels.plan._knn_chunk(nq, nr, n_threads, ref_bytes)
     assert 1 <= per <= big
     if per < big:
         assert nq < 16 * per * n_threads
@@ -101,7 +101,7 @@ def test_radius_chunks_leave_every_thread_work(n_threads, nq, nr, streams):
 @pytest.mark.parametrize("q_chunk", [0, 5, 64])
 def test_filter_regions_hold_whole_rounds_of_chunks(n_threads, nq, nr, cached, q_chunk):
     panel_bytes = _kernels.GEMM_CACHED_PANELS + (0 if cached else 1)
-    qc, region = _kernels._query_chunks(nq, nr, n_threads, panel_bytes, q_chunk)
+    qc, region = _kernels.gemm._query_chunks(nq, nr, n_threads, panel_bytes, q_chunk)
     assert qc % 8 == 0 and qc >= max(q_chunk, 1)
     if q_chunk == 0:
         assert qc <= max(32, _kernels.GEMM_MAX_QUERY_CHUNK)
@@ -121,10 +121,10 @@ def test_filter_regions_hold_whole_rounds_of_chunks(n_threads, nq, nr, cached, q
 
 
 def test_threads_for():
-    assert _kernels._threads_for(4, 10) == 1
-    assert _kernels._threads_for(4, _kernels.SERIAL_PAIRS) == 4
+    assert _kernels.plan._threads_for(4, 10) == 1
+    assert _kernels.plan._threads_for(4, _kernels.SERIAL_PAIRS) == 4
     with pytest.raises(ValueError, match="n_threads"):
-        _kernels._threads_for(0, 10 ** 6)
+        _kernels.plan._threads_for(0, 10 ** 6)
 
 
 @pytest.mark.parametrize("n_jobs,expect", [(1, 1), (3, 3)])

@@ -1,0 +1,55 @@
+"""with_search: a fitted k-NN classifier or regressor whose neighbor queries go through a
+given search(X, k) predicts what the estimator predicts when the search finds what its
+index finds, ties and sample weights included."""
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn.exceptions import NotFittedError
+
+from hdist.neighbors import KNeighborsClassifier, KNeighborsRegressor
+
+
+def data(n=120, seed=3):
+    rng = np.random.default_rng(seed)
+    # few distinct values: many rows tied at the k-th distance
+    X = pd.DataFrame({"a": rng.integers(0, 3, n) * 0.5 + 0.25,
+                      "b": rng.choice(["x", "y"], n)})
+    X.loc[rng.random(n) < 0.1, "a"] = np.nan
+    Q = X.sample(30, random_state=1).reset_index(drop=True)
+    return X, rng.integers(0, 3, n), Q
+
+
+@pytest.mark.parametrize("ties", ["index", "include"])
+@pytest.mark.parametrize("weighted", [False, True])
+@pytest.mark.parametrize("weights", ["uniform", "distance"])
+def test_the_same_predictions_through_the_estimators_own_search(ties, weighted, weights):
+    X, y, Q = data()
+    sw = np.linspace(0.5, 2.0, len(X)) if weighted else None
+    calls = []
+
+    def search(est):
+        def run(Xq, k):
+            calls.append(k)
+            return est.kneighbors(Xq, k)
+        return run
+    # ties="include": the rows tied beyond k are summed from the widened lists instead of
+    # inside the search, so the sums may differ in their last bit
+    same = np.testing.assert_array_equal if ties == "index" else \
+        (lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15))
+    clf = KNeighborsClassifier(4, ties=ties, weights=weights).fit(X, y, sample_weight=sw)
+    via = clf.with_search(search(clf))
+    assert via is not clf and clf._search is None
+    same(via.predict_proba(Q), clf.predict_proba(Q))
+    reg = KNeighborsRegressor(4, ties=ties, weights=weights).fit(X, y.astype(float),
+                                                                 sample_weight=sw)
+    same(reg.with_search(search(reg)).predict(Q), reg.predict(Q))
+    if ties == "include":
+        assert max(calls) > 4          # the tied rows widened the search
+
+
+def test_bad_search_and_unfitted():
+    X, y, _ = data()
+    with pytest.raises(TypeError, match="search must be a callable"):
+        KNeighborsClassifier(3).fit(X, y).with_search(None)
+    with pytest.raises(NotFittedError):
+        KNeighborsClassifier(3).with_search(lambda X, k: None)
