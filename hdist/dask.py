@@ -240,7 +240,6 @@ def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, clien
     >>> hdist.dask.predict(clf, dd.from_pandas(X, npartitions=2)).compute().tolist()
     ['p', 'p', 'q', 'q']
     """
-    import pandas as pd
     from sklearn.utils.validation import check_is_fitted
     if method not in ("predict", "predict_proba"):
         raise ValueError("method must be 'predict' or 'predict_proba', got %r" % (method,))
@@ -252,41 +251,16 @@ def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, clien
                         % (method, type(estimator).__name__))
     check_is_fitted(estimator)
     if reference is not None:
-        est = copy.copy(estimator)
-
         def search(X, width):
             return kneighbors_distributed(estimator.metric_, X, width, reference,
                                           n_jobs=n_jobs, client=client,
                                           query_block=query_block)
-        est._query = _widening_query(search, estimator.metric_.n_train_)
-        return getattr(est, method)(ddf)
+        return getattr(estimator.with_search(search), method)(ddf)
     _check_ddf(ddf)
     est = copy.copy(estimator)
     est.n_jobs = n_jobs
     meta = _apply(ddf._meta, est, method)
     return ddf.map_partitions(_apply, _broadcast(est, client), method, meta=meta)
-
-
-def _widening_query(search, n_ref):
-    """An estimator's ``_query`` over ``search(X, width)`` (the spread reference set).
-    ``ties``: the lists hold every row tied with the k-th, as the local search gives them
-    -- searched again at twice the width until no list ends inside its k-th distance's
-    ties, and the rows past those ties blanked (distance ``inf``, index 0)."""
-    def query(X, k, progress=None, ties=False):
-        dist, ind = search(X, k)
-        width = k
-        while ties and width < n_ref and (dist[:, -1] == dist[:, k - 1]).any():
-            width = min(n_ref, 2 * width)
-            dist, ind = search(X, width)
-        if width > k:
-            past = dist > dist[:, k - 1:k]
-            dist = np.where(past, np.inf, dist)
-            ind = np.where(past, 0, ind)
-        if ties is not True and ties:   # a tally (votes.TieTally) of the rows past k
-            ties.add_lists(dist, ind, k)
-            return dist[:, :k], ind[:, :k]
-        return dist, ind
-    return query
 
 
 # ----------------------------------------------------------------------------------------
