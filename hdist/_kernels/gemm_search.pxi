@@ -174,7 +174,7 @@ cdef class GemmKnnSelect:
                  const double[:, ::1] hq=None, const intp[::1] rptr=None,
                  const intp[::1] ridx=None, hc=None, TieLists ties=None,
                  RefMissing refmiss=None, bint fused=False):
-        cdef intp nq = Q.s.n, nr = R.s.n, nch, t, m = 0
+        cdef intp nq = Q.s.n, nr = R.s.n, nch
         if refmiss is not None:
             # the reference rows' missing attributes, checked and coded once
             if rptr is not None or ridx is not None:
@@ -212,6 +212,22 @@ cdef class GemmKnnSelect:
             raise ValueError("ties must hold one list per query row")
         self.ties = ties
         self.s.ties = ties.t if ties is not None else NULL
+        self._keep_columns(gy, qptr, qidx, gmin, nch)
+        self._keep_ref_missing(hq, rptr, ridx, hc, refmiss, fused)
+        self.fused = fused
+        # without reference-missing terms, the fused search's product adds the columns of
+        # the queries that miss values (the selection then tests those sums as they are)
+        self.s.cols_only = self.npy_type == cnp.NPY_FLOAT32 and not self.s.has_h \
+            and self.s.gy != NULL and self.s.qidx != NULL
+
+    @cython.boundscheck(HDIST_DEBUG)
+    @cython.wraparound(False)
+    cdef int _keep_columns(self, gy, const intp[::1] qptr, const intp[::1] qidx,
+                           const double[:, ::1] gmin, intp nch) except -1:
+        """Check and keep the columns of the attributes the queries miss: ``gy`` (one
+        column per reference row), ``qptr``/``qidx`` (the attributes of each query, rows
+        of ``gy``) and ``gmin`` (``gy``'s smallest per chunk; None: none)."""
+        cdef intp nq = self.Q.s.n, nr = self.R.s.n, t, m = 0
         self.s.gy, self.s.gstride, self.s.qptr, self.s.qidx = NULL, 0, NULL, NULL
         self.s.gmin, self.s.mstride = NULL, 0
         if (qptr is None) != (qidx is None) or (qptr is None) != (gy is None):
@@ -249,6 +265,18 @@ cdef class GemmKnnSelect:
                 self.gmin = gmin
                 self.s.gmin = &gmin[0, 0] if m > 0 and nch > 0 else NULL
                 self.s.mstride = gmin.shape[1]
+        return 0
+
+    @cython.boundscheck(HDIST_DEBUG)
+    @cython.wraparound(False)
+    cdef int _keep_ref_missing(self, const double[:, ::1] hq, const intp[::1] rptr,
+                               const intp[::1] ridx, hc, RefMissing refmiss,
+                               bint fused) except -1:
+        """Check and keep the queries' terms against the reference rows' missing attributes
+        (``hq``, ``rptr``/``ridx``, ``hc``, all None or all given; ``refmiss``: the rows
+        already checked and coded), the reference rows' codes and, unless ``fused``, each
+        query's bounds and tables."""
+        cdef intp nq = self.Q.s.n, nr = self.R.s.n, t
         self.s.has_h, self.s.nh = 0, 0
         self.s.hq, self.s.rptr, self.s.ridx, self.s.hc = NULL, NULL, NULL, NULL
         self.s.hb = NULL
@@ -316,11 +344,7 @@ cdef class GemmKnnSelect:
                     # float64: the bounds only (the codes are float32's)
                     self.hb = _all_hq_bounds(hq)
                     self.s.hb = &self.hb[0, 0]
-        self.fused = fused
-        # without reference-missing terms, the fused search's product adds the columns of
-        # the queries that miss values (the selection then tests those sums as they are)
-        self.s.cols_only = self.npy_type == cnp.NPY_FLOAT32 and not self.s.has_h \
-            and self.s.gy != NULL and self.s.qidx != NULL
+        return 0
 
     @cython.boundscheck(HDIST_DEBUG)
     @cython.wraparound(False)
