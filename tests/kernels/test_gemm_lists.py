@@ -6,7 +6,7 @@ import pytest
 
 from hdist._kernels import gemm_radius_lists
 
-pytestmark = [pytest.mark.sanitize]
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
 
 
 @pytest.mark.parametrize("n_threads", [1, 2])

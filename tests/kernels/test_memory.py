@@ -23,7 +23,7 @@ import pytest
 import hdist
 from hdist import Metric, NeighborsIndex
 
-pytestmark = [pytest.mark.sanitize]
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
 
 #: the compiled modules' sources (and what they include)
 SRC = Path(hdist.__file__).parent / "_kernels"

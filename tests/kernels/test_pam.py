@@ -10,7 +10,7 @@ import hdist
 from hdist.cluster import KMedoids
 from ref_pam import eager_swaps, fasterpam_state, kernel_swaps, loss_of, swap_losses
 
-pytestmark = [pytest.mark.sanitize]
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
 
 
 def sym_matrix(rng, n, dims=3, dyadic=False):

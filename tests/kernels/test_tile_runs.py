@@ -21,6 +21,8 @@ from hdist import _kernels
 from reference import reference_metric
 from test_tile_ignore import _pair_kernel
 
+pytestmark = [pytest.mark.kernels]
+
 N_CONT, N_NOM = 9, 9
 KINDS = ["continuous"] * N_CONT + ["nominal"] * N_NOM
 NOMINAL = list(range(N_CONT, N_CONT + N_NOM))
