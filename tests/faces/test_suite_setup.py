@@ -1,7 +1,10 @@
 """The test suite itself: a checkout without the real datasets collects and runs it (the
 tests that read them skip, naming HDIST_DATA), and the warnings filters make hdist's own
-deprecated calls errors without stopping the suite for a third party's."""
+deprecated calls errors without stopping the suite for a third party's; the CI stages
+that run a part of it select that part by marks that every module declares."""
+import ast
 import os
+import re
 import subprocess
 import sys
 import warnings
@@ -70,3 +73,133 @@ def test_an_unexpected_column_kind_warning_fails_the_test():
     from hdist.metrics import ColumnKindWarning
     for module in ("test_encode", "sklearn.base", "hdist._core.schema"):
         assert _action(ColumnKindWarning, module) == "error", module
+
+
+# -- the CI stages' selections ---------------------------------------------------------
+# Each stage that runs a part of the suite selects it by a mark (pyproject.toml's markers:
+# kernels on the baseline instruction set, sanitize under the bounds-checked and sanitizer
+# builds, smoke on the emulated aarch64 wheel), and each test module declares its stages
+# in its module-level ``pytestmark``: a new module of a folder whose stage it misses fails
+# here instead of silently running in no stage.
+
+#: the marks every test module of a folder carries
+FOLDER_MARKS = {"kernels": {"kernels", "sanitize"}}
+#: modules of a folder not yet run in one of its stages, by mark: each must exist and lack
+#: the mark (run them in the stage, then take them off this table)
+NOT_YET = {
+    # the bounds-checked and sanitizer builds ran a list of files kept by hand, which these
+    # modules (written after it) never joined; they pass at the baseline instruction set
+    "sanitize": {"kernels/test_offsets.py", "kernels/test_review_edges.py",
+                 "kernels/test_tile_runs.py", "kernels/test_tree_batches.py",
+                 "kernels/test_tree_tiles.py"},
+}
+
+
+def stage_marks(path):
+    """The names ``NAME`` of the ``pytest.mark.NAME`` a test module's module-level
+    ``pytestmark`` holds (assigned or extended)."""
+    tree = ast.parse(path.read_text())
+    names = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            targets = node.targets
+        elif isinstance(node, ast.AugAssign):
+            targets = [node.target]
+        else:
+            continue
+        if not any(isinstance(t, ast.Name) and t.id == "pytestmark" for t in targets):
+            continue
+        for sub in ast.walk(node.value):
+            if isinstance(sub, ast.Attribute) and isinstance(sub.value, ast.Attribute) \
+                    and sub.value.attr == "mark":
+                names.add(sub.attr)
+    return names
+
+
+def _test_modules():
+    return sorted(HERE.glob("*/test_*.py"))
+
+
+def _declared(pytestconfig):
+    return {line.split(":")[0].strip() for line in pytestconfig.getini("markers")}
+
+
+def test_stage_marks_are_declared_and_strict(pytestconfig):
+    declared = _declared(pytestconfig)
+    assert {"needs_data", "kernels", "sanitize", "smoke", "trees"} <= declared
+    # a misspelt mark is an error at collection, not a module that leaves its stage
+    assert "--strict-markers" in pytestconfig.getini("addopts")
+
+
+def test_the_checker_reads_module_marks(tmp_path):
+    one = tmp_path / "test_one.py"
+    one.write_text("import pytest\npytestmark = pytest.mark.filterwarnings('ignore')\n"
+                   "pytestmark = [pytestmark, pytest.mark.kernels]\n"
+                   "pytestmark += [pytest.mark.sanitize]\n"
+                   "@pytest.mark.smoke\ndef test_x():\n    pass\n")
+    assert stage_marks(one) == {"filterwarnings", "kernels", "sanitize"}
+
+
+def _name(path):
+    return "%s/%s" % (path.parent.name, path.name)
+
+
+def test_every_module_carries_the_marks_of_its_stages():
+    wrong = []
+    for path in _test_modules():
+        need = set(FOLDER_MARKS.get(path.parent.name, ()))
+        if path.parent.name == "kernels" and path.stem.startswith("test_tree"):
+            need.add("trees")
+        need -= {mark for mark, names in NOT_YET.items() if _name(path) in names}
+        lacking = need - stage_marks(path)
+        if lacking:
+            wrong.append("%s lacks %s" % (_name(path), ", ".join(sorted(lacking))))
+    assert not wrong, wrong
+
+
+def test_modules_not_yet_in_a_stage_exist_and_lack_its_mark():
+    present = {_name(path): stage_marks(path) for path in _test_modules()}
+    for mark, names in NOT_YET.items():
+        for name in names:
+            assert name in present, name
+            assert mark not in present[name], "%s carries %s: take it off NOT_YET" % (
+                name, mark)
+
+
+def test_every_stage_mark_selects_modules():
+    held = {}
+    for path in _test_modules():
+        for mark in stage_marks(path):
+            held.setdefault(mark, []).append(path.name)
+    for mark in ("kernels", "sanitize", "smoke", "trees"):
+        assert held.get(mark), mark
+    assert "test_build.py" in held["smoke"]        # the emulated wheel runs the build tests
+
+
+def _stage_commands(path, start, end=None):
+    """The lines of ``path`` from the first one holding ``start`` to the first one after
+    it holding ``end`` (the rest of the file without one)."""
+    lines = path.read_text().splitlines()
+    first = next(i for i, line in enumerate(lines) if start in line)
+    stop = len(lines)
+    if end is not None:
+        stop = next(i for i in range(first + 1, len(lines)) if end in lines[i])
+    return "\n".join(lines[first:stop])
+
+
+@pytest.mark.parametrize("where,start,end,expect", [
+    ("pyproject.toml", "[tool.cibuildwheel]", None, ['-m "not needs_data" tests',
+                                                    "-m smoke tests"]),
+    (".ci/run", 'stage "HDIST_ISA=baseline', 'stage "', ["-m kernels tests"]),
+    ("ci/sanitize.sh", "-- run --", None, ["SELECT=(-m sanitize)", "TESTS=(tests)"]),
+])
+def test_ci_stages_select_tests_by_marks(where, start, end, expect):
+    path = RUN_FROM / where
+    if not path.exists():
+        pytest.skip("%s is not beside the tests (a wheel's test run)" % where)
+    text = _stage_commands(path, start, end)
+    for piece in expect:
+        assert piece in text, (where, piece)
+    # no test file named one by one: a list kept by hand drops a new module silently
+    named = re.findall(r"tests/\w+/test_\w+\.py", text)
+    assert not named, (where, named)

@@ -23,7 +23,8 @@ from hdist._kernels import CRows
 from reference import CONTINUOUS, NOMINAL
 from test_review_edges import close, exact_distances, knn_paths, radius_paths
 
-pytestmark = pytest.mark.filterwarnings("ignore:column .* not seen in fit:UserWarning")
+pytestmark = [pytest.mark.kernels,
+              pytest.mark.filterwarnings("ignore:column .* not seen in fit:UserWarning")]
 
 #: |min| far above the values that matter; a column of large values with a tiny spread
 SMALL = [-1e8, 1e8] + [k * 1e-9 for k in range(-4, 5)]
