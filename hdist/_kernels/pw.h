@@ -18,9 +18,22 @@
 #ifndef HDIST_PW_H
 #define HDIST_PW_H
 
-#include <math.h>
+/* HD_FN qualifies the functions shared by the host's kernels and the device's
+ * (hdist/_kernels/cuda/knn.cu, compiled by NVRTC, or by the host compiler for the
+ * emulated device): "static inline" on the host, a device function under CUDA. */
+#ifndef HD_FN
+#if defined(__CUDACC__) || defined(__CUDACC_RTC__)
+#define HD_FN __device__ static inline
+#else
+#define HD_FN static inline
+#endif
+#endif
 
-static inline double hd_pw_gen(double d, double p)
+#if !defined(__CUDACC_RTC__)
+#include <math.h>
+#endif
+
+HD_FN double hd_pw_gen(double d, double p)
 {
     double s;
     if (p == 0.5)

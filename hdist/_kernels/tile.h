@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "pw.h"
+#include "terms.h"
 
 typedef ptrdiff_t hd_intp;
 

@@ -10,11 +10,9 @@
 
 /* pm: 0 p = inf, 1 p = 1, 2 p = 2, 3 other p (hd_pw_gen), 5 p = 3 and 6 p = 4 (hd_pw_gen's
  * products, spelled out so that they are vectorized), 4 p = 0.5 (hd_pw_gen's sqrt,
- * spelled out so that it is vectorized) */
-#define HD_PW(d) (pm == 2 ? (d) * (d) : (pm == 3 ? hd_pw_gen((d), P->p) : \
-                  (pm == 4 ? sqrt(d) : (pm == 5 ? ((d) * (d)) * (d) : \
-                  (pm == 6 ? ((d) * (d)) * ((d) * (d)) : (d))))))
-#define HD_ACC(s, t) (pm == 0 ? ((t) > (s) ? (t) : (s)) : (s) + (t))
+ * spelled out so that it is vectorized).  The terms themselves are terms.h's functions,
+ * shared with the device kernels (hdist/_kernels/cuda/knn.cu). */
+#define HD_ACC(s, t) hd_acc_pm((s), (t), pm)
 
 /* 1 when every partial sum exceeds bound (the rows can be abandoned) */
 static HD_INLINE int HD_SFX(hd_all_above)(const double *s, hd_intp nb, double bound)
@@ -123,10 +121,8 @@ static HD_INLINE void HD_SFX(hd_cont_run)(const hd_tplan *P, const hd_tq *Q, con
             nj = ns[j];
         for (u = 0; u < r; u++) {
             double yj = y[u][j];
-            double d = fabs(x[u] - yj) * ci[u];
-            double t = HD_PW(d);
+            double t = hd_cont_term(x[u], yj, ci[u], cw[u], pm, P->p);
             int yin = yj == yj;
-            t = cw[u] * t;
             if (mode == HD_SKIP || mode == HD_SKIPN) {
                 sj = yin ? HD_ACC(sj, t) : sj;
                 if (mode == HD_SKIP)
@@ -260,12 +256,8 @@ static HD_INLINE void HD_SFX(hd_rescale)(double *HD_RESTRICT s, const double *HD
         /* P->ign_unit: the known weight is the whole less the skipped ones (every partial
          * sum a multiple of ign_w, exact) */
         double k = P->ign_unit ? P->ign_all - P->ign_w * ns[j] : kw[j];
-        if (ns[j] > 0.0) {
-            if (k > 0.0)
-                v = pm == 0 ? v : v * (w_all / k);
-            else
-                v = pm == 0 ? w_max : w_all;
-        }
+        if (ns[j] > 0.0)
+            v = hd_rescale_one(v, k, w_all, w_max, pm);
         s[j] = v;
     }
 }
@@ -400,13 +392,12 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                 const int unseen = cx >= V;
                 for (j = 0; j < nb; j++) {
                     int cy = y[j];
-                    nrm[j] = row[cy < 0 ? 0 : (cy < V ? cy : V)];
+                    nrm[j] = row[hd_tab_col(cy, V)];
                 }
                 if (!ign) {
                     for (j = 0; j < nb; j++) {
                         int cy = y[j];
-                        double t = nrm[j];
-                        t = (unseen & (cy == cx)) ? 0.0 : t;
+                        double t = hd_tab_sel(nrm[j], unseen, cx, cy);
                         t = cy >= 0 ? t : miss;
                         s[j] = HD_ACC(s[j], t);
                     }
@@ -416,8 +407,7 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                         int cy = y[j];
                         int yin = cy >= 0;
                         int sk = (!yin) & skip_ok;
-                        double t = nrm[j];
-                        t = (unseen & (cy == cx)) ? 0.0 : t;
+                        double t = hd_tab_sel(nrm[j], unseen, cx, cy);
                         t = yin ? t : (sk ? 0.0 : miss);
                         s[j] = HD_ACC(s[j], t);
                         kw[j] += sk ? 0.0 : rw;
@@ -448,29 +438,19 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
                     const double xc = x[c];
                     const double *yc = R->e + (off + c) * ld + j0;
                     if (q2) {
-                        for (j = 0; j < nb; j++) {
-                            double dlt = xc - yc[j];
-                            nrm[j] += dlt * dlt;
-                        }
+                        for (j = 0; j < nb; j++)
+                            nrm[j] = hd_emb_q2(nrm[j], xc, yc[j]);
                     } else {
                         for (j = 0; j < nb; j++)
-                            nrm[j] += fabs(xc - yc[j]);
+                            nrm[j] = hd_emb_q1(nrm[j], xc, yc[j]);
                     }
                 }
                 if (ign)
                     HD_SFX(hd_ign_split)(&g, nb);
                 for (j = 0; j < nb; j++) {
-                    double n = nrm[j], t;
                     int yin = y0[j] == y0[j];
                     int sk = (!yin) & skip_ok;
-                    if (q2 && pm == 2)
-                        t = n;
-                    else if (q2) {
-                        double r = sqrt(n);
-                        t = HD_PW(r);
-                    } else
-                        t = HD_PW(n);
-                    t = rw * t;
+                    double t = hd_emb_term(nrm[j], q2, rw, pm, P->p);
                     t = yin ? t : (sk ? 0.0 : miss);
                     s[j] = HD_ACC(s[j], t);
                     if (ign) {
@@ -489,14 +469,8 @@ static HD_INLINE int HD_SFX(hd_tile_pm)(const hd_tplan *P, const hd_tq *Q, const
         if (g.uni) {
             /* every row: ns = NS, kw = K */
             if (g.NS > 0.0) {
-                for (j = 0; j < nb; j++) {
-                    double v = s[j];
-                    if (g.K > 0.0)
-                        v = pm == 0 ? v : v * (w_all / g.K);
-                    else
-                        v = pm == 0 ? w_max : w_all;
-                    s[j] = v;
-                }
+                for (j = 0; j < nb; j++)
+                    s[j] = hd_rescale_one(s[j], g.K, w_all, w_max, pm);
             }
             return 0;
         }
@@ -530,5 +504,4 @@ HD_TILE_ENTRY(hd_tile_cube, 5)
 HD_TILE_ENTRY(hd_tile_quart, 6)
 #undef HD_TILE_ENTRY
 
-#undef HD_PW
 #undef HD_ACC

@@ -1,0 +1,776 @@
+"""Exact k-NN, radius search and pairwise matrices on a CUDA device (``device="cuda"``).
+
+The reference rows are uploaded once, attribute-major, and kept on the device; queries
+stream in blocks.  For each block the device computes every pair's reduced distance with
+the CPU's per-attribute terms (``hdist/_kernels/terms.h``, compiled for the device from
+``hdist/_kernels/cuda/knn.cu``: float64, no fused multiply-adds, the CPU's order) and keeps
+each query's ``K`` smallest (reduced distance, index) on the device (per-thread heaps,
+merged per block, then per query), so no queries x rows matrix is written.
+
+The host then finishes as the CPU's searches do: the true distance of each candidate with
+the CPU's own functions (``finalize_array``, and the CPU's pair function for a reduced
+distance outside the range where the root is trusted), the order by (true distance,
+index), the k-th place decided on the distance returned.  A query's candidates are
+certified complete (:func:`_certified`): every row the device left out has a true
+distance above the k-th (or, without tie lists, equal to it and a larger index); a query
+that is not is asked again with a larger ``K``, and past :data:`K_MAX` computed by the
+CPU's kernel.  Results are therefore the CPU's bit for bit.
+
+Backends: CuPy (kernels compiled by NVRTC at first use; CuPy caches them per device
+architecture) or, with ``HDIST_CUDA_EMULATE=1``, the emulated device: the same kernel
+source compiled by the host's C compiler (``hdist/_kernels/cuda/emulate.h`` runs a grid's
+blocks and threads as loops) over NumPy arrays, driven by this same code.
+"""
+from __future__ import annotations
+
+import ctypes
+import hashlib
+import os
+import sys
+import tempfile
+import threading
+import time
+
+import numpy as np
+
+__all__ = ["CudaSearcher", "CudaUnavailableError", "device_source", "nvrtc_options",
+           "emulated", "KERNELS", "K_MAX"]
+
+#: the kernels of ``knn.cu`` the driver launches
+KERNELS = ("hd_knn_scan", "hd_knn_merge", "hd_radius_scan", "hd_pairwise")
+#: the most candidates kept per query on the device; a query that needs more (a tie
+#: group larger than this at its k-th distance) is finished by the CPU's kernel
+K_MAX = 3072
+#: dynamic shared memory of one block of hd_knn_scan (bytes): its threads' heaps
+SHARED_BYTES = 48 * 1024
+#: most threads per block
+THREADS = 128
+
+_KERNEL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+                           "_kernels")
+_CUDA_DIR = os.path.join(_KERNEL_DIR, "cuda")
+#: the sources the device code is made of (their text keys the emulated library's cache)
+_SOURCES = (os.path.join(_CUDA_DIR, "knn.cu"), os.path.join(_CUDA_DIR, "emulate.h"),
+            os.path.join(_CUDA_DIR, "emulate.c"), os.path.join(_KERNEL_DIR, "terms.h"),
+            os.path.join(_KERNEL_DIR, "pw.h"))
+
+# the kernels' plan header (knn.cu's HD_H_* order)
+_H_NAMES = ("mc", "mo", "mt", "me", "pm", "ign", "n", "D",
+            "c_inv", "c_w", "c_both", "o_w", "o_miss", "o_rw", "t_tab", "t_miss", "t_rw",
+            "e_miss", "e_rw", "t_off", "t_V", "e_off", "c_ign", "o_ign", "t_ign", "e_q",
+            "e_ign")
+_H = {name: i for i, name in enumerate(_H_NAMES)}
+# a true distance is taken from finalize only inside this range of reduced distances
+# (hdist._kernels.SAFE_RANGE; p = 2 and general p); outside, the CPU's pair function
+_SAFE_LO, _SAFE_HI = 1e-280, 1e280
+
+
+class CudaUnavailableError(RuntimeError):
+    """``device="cuda"`` was asked where it cannot run: the message names what is missing
+    (CuPy, a GPU, or a metric the device does not serve)."""
+
+
+def emulated():
+    """True when ``HDIST_CUDA_EMULATE`` asks for the emulated device (``1``, ``yes``,
+    ``true``)."""
+    return os.environ.get("HDIST_CUDA_EMULATE", "").strip().lower() in ("1", "yes", "true")
+
+
+def device_source():
+    """``(source, name)`` of the device code for NVRTC (it includes ``terms.h`` and
+    ``pw.h`` through the include path of :func:`nvrtc_options`)."""
+    with open(os.path.join(_CUDA_DIR, "knn.cu")) as f:
+        return f.read(), "knn.cu"
+
+
+def nvrtc_options(arch=None):
+    """NVRTC's options for the device code: no fused multiply-adds (``--fmad=false``),
+    functions without a qualifier on the device (``-default-device``), the kernels' folder
+    on the include path, and ``--gpu-architecture=arch`` when given (CuPy adds its own)."""
+    opts = ["--fmad=false", "-default-device", "-I" + _KERNEL_DIR]
+    if arch:
+        opts.insert(0, "--gpu-architecture=" + arch)
+    return opts
+
+
+# -- the plan and the rows as the kernels read them --------------------------------------
+
+def tile_pmode(plan):
+    """The kind of p of the tile kernel and the device: 0 inf, 1, 2, 3 other, 4 p = 0.5,
+    5 p = 3, 6 p = 4."""
+    pm = int(plan.pmode)
+    if pm == 3:
+        p = float(plan.p)
+        pm = 4 if p == 0.5 else (5 if p == 3.0 else (6 if p == 4.0 else 3))
+    return pm
+
+
+def _plan_arrays(plan, n, D):
+    """The plan packed for the kernels: ``(H, PD, PI, PB)``."""
+    H = np.zeros(len(_H_NAMES), dtype=np.int64)
+    H[_H["mc"]], H[_H["mo"]], H[_H["mt"]], H[_H["me"]] = plan.mc, plan.mo, plan.mt, plan.me
+    H[_H["pm"]] = tile_pmode(plan)
+    H[_H["ign"]] = int(plan.has_ignore)
+    H[_H["n"]], H[_H["D"]] = n, D
+    parts = {np.float64: [np.array([float(plan.p), float(plan.w_all), float(plan.w_max),
+                                    np.inf])],
+             np.int64: [], np.uint8: []}
+    sizes = {np.float64: 4, np.int64: 0, np.uint8: 0}
+    spec = (("c_inv", "c_inv", np.float64), ("c_w", "c_rw", np.float64),
+            ("c_both", "c_both", np.float64), ("o_w", "o_w", np.float64),
+            ("o_miss", "o_miss", np.float64), ("o_rw", "o_rw", np.float64),
+            ("t_tab", "t_tab", np.float64), ("t_miss", "t_miss", np.float64),
+            ("t_rw", "t_rw", np.float64), ("e_miss", "e_miss", np.float64),
+            ("e_rw", "e_rw", np.float64), ("t_off", "t_off", np.int64),
+            ("t_V", "t_V", np.int64), ("e_off", "e_off", np.int64),
+            ("c_ign", "c_ign", np.uint8), ("o_ign", "o_ign", np.uint8),
+            ("t_ign", "t_ign", np.uint8), ("e_q", "e_q", np.uint8), ("e_ign", "e_ign", np.uint8))
+    for key, attr, dtype in spec:
+        a = getattr(plan, attr, None)
+        a = np.zeros(0, dtype=dtype) if a is None else np.asarray(a).astype(dtype).ravel()
+        H[_H[key]] = sizes[dtype]
+        parts[dtype].append(a)
+        sizes[dtype] += a.size
+    packed = []
+    for dtype in (np.float64, np.int64, np.uint8):
+        a = np.concatenate(parts[dtype]) if parts[dtype] else np.zeros(0, dtype=dtype)
+        packed.append(a if a.size else np.zeros(1, dtype=dtype))
+    return (H,) + tuple(packed)
+
+
+def _nonempty(a, dtype):
+    a = np.ascontiguousarray(a, dtype=dtype)
+    return a if a.size else np.zeros(1, dtype=dtype)
+
+
+def _attr_major(rows):
+    """Reference rows attribute-major: ``(c, cpen, o, t, e)``."""
+    return (_nonempty(rows.c.T, np.float64), _nonempty(rows.cpen.T, np.float64),
+            _nonempty(rows.o.T, np.int32), _nonempty(rows.t.T, np.int32),
+            _nonempty(rows.e.T, np.float64))
+
+
+def _row_major(rows):
+    """Query rows row-major: ``(c, cpen, o, t, e)``."""
+    return (_nonempty(rows.c, np.float64), _nonempty(rows.cpen, np.float64),
+            _nonempty(rows.o, np.int32), _nonempty(rows.t, np.int32),
+            _nonempty(rows.e, np.float64))
+
+
+# -- backends ------------------------------------------------------------------------
+
+_emu_lock = threading.Lock()
+_emu_lib = None
+
+
+def _emu_flags(compiler_type):
+    if compiler_type == "msvc":
+        return ["/O2", "/fp:precise"]
+    return ["-O2", "-fno-fast-math", "-ffp-contract=off", "-fPIC"]
+
+
+def _emu_library():
+    """The emulated device's kernels (``emulate.c``), compiled with the host's C compiler
+    at first use into a cache folder (``HDIST_CUDA_CACHE``, else ``~/.cache/hdist/cuda``)
+    keyed by the sources' text."""
+    global _emu_lib
+    with _emu_lock:
+        if _emu_lib is not None:
+            return _emu_lib
+        from setuptools._distutils.ccompiler import new_compiler
+        from setuptools._distutils.sysconfig import customize_compiler
+        cc = new_compiler()
+        customize_compiler(cc)
+        flags = _emu_flags(cc.compiler_type)
+        h = hashlib.sha256()
+        for path in _SOURCES:
+            with open(path, "rb") as f:
+                h.update(f.read())
+        h.update(repr((flags, sys.platform, cc.compiler_type)).encode())
+        folder = os.environ.get("HDIST_CUDA_CACHE") or os.path.join(
+            os.path.expanduser("~"), ".cache", "hdist", "cuda")
+        os.makedirs(folder, exist_ok=True)
+        ext = ".dll" if sys.platform == "win32" else ".so"
+        path = os.path.join(folder, "emulated-%s%s" % (h.hexdigest()[:16], ext))
+        if not os.path.exists(path):
+            with tempfile.TemporaryDirectory(dir=folder) as tmp:
+                objs = cc.compile([os.path.join(_CUDA_DIR, "emulate.c")], output_dir=tmp,
+                                  include_dirs=[_KERNEL_DIR, _CUDA_DIR], extra_postargs=flags)
+                out = os.path.join(tmp, "lib" + ext)
+                cc.link_shared_object(objs, out)
+                os.replace(out, path)
+        _emu_lib = ctypes.CDLL(path)
+        return _emu_lib
+
+
+class _Emulated:
+    """The emulated device: NumPy arrays as device memory, the kernels run by
+    ``emulate.c``'s loops."""
+
+    name = "emulated"
+    out_of_memory = (MemoryError,)
+
+    def __init__(self):
+        self.lib = _emu_library()
+
+    def describe(self):
+        return "emulated device (HDIST_CUDA_EMULATE=1)"
+
+    def put(self, a):
+        return np.ascontiguousarray(a)
+
+    def empty(self, shape, dtype):
+        return np.empty(shape, dtype=dtype)
+
+    def zeros(self, shape, dtype):
+        return np.zeros(shape, dtype=dtype)
+
+    def get(self, a):
+        return np.asarray(a)
+
+    def free_bytes(self):
+        return 1 << 33
+
+    def launch(self, kernel, grid, block, shared, args):
+        fn = getattr(self.lib, "hd_emu_" + kernel[3:])
+        cargs = [ctypes.c_longlong(grid[0]), ctypes.c_longlong(grid[1]),
+                 ctypes.c_longlong(block), ctypes.c_longlong(shared)]
+        for a in args:
+            if isinstance(a, np.ndarray):
+                cargs.append(ctypes.c_void_p(a.ctypes.data))
+            elif isinstance(a, (float, np.floating)):
+                cargs.append(ctypes.c_double(a))
+            else:
+                cargs.append(ctypes.c_longlong(int(a)))
+        if fn(*cargs) != 0:
+            raise MemoryError("the emulated device could not allocate its shared memory")
+
+
+class _Cupy:
+    """A CUDA GPU through CuPy; the kernels compiled by NVRTC at first use."""
+
+    name = "cuda"
+
+    def __init__(self):
+        try:
+            import cupy
+        except ImportError as e:
+            raise CudaUnavailableError(
+                "device='cuda' needs CuPy, which is not installed (pip install "
+                "'hdist[cuda]', which brings cupy-cuda12x); HDIST_CUDA_EMULATE=1 runs the "
+                "emulated device instead") from e
+        try:
+            count = cupy.cuda.runtime.getDeviceCount()
+        except Exception as e:      # no driver: CUDARuntimeError
+            raise CudaUnavailableError(
+                "device='cuda' found no CUDA driver or GPU (%s)" % (e,)) from e
+        if count < 1:
+            raise CudaUnavailableError("device='cuda' found no CUDA GPU")
+        self.cp = cupy
+        self.out_of_memory = (cupy.cuda.memory.OutOfMemoryError, MemoryError)
+        src, name = device_source()
+        self.module = cupy.RawModule(code=src, options=tuple(nvrtc_options()),
+                                     name_expressions=None)
+        self._fns = {}
+
+    def describe(self):
+        cp = self.cp
+        dev = cp.cuda.Device()
+        props = cp.cuda.runtime.getDeviceProperties(dev.id)
+        name = props["name"].decode() if isinstance(props["name"], bytes) else props["name"]
+        return "%s (compute capability %s, driver %d)" % (
+            name, dev.compute_capability, cp.cuda.runtime.driverGetVersion())
+
+    def put(self, a):
+        return self.cp.asarray(np.ascontiguousarray(a))
+
+    def empty(self, shape, dtype):
+        return self.cp.empty(shape, dtype=dtype)
+
+    def zeros(self, shape, dtype):
+        return self.cp.zeros(shape, dtype=dtype)
+
+    def get(self, a):
+        return self.cp.asnumpy(a)
+
+    def free_bytes(self):
+        free, _total = self.cp.cuda.runtime.memGetInfo()
+        return int(free)
+
+    def launch(self, kernel, grid, block, shared, args):
+        fn = self._fns.get(kernel)
+        if fn is None:
+            fn = self._fns[kernel] = self.module.get_function(kernel)
+        cargs = []
+        for a in args:
+            if isinstance(a, (float, np.floating)):
+                cargs.append(np.float64(a))
+            elif isinstance(a, (int, np.integer)):
+                cargs.append(np.int64(a))
+            else:
+                cargs.append(a)
+        fn((int(grid[0]), int(grid[1])), (int(block),), tuple(cargs), shared_mem=int(shared))
+
+
+def backend():
+    """The device ``device="cuda"`` runs on: the emulated one under
+    ``HDIST_CUDA_EMULATE=1``, else a GPU through CuPy (:class:`CudaUnavailableError`
+    naming what is missing)."""
+    return _Emulated() if emulated() else _Cupy()
+
+
+# -- certification of a query's candidates -----------------------------------------------
+
+def _certified(cplan, pmode, S, J, T, Jt, n, k, ties):
+    """Which queries' candidates hold their exact answer.
+
+    ``S``/``J`` ``[q, K]``: the device's K smallest (reduced distance, index), ascending,
+    ``(inf, n)`` past the rows it has; ``T``/``Jt``: the candidates' true distances and
+    indices sorted by (true, index).  With ``s`` the last candidate's reduced distance
+    (inside the trusted range, so the rows left out have true distances at least
+    ``finalize(s)``, finalize being monotone): certified when ``finalize(s)`` exceeds the
+    k-th true distance ``T_k``; or, without tie lists, when it equals ``T_k``, the next
+    larger reduced value already finalizes above ``T_k``, and the last candidate's index is
+    at least the k-th's (a row left out at ``T_k`` then comes after the k-th)."""
+    nq, K = S.shape
+    cnt = (J < n).sum(axis=1)
+    last = np.maximum(cnt - 1, 0)
+    s_last = S[np.arange(nq), last].copy()
+    j_last = J[np.arange(nq), last]
+    from .._kernels import finalize_array
+    f_last = finalize_array(cplan, np.ascontiguousarray(s_last))
+    Tk = T[:, k - 1]
+    ok_range = np.ones(nq, dtype=bool) if pmode < 2 else \
+        (s_last >= 10 * _SAFE_LO) & (s_last <= _SAFE_HI / 10)
+    ok = ok_range & (f_last > Tk)
+    if not ties:
+        f_up = finalize_array(cplan, np.ascontiguousarray(np.nextafter(s_last, np.inf)))
+        ok |= ok_range & (f_last == Tk) & (f_up > Tk) & (j_last >= Jt[:, k - 1])
+    return ok
+
+
+# -- the searcher ----------------------------------------------------------------------
+
+try:
+    from .searchers import Found, Searcher, register
+except ImportError:     # a search layer without the searcher registry
+    from dataclasses import dataclass, field
+
+    @dataclass
+    class Found:
+        """What one search found and what it cost."""
+
+        dist: object
+        ind: object
+        evaluations: np.ndarray
+        path: str
+        why: str
+        extra: dict = field(default_factory=dict)
+
+    Searcher = object
+
+    def register(cls):
+        return cls
+
+
+@register
+class CudaSearcher(Searcher):
+    """Brute-force search on a CUDA device, bit-identical to the CPU's.
+
+    The rows are uploaded attribute-major by :meth:`build` and kept on the device; each
+    search streams the queries in blocks (:attr:`block_rows` at most, fewer where device
+    memory is short: a block that runs out of memory is split), selects on the device and
+    finishes on the host (module docstring).
+
+    Parameters
+    ----------
+    plan : hdist._core.plan.Plan
+        The fitted metric's plan.
+    rows : hdist._core.plan.Rows
+        The encoded reference rows.
+    leaf_size : int
+        Unused (the searchers' common signature).
+    block_rows : int, optional
+        Most query rows per block (default 4096).
+    threads_per_block : int, optional
+        Most threads per block of the scan kernels (default 128).
+    """
+
+    name = "cuda"
+    exact = True
+
+    @classmethod
+    def refusal(cls, plan, rows=None, names=None):
+        """Why the device cannot serve this plan exactly (None: it can): a general p
+        (other than inf, 1, 2, 0.5, 3 and 4) needs ``pow`` for each term, which CUDA does
+        not round as the host's C library does."""
+        if tile_pmode(plan) == 3:
+            return ("device='cuda' serves p = inf, 1, 2, 0.5, 3 and 4; p = %r needs pow() "
+                    "for each term, which the GPU does not round as the CPU does"
+                    % (float(plan.p),))
+        return None
+
+    #: what is made from the rows and not pickled (:meth:`_forget`): the device's copy
+    _transient = ("_crows", "_d", "dev", "_cplan")
+
+    def __init__(self, plan, rows, *, leaf_size=32, crows=None, block_rows=4096,
+                 threads_per_block=THREADS, **params):
+        if Searcher is not object:
+            super().__init__(plan, rows, leaf_size=leaf_size, crows=crows, **params)
+        elif params:
+            raise TypeError("searcher 'cuda' takes no parameter(s) %s"
+                            % ", ".join(sorted(params)))
+        reason = self.refusal(plan, rows)
+        if reason:
+            raise CudaUnavailableError(reason)
+        if int(block_rows) < 1:
+            raise ValueError("block_rows must be >= 1, got %r" % (block_rows,))
+        if not 1 <= int(threads_per_block) <= 1024:
+            raise ValueError("threads_per_block must be in [1, 1024], got %r"
+                             % (threads_per_block,))
+        self.plan, self.rows = plan, rows
+        self.block_rows = int(block_rows)
+        self.threads_per_block = int(threads_per_block)
+        self.dev = None
+        self.build_time_ = 0.0
+        self.upload_time_ = 0.0
+        self._cplan = None
+        self._d = None
+
+    # -- state --------------------------------------------------------------------------
+    @property
+    def cplan(self):
+        """The CPU's view of the plan (the host's finishing functions)."""
+        if self._cplan is None:
+            from .._kernels import CPlan
+            self._cplan = getattr(self.plan, "cplan", None) or CPlan(self.plan)
+        return self._cplan
+
+    @property
+    def nbytes(self):
+        """Bytes the rows take on the device."""
+        if self._d is None:
+            return 0
+        return int(sum(a.nbytes for a in self._d["rows"]) +
+                   sum(a.nbytes for a in self._d["plan"]))
+
+    depth = 0
+    n_nodes = 0
+
+    @property
+    def device_name(self):
+        """The device in words (its name, compute capability and driver)."""
+        self._ensure()
+        return self.dev.describe()
+
+    def build(self, progress=None):
+        """Upload the rows (attribute-major) and the plan to the device."""
+        t0 = time.perf_counter()
+        if self.dev is None:
+            self.dev = backend()
+        n, D = self.rows.n, self.rows.D
+        t1 = time.perf_counter()
+        self._d = {"plan": tuple(self.dev.put(a) for a in _plan_arrays(self.plan, n, D)),
+                   "rows": tuple(self.dev.put(a) for a in _attr_major(self.rows)),
+                   "n": n}
+        self.upload_time_ = time.perf_counter() - t1
+        self.build_time_ = time.perf_counter() - t0
+        if progress is not None:
+            progress(n, n)
+
+    def insert(self, rows, new, n_old):
+        """Take the rows after an insertion (``rows``: all of them) and upload them again."""
+        self.rows = rows
+        self._forget()
+        self.build()
+
+    def _forget(self):
+        """Drop the device's copy of the rows (uploaded again on use)."""
+        self._crows = None
+        self._d = None
+        self.dev = None
+        self._cplan = None
+
+    def _ensure(self):
+        if self._d is None:
+            self.build()
+
+    # -- launches -----------------------------------------------------------------------
+    def _args(self, qd):
+        return self._d["plan"] + self._d["rows"] + qd
+
+    def _grid(self, chunk_target):
+        n = self._d["n"]
+        T = self.threads_per_block
+        chunk = max(T, -(-n // max(1, chunk_target)))
+        return chunk, max(1, -(-n // chunk))
+
+    def _blocks(self, nq, per_query_bytes):
+        """Query rows per block: :attr:`block_rows` at most, within a quarter of the
+        device's free memory."""
+        room = max(1, self.dev.free_bytes() // 4)
+        return max(1, min(self.block_rows, nq, room // max(1, per_query_bytes)))
+
+    def _stream(self, nq, per_query_bytes, run):
+        """Call ``run(q0, q1)`` over the queries in blocks; a block that runs out of
+        device memory is split in halves (a single query that does not fit raises)."""
+        b = self._blocks(nq, per_query_bytes)
+        q0 = 0
+        while q0 < nq:
+            q1 = min(nq, q0 + b)
+            try:
+                run(q0, q1)
+            except self.dev.out_of_memory:
+                if q1 - q0 == 1:
+                    raise
+                b = max(1, (q1 - q0) // 2)
+                continue
+            q0 = q1
+
+    def _knn_device(self, qd, q0, nqb, K, excl):
+        """The device's K smallest (reduced, index) of each query of a block, ascending."""
+        n = self._d["n"]
+        T = max(1, min(self.threads_per_block, SHARED_BYTES // (16 * K)))
+        chunk, nchunks = self._grid(64)
+        bd = self.dev.empty((nqb, nchunks, K), np.float64)
+        bj = self.dev.empty((nqb, nchunks, K), np.int64)
+        od = self.dev.empty((nqb, K), np.float64)
+        oj = self.dev.empty((nqb, K), np.int64)
+        self.dev.launch("hd_knn_scan", (nchunks, nqb), T, T * K * 16,
+                        self._args(qd) + (q0, 1 if excl else 0, 0, K, chunk, bd, bj))
+        self.dev.launch("hd_knn_merge", (nqb, 1), 1, 0, (nchunks, K, bd, bj, od, oj))
+        S, J = self.dev.get(od), self.dev.get(oj)
+        del bd, bj
+        J[J > n] = n
+        return S, J
+
+    # -- the host's finishing -------------------------------------------------------------
+    def _true(self, queries, qidx, S, J):
+        """True distances of the candidates (query ``qidx[i]`` of ``queries`` and row
+        ``J[i, c]`` with reduced distance ``S[i, c]``), as the CPU's ``true_of``."""
+        from .._kernels import CRows, finalize_array, pairwise
+        T = finalize_array(self.cplan, np.array(S, dtype=np.float64).ravel())
+        T = T.reshape(S.shape)
+        n = self._d["n"]
+        if int(self.plan.pmode) >= 2:
+            bad = (J < n) & ~((S >= _SAFE_LO) & (S <= _SAFE_HI))
+            for i in np.flatnonzero(bad.any(axis=1)):
+                cols = np.flatnonzero(bad[i])
+                out = np.empty((1, len(cols)))
+                pairwise(self.cplan, CRows(queries.take([qidx[i]])),
+                         CRows(self.rows.take(J[i, cols])), out, 1)
+                T[i, cols] = out[0]
+        return T
+
+    def knn(self, queries, k, threads, *, exclude_self=False, ties=False):
+        """The k nearest reference rows of each query row (``exclude_self``: the queries
+        are the indexed rows and each skips itself), sorted by (true distance, index);
+        ``ties``: False, True (the rows tied with the k-th listed after it, in index
+        order, padded with ``inf`` and index 0, as the CPU's ``TieLists.widen``) or a
+        :class:`~hdist._search.votes.TieTally` (which counts them; lists of width k)."""
+        self._ensure()
+        n = self._d["n"]
+        n_avail = n - (1 if exclude_self else 0)
+        k = int(k)
+        if k < 1 or k > n_avail:
+            raise ValueError("k must be in [1, %d], got %d" % (n_avail, k))
+        want_lists = ties is not False and ties is not None
+        nq = queries.n
+        dist = np.empty((nq, k))
+        ind = np.empty((nq, k), dtype=np.intp)
+        tied = [None] * nq
+        stats = {"rounds": 0, "host_queries": 0, "candidates": 0}
+        K0 = min(n_avail, max(k + 8, k + k // 4))
+        qall = _row_major(queries)
+
+        def run(q0, q1):
+            todo = np.arange(q0, q1)
+            K = K0
+            while len(todo):
+                if K > K_MAX:
+                    for q in todo:
+                        self._knn_host(queries, q, k, exclude_self, want_lists, dist, ind,
+                                       tied)
+                    stats["host_queries"] += len(todo)
+                    break
+                qd = tuple(self.dev.put(a) for a in _take(qall, todo, nq))
+                S, J = self._knn_device(qd, 0, len(todo), K, False) if not exclude_self \
+                    else self._knn_device_self(qd, todo, K)
+                stats["rounds"] += 1
+                stats["candidates"] += int((J < n).sum())
+                T = self._true(queries, todo, S, J)
+                o1 = np.argsort(J, axis=1, kind="stable")
+                T1 = np.take_along_axis(T, o1, axis=1)
+                J1 = np.take_along_axis(J, o1, axis=1)
+                o2 = np.argsort(T1, axis=1, kind="stable")
+                Ts = np.take_along_axis(T1, o2, axis=1)
+                Js = np.take_along_axis(J1, o2, axis=1)
+                complete = (J < n).sum(axis=1) >= n_avail
+                ok = complete | _certified(self.cplan, int(self.plan.pmode), S, J, Ts, Js, n,
+                                           k, want_lists)
+                for i in np.flatnonzero(ok):
+                    q = todo[i]
+                    dist[q] = Ts[i, :k]
+                    ind[q] = Js[i, :k]
+                    if want_lists:
+                        sel = np.flatnonzero((Ts[i, k:] == Ts[i, k - 1]) & (Js[i, k:] < n))
+                        tied[q] = np.sort(Js[i, k + sel])
+                todo = todo[~ok]
+                # more candidates (every row a candidate is always certified); past
+                # K_MAX the CPU's kernel
+                K = K_MAX + 1 if K >= K_MAX else min(n_avail, 4 * K, K_MAX)
+
+        per_query = 16 * (64 * K0 + K0) + 8 * (queries.c.shape[1] + queries.e.shape[1] + 2)
+        self._stream(nq, per_query, run)
+        found_extra = dict(stats, device=self.dev.name)
+        if want_lists:
+            w = max((len(t) for t in tied if t is not None), default=0)
+            wd = np.full((nq, k + w), np.inf)
+            wi = np.zeros((nq, k + w), dtype=np.intp)
+            wd[:, :k], wi[:, :k] = dist, ind
+            for q, t in enumerate(tied):
+                if t is not None and len(t):
+                    wd[q, k:k + len(t)] = dist[q, k - 1]
+                    wi[q, k:k + len(t)] = t
+            if ties is True:
+                dist, ind = wd, wi
+            else:
+                ties.add_lists(wd, wi, k)
+        return Found(dist, ind, np.full(nq, n_avail, dtype=np.intp), "cuda",
+                     "device='cuda': every pair on the %s, the k smallest selected there"
+                     % ("emulated device" if self.dev.name == "emulated" else "GPU"),
+                     found_extra)
+
+    def _knn_device_self(self, qd, todo, K):
+        """As :meth:`_knn_device` for queries that are reference rows ``todo`` (each skips
+        itself): consecutive runs of ``todo`` share one launch each."""
+        # the block's queries are rows todo[0..]; the kernel skips row q0 + q + self_off,
+        # so a launch covers a run of consecutive rows
+        runs = np.flatnonzero(np.diff(todo) != 1) + 1
+        S_parts, J_parts = [], []
+        start = 0
+        for stop in list(runs) + [len(todo)]:
+            sub = tuple(a[start:stop] if a.shape[0] == len(todo) else a for a in qd)
+            S, J = self._knn_device(sub, int(todo[start]), stop - start, K, True)
+            S_parts.append(S)
+            J_parts.append(J)
+            start = stop
+        return np.concatenate(S_parts), np.concatenate(J_parts)
+
+    def _knn_host(self, queries, q, k, exclude_self, want_lists, dist, ind, tied):
+        """Query q by the CPU's kernel (a tie group at its k-th distance larger than
+        K_MAX)."""
+        from .._kernels import CRows, knn
+        cq = CRows(queries.take([q]))
+        d, i = knn(self.cplan, cq, CRows(self.rows), k, 1, exclude_self=exclude_self,
+                   self_offset=int(q), ties=bool(want_lists))
+        dist[q], ind[q] = d[0, :k], i[0, :k]
+        if want_lists:
+            extra = i[0, k:][np.isfinite(d[0, k:])]
+            tied[q] = np.sort(extra)
+
+    def radius(self, queries, r, threads, *, exclude_self=False, self_offset=0):
+        """The reference rows within true distance ``r`` (inclusive) of each query row,
+        sorted by (true distance, index): lists of arrays.  ``exclude_self``: query q
+        skips reference row ``q + self_offset``."""
+        from .._kernels import reduced_radius
+        self._ensure()
+        n = self._d["n"]
+        nq = queries.n
+        rred = float(reduced_radius(self.cplan, float(r)))
+        out_d = [None] * nq
+        out_i = [None] * nq
+        qall = _row_major(queries)
+        chunk, nchunks = self._grid(64)
+        T = self.threads_per_block
+        cap0 = 64
+        stats = {"rounds": 0}
+
+        def run(q0, q1):
+            todo = np.arange(q0, q1)
+            cap = cap0
+            while len(todo):
+                sub = _take(qall, todo, nq)
+                runs = np.flatnonzero(np.diff(todo) != 1) + 1
+                hs = self.dev.empty((len(todo), cap), np.float64)
+                hj = self.dev.empty((len(todo), cap), np.int64)
+                cnt = self.dev.zeros(len(todo), np.uint32)
+                start = 0
+                for stop in list(runs) + [len(todo)]:
+                    qd = tuple(self.dev.put(a[start:stop] if a.shape[0] == len(todo) else a)
+                               for a in sub)
+                    m = stop - start
+                    hs_v, hj_v, cnt_v = _views(self.dev, hs, hj, cnt, start, stop)
+                    self.dev.launch("hd_radius_scan", (nchunks, m), T, 0,
+                                    self._args(qd) + (int(todo[start]),
+                                                      1 if exclude_self else 0,
+                                                      int(self_offset), rred, chunk, cap,
+                                                      cnt_v, hs_v, hj_v))
+                    start = stop
+                stats["rounds"] += 1
+                C = self.dev.get(cnt).astype(np.int64)
+                HS, HJ = self.dev.get(hs), self.dev.get(hj)
+                over = C > cap
+                for i in np.flatnonzero(~over):
+                    q = todo[i]
+                    s, j = HS[i, :C[i]], HJ[i, :C[i]]
+                    t = self._true(queries, [q], s[None, :], j[None, :])[0]
+                    keep = t <= r
+                    t, j = t[keep], j[keep]
+                    o = np.lexsort((j, t))
+                    out_d[q] = t[o]
+                    out_i[q] = j[o].astype(np.intp)
+                todo = todo[over]
+                if len(todo):
+                    cap = int(C[over].max())
+
+        self._stream(nq, 16 * cap0 + 8 * (queries.c.shape[1] + queries.e.shape[1] + 2), run)
+        ev = np.full(nq, n, dtype=np.intp)
+        if exclude_self:
+            ev -= ((np.arange(nq) + self_offset >= 0)
+                   & (np.arange(nq) + self_offset < n)).astype(np.intp)
+        return Found(out_d, out_i, ev, "cuda",
+                     "device='cuda': every pair on the %s, the rows within the radius "
+                     "selected there" % ("emulated device" if self.dev.name == "emulated"
+                                         else "GPU"),
+                     dict(stats, device=self.dev.name))
+
+    def pairwise(self, queries, out=None):
+        """The true distances of every query row to every reference row, ``[n_q, n]``
+        (the CPU's ``pairwise`` bit for bit): reduced distances on the device, finished on
+        the host."""
+        self._ensure()
+        n = self._d["n"]
+        nq = queries.n
+        if out is None:
+            out = np.empty((nq, n))
+        elif out.shape != (nq, n) or out.dtype != np.float64:
+            raise ValueError("out must be a float64 array of shape (%d, %d), got %s %s"
+                             % (nq, n, out.dtype, out.shape))
+        qall = _row_major(queries)
+        chunk, nchunks = self._grid(64)
+        T = self.threads_per_block
+
+        def run(q0, q1):
+            qd = tuple(self.dev.put(a[q0:q1] if a.shape[0] == nq else a) for a in qall)
+            dm = self.dev.empty((q1 - q0, n), np.float64)
+            self.dev.launch("hd_pairwise", (nchunks, q1 - q0), T, 0,
+                            self._args(qd) + (chunk, dm))
+            S = self.dev.get(dm)
+            J = np.broadcast_to(np.arange(n, dtype=np.int64), S.shape)
+            out[q0:q1] = self._true(queries, np.arange(q0, q1), S, J)
+
+        self._stream(nq, 8 * n, run)
+        return out
+
+
+def _take(qall, idx, nq):
+    """The query arrays' rows ``idx`` (arrays of another length, the placeholders of
+    empty blocks, as they are)."""
+    return tuple(a[idx] if a.shape[0] == nq else a for a in qall)
+
+
+def _views(dev, hs, hj, cnt, start, stop):
+    """Rows ``start .. stop`` of the radius buffers (row slices of C-contiguous arrays:
+    the device reads them in place)."""
+    return hs[start:stop], hj[start:stop], cnt[start:stop]

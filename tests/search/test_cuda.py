@@ -1,0 +1,297 @@
+"""device="cuda": the GPU searcher (hdist/_search/cuda.py) against the CPU path, bit for bit.
+
+Runs on the emulated device (``HDIST_CUDA_EMULATE=1``: the same kernel source compiled by
+the host's C compiler, its grid run as loops, driven by the same Python driver); with
+``HDIST_TEST_CUDA_DEVICE=gpu`` (ci/gpu.sh) the same tests run on a real GPU through CuPy.
+Every comparison is of float64 bit patterns: k-NN lists (with tie lists and tallies, and
+with exclude_self), radius lists and pairwise matrices, for every kind of block the tile
+kernel computes (continuous, overlap, value tables, embedded vectors), p = 1, 2, 0.5, 3, 4
+and inf, weights and every missing-value policy, on random mixed tables with missing
+values and on real datasets.
+"""
+from __future__ import annotations
+
+import math
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import hdist
+from hdist import _kernels
+from hdist._core import statistics as _statistics
+from hdist._search import cuda as _cuda
+from hdist._search.cuda import CudaSearcher, CudaUnavailableError
+from hdist._search.votes import TieTally
+
+import strategies as S
+
+REAL_GPU = os.environ.get("HDIST_TEST_CUDA_DEVICE", "emulated") == "gpu"
+
+pytestmark = [pytest.mark.filterwarnings("ignore:column .* not seen in fit:UserWarning")]
+
+STYLES = ["float", "object", "Int64", "category", "code", "float", "boolean", "offset",
+          "float"]
+
+CASES = [
+    ("heom", {}), ("heom", dict(p=1.0)), ("heom", dict(p=0.5, missing="ignore")),
+    ("heom", dict(p=3.0)), ("minkowski", dict(p=4.0, missing="ignore")),
+    ("manhattan", {}), ("euclidean", {}), ("chebyshev", {}),
+    ("chebyshev", dict(missing="ignore")), ("fractional", {}),
+    ("gower", {}), ("gower", dict(weights=[1, 2, 0, 1, 1, 3, 1, 1, 0.5])),
+    ("hvdm", {}), ("hvdm", dict(p=1.0, missing="ignore")), ("hvdm", dict(missing="max")),
+    ("hvdm", dict(vdm="N1")), ("heom", dict(missing="symbol")), ("dvdm", {}),
+    ("ivdm", {}), ("pvdm", {}), ("hvdm", dict(p=math.inf)),
+]
+
+
+@pytest.fixture(autouse=True)
+def _device(monkeypatch):
+    """The emulated device unless the real GPU is asked for."""
+    if REAL_GPU:
+        monkeypatch.delenv("HDIST_CUDA_EMULATE", raising=False)
+    else:
+        monkeypatch.setenv("HDIST_CUDA_EMULATE", "1")
+
+
+def _bits(a):
+    return np.ascontiguousarray(a, dtype=np.float64).view(np.int64)
+
+
+def assert_same(got, want):
+    """Equal arrays, float64 compared bit for bit."""
+    got, want = np.asarray(got), np.asarray(want)
+    assert got.shape == want.shape
+    if want.dtype.kind == "f":
+        bad = np.flatnonzero(_bits(got).ravel() != _bits(want).ravel())
+        assert bad.size == 0, "%d entries differ, first at %s: %r vs %r" % (
+            bad.size, np.unravel_index(bad[0], want.shape), got.ravel()[bad[0]],
+            want.ravel()[bad[0]])
+    else:
+        assert np.array_equal(got, want)
+
+
+def _fit(seed, preset, params, n=150, n_queries=37, p_missing=0.2):
+    train, queries = S.random_table(seed, n, STYLES, p_missing=p_missing, n_queries=n_queries)
+    y = S.random_labels(seed, train.n)
+    m = hdist.Metric(preset, nominal=train.override(), continuous=train.continuous_names(),
+                     **params).fit(train.frame(), y)
+    idx = hdist.NeighborsIndex(m, algorithm="brute").fit(train.frame())
+    return idx, queries.frame(), y
+
+
+def _searcher(idx, **kw):
+    s = CudaSearcher(idx.metric_.plan_, idx._rows, **kw)
+    s.build()
+    return s
+
+
+def _cpu_pairwise(idx, rows):
+    out = np.empty((rows.n, idx._rows.n))
+    _kernels.pairwise(idx.metric_.plan_.cplan, _kernels.CRows(rows),
+                      _kernels.CRows(idx._rows), out, 1)
+    return out
+
+
+def _check_all(idx, Q, k=5, **kw):
+    """knn (plain, tie lists, exclude_self), radius (and exclude_self) and pairwise of the
+    device against the CPU's brute force."""
+    s = _searcher(idx, **kw)
+    rows = idx._query_rows(Q, False)
+    d, i = idx.kneighbors(Q, k)
+    f = s.knn(rows, k, 1)
+    assert_same(f.dist, d)
+    assert_same(f.ind, i)
+    assert f.path == "cuda"
+    assert np.array_equal(f.evaluations, np.full(rows.n, idx._rows.n))
+    dt, it = idx._kneighbors(Q, k, ties=True)
+    ft = s.knn(rows, k, 1, ties=True)
+    assert_same(ft.dist, dt)
+    assert_same(ft.ind, it)
+    ds, is_ = idx.kneighbors(None, k, exclude_self=True)
+    fs = s.knn(idx._rows, k, 1, exclude_self=True)
+    assert_same(fs.dist, ds)
+    assert_same(fs.ind, is_)
+    finite = d[:, -1][np.isfinite(d[:, -1])]
+    r = float(np.median(finite)) if finite.size else 1.0
+    rd, ri = idx.radius_neighbors(Q, r)
+    fr = s.radius(rows, r, 1)
+    assert len(fr.dist) == len(rd)
+    for a, b, c, e in zip(fr.dist, rd, fr.ind, ri):
+        assert_same(a, b)
+        assert_same(c, e)
+    rd, ri = idx.radius_neighbors(None, r, exclude_self=True)
+    fr = s.radius(idx._rows, r, 1, exclude_self=True)
+    for a, b, c, e in zip(fr.dist, rd, fr.ind, ri):
+        assert_same(a, b)
+        assert_same(c, e)
+    assert_same(s.pairwise(rows), _cpu_pairwise(idx, rows))
+    return s
+
+
+@pytest.mark.parametrize("preset,params", CASES)
+def test_random_mixed_tables_bit_identical(preset, params):
+    idx, Q, _ = _fit(3, preset, params)
+    _check_all(idx, Q)
+
+
+@pytest.mark.parametrize("preset,params", [("hvdm", {}), ("hvdm", dict(vdm="N1")),
+                                           ("hvdm", dict(p=0.5, missing="ignore")),
+                                           ("hvdm", dict(p=math.inf)), ("pvdm", {})])
+def test_embedded_block(monkeypatch, preset, params):
+    # no value table fits: nominal attributes become embedded vectors
+    monkeypatch.setattr(_statistics, "TABLE_BUDGET", 0)
+    idx, Q, _ = _fit(12, preset, params)
+    assert idx.metric_.plan_.me > 0
+    _check_all(idx, Q)
+
+
+@pytest.mark.parametrize("preset,params", [("heom", {}), ("gower", {}), ("hvdm", {}),
+                                           ("chebyshev", {})])
+def test_small_blocks_many_chunks(preset, params):
+    """Blocks of 7 queries, 3 threads per block and chunks of a few rows: every merge of
+    the device's heaps runs."""
+    idx, Q, _ = _fit(5, preset, params, n=90, n_queries=23)
+    _check_all(idx, Q, k=4, block_rows=7, threads_per_block=3)
+
+
+def _tie_heavy(seed, n=300, p=2.0, preset="minkowski"):
+    """Whole numbers of a small range and nominal columns of two values: large groups of
+    rows at the same distance."""
+    rng = np.random.default_rng(seed)
+    import pandas as pd
+    X = pd.DataFrame({"a": rng.integers(0, 3, n).astype(float),
+                      "b": rng.integers(0, 2, n).astype(float),
+                      "c": rng.choice(["x", "y"], n), "d": rng.choice(["u", "v"], n)})
+    X.loc[rng.random(n) < 0.1, "a"] = np.nan
+    kw = dict(p=p) if preset == "minkowski" else {}
+    m = hdist.Metric(preset, nominal=["c", "d"], continuous=["a", "b"], **kw).fit(X)
+    return hdist.NeighborsIndex(m, algorithm="brute").fit(X), X
+
+
+@pytest.mark.parametrize("p", [1.0, 2.0, 0.5, math.inf])
+def test_large_tie_groups(p):
+    """The k-th distance shared by many rows: the device's candidates are asked again
+    with more room until certified (tie lists hold every tied row)."""
+    idx, X = _tie_heavy(7, p=p)
+    s = _check_all(idx, X.iloc[::9], k=6)
+    assert s.knn(idx._query_rows(X.iloc[::9], False), 6, 1, ties=True).extra["rounds"] >= 2
+
+
+def test_tie_groups_beyond_k_max_finished_on_the_cpu(monkeypatch):
+    monkeypatch.setattr(_cuda, "K_MAX", 16)
+    idx, X = _tie_heavy(8)
+    s = _check_all(idx, X.iloc[::11], k=6)
+    f = s.knn(idx._query_rows(X.iloc[::11], False), 6, 1, ties=True)
+    assert f.extra["host_queries"] > 0
+
+
+def test_tie_tally_equals_the_cpu():
+    idx, X = _tie_heavy(9, preset="heom")
+    codes = np.arange(idx._rows.n) % 3
+    rows = idx._query_rows(X.iloc[::5], False)
+    cpu = TieTally(codes=codes, n_classes=3)
+    d, i = idx._kneighbors(X.iloc[::5], 4, ties=cpu)
+    dev = TieTally(codes=codes, n_classes=3)
+    f = _searcher(idx).knn(rows, 4, 1, ties=dev)
+    assert_same(f.dist, d)
+    assert_same(f.ind, i)
+    (c1, a1), (c2, a2) = dev.result(rows.n), cpu.result(rows.n)
+    assert np.array_equal(c1, c2) and c1.sum() > 0
+    assert_same(a1, a2)
+
+
+def test_duplicates_outside_the_trusted_range():
+    """Duplicate rows: reduced distance 0 at p = 2, outside the range where the root of
+    the reduced distance is trusted, finished by the CPU's pair function."""
+    import pandas as pd
+    rng = np.random.default_rng(1)
+    base = pd.DataFrame({"x": rng.normal(size=40), "c": rng.choice(["a", "b", "c"], 40)})
+    X = pd.concat([base, base.iloc[:15]], ignore_index=True)
+    m = hdist.Metric("heom", nominal=["c"], continuous=["x"]).fit(X)
+    idx = hdist.NeighborsIndex(m, algorithm="brute").fit(X)
+    _check_all(idx, X.iloc[::3], k=3)
+
+
+@pytest.mark.needs_data
+@pytest.mark.parametrize("name", ["Zoo", "Glass", "credit-a", "german"])
+def test_real_data_bit_identical(name):
+    from strategies import load_dataset
+    ds = load_dataset(name, codes_as_numbers=False)
+    frame = ds.frame()
+    y = np.array(ds.y, dtype=object)
+    nominal = [c for c, kind in zip(ds.table.names, ds.table.kinds) if kind != "continuous"]
+    for preset in ("heom", "hvdm", "gower"):
+        m = hdist.Metric(preset, nominal=nominal, continuous="rest").fit(frame, y)
+        idx = hdist.NeighborsIndex(m, algorithm="brute").fit(frame)
+        _check_all(idx, frame.iloc[::5], k=5)
+
+
+def test_general_p_refused():
+    idx, _, _ = _fit(4, "minkowski", dict(p=1.5))
+    reason = CudaSearcher.refusal(idx.metric_.plan_, idx._rows)
+    assert reason and "p = 1.5" in reason
+    with pytest.raises(CudaUnavailableError, match="pow"):
+        CudaSearcher(idx.metric_.plan_, idx._rows)
+
+
+def test_bad_parameters_named():
+    idx, _, _ = _fit(4, "heom", {}, n=20, n_queries=2)
+    with pytest.raises(ValueError, match="block_rows"):
+        CudaSearcher(idx.metric_.plan_, idx._rows, block_rows=0)
+    with pytest.raises(ValueError, match="threads_per_block"):
+        CudaSearcher(idx.metric_.plan_, idx._rows, threads_per_block=0)
+    with pytest.raises(TypeError, match="colour"):
+        CudaSearcher(idx.metric_.plan_, idx._rows, colour=1)
+    s = _searcher(idx)
+    with pytest.raises(ValueError, match="k must be"):
+        s.knn(idx._rows, 0, 1)
+
+
+@pytest.mark.skipif(REAL_GPU, reason="the real GPU run has CuPy")
+def test_without_cupy_the_error_names_it(monkeypatch):
+    monkeypatch.delenv("HDIST_CUDA_EMULATE", raising=False)
+    monkeypatch.setitem(sys.modules, "cupy", None)
+    idx, _, _ = _fit(4, "heom", {}, n=20, n_queries=2)
+    s = CudaSearcher(idx.metric_.plan_, idx._rows)
+    with pytest.raises(CudaUnavailableError, match="CuPy"):
+        s.build()
+
+
+def test_out_of_memory_splits_the_block(monkeypatch):
+    """A block that does not fit in device memory is split until it does; the results
+    are unchanged."""
+    idx, Q, _ = _fit(6, "hvdm", {}, n=80, n_queries=30)
+    s = _searcher(idx)
+    launch = s.dev.launch
+    sizes = []
+
+    def small_memory(kernel, grid, block, shared, args):
+        if grid[1] > 4:
+            raise s.dev.out_of_memory[0]("out of memory")
+        sizes.append(grid[1])
+        launch(kernel, grid, block, shared, args)
+
+    monkeypatch.setattr(s.dev, "launch", small_memory)
+    rows = idx._query_rows(Q, False)
+    d, i = idx.kneighbors(Q, 3)
+    f = s.knn(rows, 3, 1)
+    assert_same(f.dist, d)
+    assert_same(f.ind, i)
+    assert_same(s.pairwise(rows), _cpu_pairwise(idx, rows))
+    assert sizes and max(sizes) <= 4
+
+
+def test_insert_uploads_again():
+    idx, Q, _ = _fit(2, "gower", {}, n=60, n_queries=9)
+    s = _searcher(idx)
+    new = idx._query_rows(Q, False)
+    rows = idx._rows.concat(new)
+    s.insert(rows, new, idx._rows.n)
+    idx.insert(Q)
+    rows_q = idx._query_rows(Q.iloc[:4], False)
+    d, i = idx.kneighbors(Q.iloc[:4], 3)
+    f = s.knn(rows_q, 3, 1)
+    assert_same(f.dist, d)
+    assert_same(f.ind, i)
