@@ -71,7 +71,6 @@ from .neighbors import _check_table
 from .._search.index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
 from .._core.information import _discretized, _mi_codes
 from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight, records_frame
-from .._search.metric import Metric
 from .._search.resolve import resolve_metric
 
 __all__ = ["KNNImputer"]
@@ -489,7 +488,7 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         w = self.attribute_weights_[:, j]
         if not w.any():         # a one-column table: any weights (its rows are blank)
             w = np.ones_like(w)
-        metric = Metric(base.name, **dict(base.params, weights=w))
+        metric = resolve_metric(base, {"weights": w}, refit=True)
         with warnings.catch_warnings():     # the imputer's own metric has said it all
             warnings.simplefilter("ignore")
             metric.fit(X, labels, sample_weight=sw)
