@@ -49,9 +49,9 @@ def main():
     part = R.iloc[:args.ref // args.parts]
     qb = Q.iloc[:args.block]
     enc = hd._encode_part(metric, part)
-    hd._local_topk(metric, qb, enc, args.k, 0, 1)       # the partition's embedding, once
+    hd._local_topk(qb, enc, args.k, 0, 1)       # the partition's embedding, once
     t = time.perf_counter()
-    piece = hd._local_topk(metric, qb, enc, args.k, 0, 1)
+    piece = hd._local_topk(qb, enc, args.k, 0, 1)
     task = time.perf_counter() - t
     t = time.perf_counter()
     for _ in range(10):
