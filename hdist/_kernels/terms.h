@@ -33,7 +33,8 @@
 /* d^p (p = inf and p = 1: d) */
 HD_TERM double hd_pw_pm(double d, const int pm, double p)
 {
-    return pm == 2 ? d * d : (pm == 3 ? hd_pw_gen(d, p) : (pm == 4 ? sqrt(d) : (pm == 5 ? (d * d) * d : (pm == 6 ? (d * d) * (d * d) : d))));
+    return pm == 2 ? d * d : (pm == 3 ? hd_pw_gen(d, p) : (pm == 4 ? sqrt(d) :
+           (pm == 5 ? (d * d) * d : (pm == 6 ? (d * d) * (d * d) : d))));
 }
 
 /* the sum with one more term: max for p = inf, else the sum */

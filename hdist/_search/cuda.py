@@ -45,13 +45,17 @@ K_MAX = 3072
 SHARED_BYTES = 48 * 1024
 #: most threads per block
 THREADS = 128
+#: chunks of reference rows a k-NN scan splits the rows into (each chunk one block per
+#: query, its heaps merged on the device), and the same for radius and pairwise scans
+KNN_CHUNKS = 16
+SCAN_CHUNKS = 64
 
 _KERNEL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "_kernels")
 _CUDA_DIR = os.path.join(_KERNEL_DIR, "cuda")
 #: the sources the device code is made of (their text keys the emulated library's cache)
 _SOURCES = (os.path.join(_CUDA_DIR, "knn.cu"), os.path.join(_CUDA_DIR, "emulate.h"),
-            os.path.join(_CUDA_DIR, "emulate.c"), os.path.join(_KERNEL_DIR, "terms.h"),
+            os.path.join(_CUDA_DIR, "launch.h"), os.path.join(_KERNEL_DIR, "terms.h"),
             os.path.join(_KERNEL_DIR, "pw.h"))
 
 # the kernels' plan header (knn.cu's HD_H_* order)
@@ -170,7 +174,7 @@ def _emu_flags(compiler_type):
 
 
 def _emu_library():
-    """The emulated device's kernels (``emulate.c``), compiled with the host's C compiler
+    """The emulated device's kernels (``launch.h``), compiled with the host's C compiler
     at first use into a cache folder (``HDIST_CUDA_CACHE``, else ``~/.cache/hdist/cuda``)
     keyed by the sources' text."""
     global _emu_lib
@@ -194,7 +198,10 @@ def _emu_library():
         path = os.path.join(folder, "emulated-%s%s" % (h.hexdigest()[:16], ext))
         if not os.path.exists(path):
             with tempfile.TemporaryDirectory(dir=folder) as tmp:
-                objs = cc.compile([os.path.join(_CUDA_DIR, "emulate.c")], output_dir=tmp,
+                src = os.path.join(tmp, "emulated.c")
+                with open(src, "w") as f:
+                    f.write('#include "launch.h"\n')
+                objs = cc.compile([src], output_dir=tmp,
                                   include_dirs=[_KERNEL_DIR, _CUDA_DIR], extra_postargs=flags)
                 out = os.path.join(tmp, "lib" + ext)
                 cc.link_shared_object(objs, out)
@@ -205,7 +212,7 @@ def _emu_library():
 
 class _Emulated:
     """The emulated device: NumPy arrays as device memory, the kernels run by
-    ``emulate.c``'s loops."""
+    ``launch.h``'s loops."""
 
     name = "emulated"
     out_of_memory = (MemoryError,)
@@ -531,7 +538,7 @@ class CudaSearcher(Searcher):
         """The device's K smallest (reduced, index) of each query of a block, ascending."""
         n = self._d["n"]
         T = max(1, min(self.threads_per_block, SHARED_BYTES // (16 * K)))
-        chunk, nchunks = self._grid(64)
+        chunk, nchunks = self._grid(KNN_CHUNKS)
         bd = self.dev.empty((nqb, nchunks, K), np.float64)
         bj = self.dev.empty((nqb, nchunks, K), np.int64)
         od = self.dev.empty((nqb, K), np.float64)
@@ -620,7 +627,8 @@ class CudaSearcher(Searcher):
                 # K_MAX the CPU's kernel
                 K = K_MAX + 1 if K >= K_MAX else min(n_avail, 4 * K, K_MAX)
 
-        per_query = 16 * (64 * K0 + K0) + 8 * (queries.c.shape[1] + queries.e.shape[1] + 2)
+        per_query = 16 * (KNN_CHUNKS * K0 + K0) + 8 * (queries.c.shape[1]
+                                                        + queries.e.shape[1] + 2)
         self._stream(nq, per_query, run)
         found_extra = dict(stats, device=self.dev.name)
         if want_lists:
@@ -681,7 +689,7 @@ class CudaSearcher(Searcher):
         out_d = [None] * nq
         out_i = [None] * nq
         qall = _row_major(queries)
-        chunk, nchunks = self._grid(64)
+        chunk, nchunks = self._grid(SCAN_CHUNKS)
         T = self.threads_per_block
         cap0 = 64
         stats = {"rounds": 0}
@@ -748,7 +756,7 @@ class CudaSearcher(Searcher):
             raise ValueError("out must be a float64 array of shape (%d, %d), got %s %s"
                              % (nq, n, out.dtype, out.shape))
         qall = _row_major(queries)
-        chunk, nchunks = self._grid(64)
+        chunk, nchunks = self._grid(SCAN_CHUNKS)
         T = self.threads_per_block
 
         def run(q0, q1):

@@ -5,11 +5,15 @@
  *
  *   1. A kernel's body is a sequence of phases.  A phase is one HD_PHASE { ... } block;
  *      on a GPU every thread of the block runs it, here it is a loop over threadIdx.x.
- *   2. __syncthreads() appears only between two phases, never inside one (not in a loop,
- *      not under a condition).  Here it does nothing: the loop of the phase before it has
- *      finished every thread already.
- *   3. No local variable lives across phases: what one phase hands to the next (or one
- *      thread to another) is in __shared__ or global memory.
+ *   2. __syncthreads() appears only between two phases, never inside one.  Phases (and
+ *      the barriers between them) may sit in a loop or under a condition that is the
+ *      same for every thread of the block: it reads only kernel arguments, blockIdx,
+ *      blockDim, gridDim and block-uniform variables (rule 3).  Here __syncthreads()
+ *      does nothing: the loop of the phase before it has finished every thread already.
+ *   3. No thread's local variable lives across phases: what one phase hands to the next
+ *      (or one thread to another) is in __shared__ or global memory.  A variable declared
+ *      outside the phases holds a block-uniform value (the same in every thread, such as
+ *      a merge step), never a thread's own.
  *   4. Inside a phase a thread reads no memory another thread of its block writes in that
  *      phase, except through atomic operations (here plain read-modify-writes, which
  *      give the same final values: the kernels only count with them).

@@ -255,14 +255,15 @@ HD_FN void hd_heap_offer(double *hd, hd_ll *hi, hd_ll k, double d, hd_ll j)
 /* The K smallest (reduced distance, index) of each query of the block within one chunk
  * of reference rows: grid (chunks, queries), blockDim.x threads, dynamic shared memory
  * of blockDim.x K (8 + 8) bytes.  Phase 1: each thread keeps a heap of the rows
- * chunk0 + t, + blockDim.x, ...; phase 2: thread 0 merges them into the block's heap,
- * bd/bj [queries, chunks, K] (unsorted; (inf, n) where the chunk has fewer rows).
- * excl: query q skips reference row q0 + q + self_off. */
-HD_GLOBAL hd_knn_scan(HD_SCAN_PARAMS,
-                      hd_ll q0, hd_ll excl, hd_ll self_off, hd_ll K, hd_ll chunk, double *bd,
-                      hd_ll *bj)
+ * chunk0 + t, + blockDim.x, ...; then log2(blockDim.x) phases merge the heaps pairwise
+ * (thread t takes in the heap of t + step, for t a multiple of 2 step), and thread 0
+ * writes the block's heap, bd/bj [queries, chunks, K] (unsorted; (inf, n) where the chunk
+ * has fewer rows).  excl: query q skips reference row q0 + q + self_off. */
+HD_GLOBAL hd_knn_scan(HD_SCAN_PARAMS, hd_ll q0, hd_ll excl, hd_ll self_off, hd_ll K,
+                      hd_ll chunk, double *bd, hd_ll *bj)
 {
     HD_DYN_SHARED(double, sh);
+    hd_ll step;     /* block-uniform: the same in every thread */
     HD_PHASE {
         hd_dplan P;
         hd_ll tid = threadIdx.x, T = blockDim.x, q = blockIdx.y, i, j;
@@ -286,20 +287,29 @@ HD_GLOBAL hd_knn_scan(HD_SCAN_PARAMS,
         }
     }
     __syncthreads();
+    for (step = 1; step < (hd_ll)blockDim.x; step *= 2) {
+        HD_PHASE {
+            hd_ll tid = threadIdx.x, T = blockDim.x, i;
+            if (tid % (2 * step) == 0 && tid + step < T) {
+                double *md = sh + tid * K;
+                hd_ll *mj = (hd_ll *)(sh + T * K) + tid * K;
+                const double *od = sh + (tid + step) * K;
+                const hd_ll *oj = (const hd_ll *)(sh + T * K) + (tid + step) * K;
+                for (i = 0; i < K; i++)
+                    hd_heap_offer(md, mj, K, od[i], oj[i]);
+            }
+        }
+        __syncthreads();
+    }
     HD_PHASE {
         if (threadIdx.x == 0) {
-            hd_ll T = blockDim.x, i, n = H[HD_H_N];
+            hd_ll T = blockDim.x, i;
             hd_ll at = ((hd_ll)blockIdx.y * gridDim.x + blockIdx.x) * K;
-            double *od = bd + at;
-            hd_ll *oj = bj + at;
-            const double *md = sh;
             const hd_ll *mj = (const hd_ll *)(sh + T * K);
             for (i = 0; i < K; i++) {
-                od[i] = PD[3];
-                oj[i] = n;
+                bd[at + i] = sh[i];
+                bj[at + i] = mj[i];
             }
-            for (i = 0; i < T * K; i++)
-                hd_heap_offer(od, oj, K, md[i], mj[i]);
         }
     }
 }

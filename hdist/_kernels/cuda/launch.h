@@ -1,7 +1,8 @@
 /* The emulated device's launches: each function runs one kernel of knn.cu over its grid
- * (emulate.h's loops), with the kernel's arguments after the grid's size.  Built as a
- * shared library at first use by hdist/_search/cuda.py (HDIST_CUDA_EMULATE=1) with the
- * host's C compiler and the tile kernel's floating-point flags. */
+ * (emulate.h's loops), with the kernel's arguments after the grid's size.  The one file
+ * the host's C compiler builds for HDIST_CUDA_EMULATE=1 includes it (hdist/_search/cuda.py
+ * compiles it into a shared library at first use, with the tile kernel's floating-point
+ * flags); a header, so that installed packages carry it with the other sources. */
 #include <stdlib.h>
 
 #include "knn.cu"
