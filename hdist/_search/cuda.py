@@ -543,7 +543,7 @@ class CudaSearcher(Searcher):
         bj = self.dev.empty((nqb, nchunks, K), np.int64)
         od = self.dev.empty((nqb, K), np.float64)
         oj = self.dev.empty((nqb, K), np.int64)
-        self.dev.launch("hd_knn_scan", (nchunks, nqb), T, T * K * 16,
+        self.dev.launch("hd_knn_scan", (nqb, nchunks), T, T * K * 16,
                         self._args(qd) + (q0, 1 if excl else 0, 0, K, chunk, bd, bj))
         self.dev.launch("hd_knn_merge", (nqb, 1), 1, 0, (nchunks, K, bd, bj, od, oj))
         S, J = self.dev.get(od), self.dev.get(oj)
@@ -709,7 +709,7 @@ class CudaSearcher(Searcher):
                                for a in sub)
                     m = stop - start
                     hs_v, hj_v, cnt_v = _views(self.dev, hs, hj, cnt, start, stop)
-                    self.dev.launch("hd_radius_scan", (nchunks, m), T, 0,
+                    self.dev.launch("hd_radius_scan", (m, nchunks), T, 0,
                                     self._args(qd) + (int(todo[start]),
                                                       1 if exclude_self else 0,
                                                       int(self_offset), rred, chunk, cap,
@@ -762,7 +762,7 @@ class CudaSearcher(Searcher):
         def run(q0, q1):
             qd = tuple(self.dev.put(a[q0:q1] if a.shape[0] == nq else a) for a in qall)
             dm = self.dev.empty((q1 - q0, n), np.float64)
-            self.dev.launch("hd_pairwise", (nchunks, q1 - q0), T, 0,
+            self.dev.launch("hd_pairwise", (q1 - q0, nchunks), T, 0,
                             self._args(qd) + (chunk, dm))
             S = self.dev.get(dm)
             J = np.broadcast_to(np.arange(n, dtype=np.int64), S.shape)

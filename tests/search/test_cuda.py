@@ -268,9 +268,9 @@ def test_out_of_memory_splits_the_block(monkeypatch):
     sizes = []
 
     def small_memory(kernel, grid, block, shared, args):
-        if grid[1] > 4:
+        if grid[0] > 4:
             raise MemoryError("out of memory")
-        sizes.append(grid[1])
+        sizes.append(grid[0])
         launch(kernel, grid, block, shared, args)
 
     monkeypatch.setattr(s.dev, "launch", small_memory)

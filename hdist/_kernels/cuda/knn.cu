@@ -253,7 +253,7 @@ HD_FN void hd_heap_offer(double *hd, hd_ll *hi, hd_ll k, double d, hd_ll j)
 }
 
 /* The K smallest (reduced distance, index) of each query of the block within one chunk
- * of reference rows: grid (chunks, queries), blockDim.x threads, dynamic shared memory
+ * of reference rows: grid (queries, chunks), blockDim.x threads, dynamic shared memory
  * of blockDim.x K (8 + 8) bytes.  Phase 1: each thread keeps a heap of the rows
  * chunk0 + t, + blockDim.x, ...; then log2(blockDim.x) phases merge the heaps pairwise
  * (thread t takes in the heap of t + step, for t a multiple of 2 step), and thread 0
@@ -266,8 +266,8 @@ HD_GLOBAL hd_knn_scan(HD_SCAN_PARAMS, hd_ll q0, hd_ll excl, hd_ll self_off, hd_l
     hd_ll step;     /* block-uniform: the same in every thread */
     HD_PHASE {
         hd_dplan P;
-        hd_ll tid = threadIdx.x, T = blockDim.x, q = blockIdx.y, i, j;
-        hd_ll j0 = (hd_ll)blockIdx.x * chunk, j1;
+        hd_ll tid = threadIdx.x, T = blockDim.x, q = blockIdx.x, i, j;
+        hd_ll j0 = (hd_ll)blockIdx.y * chunk, j1;
         double *md = sh + tid * K;
         hd_ll *mj = (hd_ll *)(sh + T * K) + tid * K;
         hd_ll self;
@@ -304,7 +304,7 @@ HD_GLOBAL hd_knn_scan(HD_SCAN_PARAMS, hd_ll q0, hd_ll excl, hd_ll self_off, hd_l
     HD_PHASE {
         if (threadIdx.x == 0) {
             hd_ll T = blockDim.x, i;
-            hd_ll at = ((hd_ll)blockIdx.y * gridDim.x + blockIdx.x) * K;
+            hd_ll at = ((hd_ll)blockIdx.x * gridDim.y + blockIdx.y) * K;
             const hd_ll *mj = (const hd_ll *)(sh + T * K);
             for (i = 0; i < K; i++) {
                 bd[at + i] = sh[i];
@@ -344,16 +344,18 @@ HD_GLOBAL hd_knn_merge(hd_ll chunks, hd_ll K, double *bd, hd_ll *bj, double *od,
 }
 
 /* The reference rows whose reduced distance is at most rred, per query of the block:
- * grid (chunks, queries), blockDim.x threads.  Query q's hits go to hs/hj [q, cap] in any
- * order, counted in cnt[q] (which may pass cap: the driver then asks again with room). */
+ * blockDim.x threads per block.  Query q's hits go to hs/hj [q, cap] in any order, counted
+ * in cnt[q] (which may pass cap: the driver then asks again with room).  Grid (queries,
+ * chunks), as every scan: the blocks the GPU runs at a time read the same chunk of
+ * reference rows for consecutive queries, which the L2 cache then serves. */
 HD_GLOBAL hd_radius_scan(HD_SCAN_PARAMS,
                          hd_ll q0, hd_ll excl, hd_ll self_off, double rred, hd_ll chunk,
                          hd_ll cap, unsigned int *cnt, double *hs, hd_ll *hj)
 {
     HD_PHASE {
         hd_dplan P;
-        hd_ll tid = threadIdx.x, T = blockDim.x, q = blockIdx.y, j;
-        hd_ll j0 = (hd_ll)blockIdx.x * chunk, j1, self;
+        hd_ll tid = threadIdx.x, T = blockDim.x, q = blockIdx.x, j;
+        hd_ll j0 = (hd_ll)blockIdx.y * chunk, j1, self;
         hd_dplan_make(&P, H, PD, PI, PB, Rc, Rcp, Ro, Rt, Re);
         j1 = j0 + chunk < P.n ? j0 + chunk : P.n;
         self = excl ? q0 + q + self_off : -1;
@@ -375,14 +377,14 @@ HD_GLOBAL hd_radius_scan(HD_SCAN_PARAMS,
 }
 
 /* The reduced distances of the block's queries to every reference row: out [queries, n].
- * Grid (chunks, queries), blockDim.x threads. */
+ * Grid (queries, chunks), blockDim.x threads. */
 HD_GLOBAL hd_pairwise(HD_SCAN_PARAMS,
                       hd_ll chunk, double *out)
 {
     HD_PHASE {
         hd_dplan P;
-        hd_ll tid = threadIdx.x, T = blockDim.x, q = blockIdx.y, j;
-        hd_ll j0 = (hd_ll)blockIdx.x * chunk, j1;
+        hd_ll tid = threadIdx.x, T = blockDim.x, q = blockIdx.x, j;
+        hd_ll j0 = (hd_ll)blockIdx.y * chunk, j1;
         hd_dplan_make(&P, H, PD, PI, PB, Rc, Rcp, Ro, Rt, Re);
         j1 = j0 + chunk < P.n ? j0 + chunk : P.n;
         for (j = j0 + tid; j < j1; j += T)
