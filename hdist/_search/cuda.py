@@ -193,7 +193,14 @@ def _emu_library():
         h.update(repr((flags, sys.platform, cc.compiler_type)).encode())
         folder = os.environ.get("HDIST_CUDA_CACHE") or os.path.join(
             os.path.expanduser("~"), ".cache", "hdist", "cuda")
-        os.makedirs(folder, exist_ok=True)
+        try:
+            os.makedirs(folder, exist_ok=True)
+            if not os.access(folder, os.W_OK):
+                raise OSError("not writable")
+        except OSError:     # a read-only home: a folder of this user's in the temporary one
+            folder = os.path.join(tempfile.gettempdir(), "hdist-cuda-%s" % os.getuid()
+                                  if hasattr(os, "getuid") else "hdist-cuda")
+            os.makedirs(folder, exist_ok=True)
         ext = ".dll" if sys.platform == "win32" else ".so"
         path = os.path.join(folder, "emulated-%s%s" % (h.hexdigest()[:16], ext))
         if not os.path.exists(path):
@@ -436,6 +443,8 @@ class CudaSearcher(Searcher):
             raise ValueError("threads_per_block must be in [1, 1024], got %r"
                              % (threads_per_block,))
         self.plan, self.rows = plan, rows
+        if getattr(self, "_lock", None) is None:
+            self._lock = threading.RLock()
         self.block_rows = int(block_rows)
         self.threads_per_block = int(threads_per_block)
         self.dev = None
@@ -499,8 +508,11 @@ class CudaSearcher(Searcher):
         self._cplan = None
 
     def _ensure(self):
+        """Upload the rows on first use (once, whatever the threads searching)."""
         if self._d is None:
-            self.build()
+            with self._lock:
+                if self._d is None:
+                    self.build()
 
     # -- launches -----------------------------------------------------------------------
     def _args(self, qd):

@@ -295,3 +295,16 @@ def test_insert_uploads_again():
     f = s.knn(rows_q, 3, 1)
     assert_same(f.dist, d)
     assert_same(f.ind, i)
+
+
+def test_cpu_searches_never_import_cupy():
+    """A CPU-only installation is unchanged: importing the device's module and searching
+    on the CPU loads no CuPy."""
+    import subprocess
+    code = ("import sys, numpy as np, hdist, hdist._search.cuda\n"
+            "X = np.random.default_rng(0).normal(size=(50, 3))\n"
+            "hdist.NeighborsIndex('euclidean').fit(X).kneighbors(X[:3], 2)\n"
+            "assert 'cupy' not in sys.modules, 'cupy imported'\n")
+    env = dict(os.environ)
+    env.pop("HDIST_CUDA_EMULATE", None)
+    subprocess.run([sys.executable, "-c", code], check=True, env=env)
