@@ -9,6 +9,11 @@ Hypothesis profiles, chosen with the environment variable ``HYPOTHESIS_PROFILE``
 Tests marked ``needs_data`` read the real datasets (tests/datadir.py): without a data
 folder they are skipped with the reason; with ``HDIST_DATA`` naming a folder that is not
 there they fail, so that a run meant to have the data cannot pass by skipping them.
+
+The CI stages that run a part of the suite select it by the marks pyproject.toml declares
+(``kernels``: again on the baseline instruction set; ``sanitize``: under the bounds-checked
+and sanitizer builds; ``smoke``: the emulated aarch64 wheel; ``trees``), which each module
+states in its module-level ``pytestmark`` (tests/faces/test_suite_setup.py checks them).
 """
 import os
 import sys
