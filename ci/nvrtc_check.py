@@ -1,5 +1,7 @@
 """Compile every device kernel of hdist with NVRTC, to PTX, for sm_70, sm_80 and sm_90.
 
+Both variants are compiled: 32-bit nominal codes and 16-bit ones (``-DHD_CODE16``).
+
 No GPU and no driver are needed: NVRTC (the ``nvidia-cuda-nvrtc-cu12`` wheel, or a CUDA
 toolkit's ``libnvrtc``) compiles the sources that ``device="cuda"`` loads at first use
 (``hdist/_kernels/cuda/knn.cu``, which includes the CPU's per-attribute terms,
@@ -93,29 +95,31 @@ def main(argv=None):
     print("NVRTC %d.%d" % (major.value, minor.value))
     source, name = device_source()
     failed = 0
-    for arch in args.arch.split(","):
-        opts = nvrtc_options("compute_%s" % arch.strip())
+    for arch, code16 in [(a.strip(), c) for a in args.arch.split(",") for c in (False, True)]:
+        opts = nvrtc_options("compute_%s" % arch, code16=code16)
+        label = "sm_%s%s" % (arch, " (16-bit codes)" if code16 else "")
         try:
             ptx, log = compile_ptx(lib, source, name, opts)
         except RuntimeError as e:
-            print("sm_%s: FAILED\n%s" % (arch, e))
+            print("%s: FAILED\n%s" % (label, e))
             failed = 1
             continue
         missing = [k for k in KERNELS if not re.search(r"\.entry\s+%s\b" % k, ptx)]
         fused = len(re.findall(r"\bfma\.rn\.f64\b", ptx))
-        print("sm_%s: %d bytes of PTX, kernels %s%s" % (
-            arch, len(ptx), ", ".join(k for k in KERNELS if k not in missing),
+        print("%s: %d bytes of PTX, kernels %s%s" % (
+            label, len(ptx), ", ".join(k for k in KERNELS if k not in missing),
             ("; warnings:\n" + log) if log else ""))
         if missing:
-            print("sm_%s: kernels missing from the PTX: %s" % (arch, ", ".join(missing)))
+            print("%s: kernels missing from the PTX: %s" % (label, ", ".join(missing)))
             failed = 1
         if fused:
-            print("sm_%s: %d fused multiply-adds in the PTX (--fmad=false expected none)"
-                  % (arch, fused))
+            print("%s: %d fused multiply-adds in the PTX (--fmad=false expected none)"
+                  % (label, fused))
             failed = 1
         if args.save:
             os.makedirs(args.save, exist_ok=True)
-            with open(os.path.join(args.save, "knn_sm%s.ptx" % arch), "w") as f:
+            fname = "knn_sm%s%s.ptx" % (arch, "_code16" if code16 else "")
+            with open(os.path.join(args.save, fname), "w") as f:
                 f.write(ptx)
     print("nvrtc_check: %s" % ("FAILED" if failed else "ok"))
     return failed

@@ -87,11 +87,14 @@ def device_source():
         return f.read(), "knn.cu"
 
 
-def nvrtc_options(arch=None):
+def nvrtc_options(arch=None, code16=False):
     """NVRTC's options for the device code: no fused multiply-adds (``--fmad=false``),
     functions without a qualifier on the device (``-default-device``), the kernels' folder
-    on the include path, and ``--gpu-architecture=arch`` when given (CuPy adds its own)."""
+    on the include path, ``--gpu-architecture=arch`` when given (CuPy adds its own), and
+    ``-DHD_CODE16`` for the variant that reads 16-bit nominal codes."""
     opts = ["--fmad=false", "-default-device", "-I" + _KERNEL_DIR]
+    if code16:
+        opts.append("-DHD_CODE16")
     if arch:
         opts.insert(0, "--gpu-architecture=" + arch)
     return opts
@@ -147,10 +150,21 @@ def _nonempty(a, dtype):
     return a if a.size else np.zeros(1, dtype=dtype)
 
 
-def _attr_major(rows):
-    """Reference rows attribute-major: ``(c, cpen, o, t, e)``."""
+#: the largest nominal code the 16-bit variant reads
+CODE16_MAX = 32767
+
+
+def fits_code16(rows):
+    """Whether every nominal code of ``rows`` fits the 16-bit variant."""
+    return all(a.size == 0 or int(a.max()) <= CODE16_MAX for a in (rows.o, rows.t))
+
+
+def _attr_major(rows, code16):
+    """Reference rows attribute-major: ``(c, cpen, o, t, e)``, the codes 16-bit with
+    ``code16``."""
+    ct = np.int16 if code16 else np.int32
     return (_nonempty(rows.c.T, np.float64), _nonempty(rows.cpen.T, np.float64),
-            _nonempty(rows.o.T, np.int32), _nonempty(rows.t.T, np.int32),
+            _nonempty(rows.o.T, ct), _nonempty(rows.t.T, ct),
             _nonempty(rows.e.T, np.float64))
 
 
@@ -164,7 +178,7 @@ def _row_major(rows):
 # -- backends ------------------------------------------------------------------------
 
 _emu_lock = threading.Lock()
-_emu_lib = None
+_emu_libs = {}
 
 
 def _emu_flags(compiler_type):
@@ -173,24 +187,24 @@ def _emu_flags(compiler_type):
     return ["-O2", "-fno-fast-math", "-ffp-contract=off", "-fPIC"]
 
 
-def _emu_library():
-    """The emulated device's kernels (``launch.h``), compiled with the host's C compiler
-    at first use into a cache folder (``HDIST_CUDA_CACHE``, else ``~/.cache/hdist/cuda``)
-    keyed by the sources' text."""
-    global _emu_lib
+def _emu_library(code16):
+    """The emulated device's kernels (``launch.h``; ``code16``: the variant of 16-bit
+    codes), compiled with the host's C compiler at first use into a cache folder
+    (``HDIST_CUDA_CACHE``, else ``~/.cache/hdist/cuda``) keyed by the sources' text."""
     with _emu_lock:
-        if _emu_lib is not None:
-            return _emu_lib
+        if code16 in _emu_libs:
+            return _emu_libs[code16]
         from setuptools._distutils.ccompiler import new_compiler
         from setuptools._distutils.sysconfig import customize_compiler
         cc = new_compiler()
         customize_compiler(cc)
         flags = _emu_flags(cc.compiler_type)
+        macros = [("HD_CODE16", "1")] if code16 else []
         h = hashlib.sha256()
         for path in _SOURCES:
             with open(path, "rb") as f:
                 h.update(f.read())
-        h.update(repr((flags, sys.platform, cc.compiler_type)).encode())
+        h.update(repr((flags, macros, sys.platform, cc.compiler_type)).encode())
         folder = os.environ.get("HDIST_CUDA_CACHE") or os.path.join(
             os.path.expanduser("~"), ".cache", "hdist", "cuda")
         try:
@@ -208,13 +222,13 @@ def _emu_library():
                 src = os.path.join(tmp, "emulated.c")
                 with open(src, "w") as f:
                     f.write('#include "launch.h"\n')
-                objs = cc.compile([src], output_dir=tmp,
+                objs = cc.compile([src], output_dir=tmp, macros=macros,
                                   include_dirs=[_KERNEL_DIR, _CUDA_DIR], extra_postargs=flags)
                 out = os.path.join(tmp, "lib" + ext)
                 cc.link_shared_object(objs, out)
                 os.replace(out, path)
-        _emu_lib = ctypes.CDLL(path)
-        return _emu_lib
+        _emu_libs[code16] = ctypes.CDLL(path)
+        return _emu_libs[code16]
 
 
 class _Emulated:
@@ -224,8 +238,8 @@ class _Emulated:
     name = "emulated"
     out_of_memory = (MemoryError,)
 
-    def __init__(self):
-        self.lib = _emu_library()
+    def __init__(self, code16=False):
+        self.lib = _emu_library(code16)
 
     def describe(self):
         return "emulated device (HDIST_CUDA_EMULATE=1)"
@@ -265,7 +279,7 @@ class _Cupy:
 
     name = "cuda"
 
-    def __init__(self):
+    def __init__(self, code16=False):
         try:
             import cupy
         except ImportError as e:
@@ -283,7 +297,7 @@ class _Cupy:
         self.cp = cupy
         self.out_of_memory = (cupy.cuda.memory.OutOfMemoryError, MemoryError)
         src, name = device_source()
-        self.module = cupy.RawModule(code=src, options=tuple(nvrtc_options()),
+        self.module = cupy.RawModule(code=src, options=tuple(nvrtc_options(code16=code16)),
                                      name_expressions=None)
         self._fns = {}
 
@@ -326,11 +340,11 @@ class _Cupy:
         fn((int(grid[0]), int(grid[1])), (int(block),), tuple(cargs), shared_mem=int(shared))
 
 
-def backend():
+def backend(code16=False):
     """The device ``device="cuda"`` runs on: the emulated one under
     ``HDIST_CUDA_EMULATE=1``, else a GPU through CuPy (:class:`CudaUnavailableError`
-    naming what is missing)."""
-    return _Emulated() if emulated() else _Cupy()
+    naming what is missing); ``code16``: its kernels that read 16-bit nominal codes."""
+    return _Emulated(code16) if emulated() else _Cupy(code16)
 
 
 # -- certification of a query's candidates -----------------------------------------------
@@ -404,10 +418,23 @@ class CudaSearcher(Searcher):
         The encoded reference rows.
     leaf_size : int
         Unused (the searchers' common signature).
+    crows : CRows, optional
+        The kernels' view of ``rows`` where the caller has it (the searchers' common
+        signature).
     block_rows : int, optional
         Most query rows per block (default 4096).
     threads_per_block : int, optional
         Most threads per block of the scan kernels (default 128).
+    small_codes : bool, optional
+        Upload the nominal codes as 16-bit integers where every code fits (default True;
+        False: 32-bit).
+
+    Attributes
+    ----------
+    code16_ : bool
+        Whether the uploaded rows' codes are 16-bit.
+    build_time_, upload_time_ : float
+        Seconds of the last :meth:`build` and of its upload.
     """
 
     name = "cuda"
@@ -428,7 +455,7 @@ class CudaSearcher(Searcher):
     _transient = ("_crows", "_d", "dev", "_cplan")
 
     def __init__(self, plan, rows, *, leaf_size=32, crows=None, block_rows=4096,
-                 threads_per_block=THREADS, **params):
+                 threads_per_block=THREADS, small_codes=True, **params):
         if Searcher is not object:
             super().__init__(plan, rows, leaf_size=leaf_size, crows=crows, **params)
         elif params:
@@ -447,6 +474,8 @@ class CudaSearcher(Searcher):
             self._lock = threading.RLock()
         self.block_rows = int(block_rows)
         self.threads_per_block = int(threads_per_block)
+        self.small_codes = bool(small_codes)
+        self.code16_ = False
         self.dev = None
         self.build_time_ = 0.0
         self.upload_time_ = 0.0
@@ -482,12 +511,14 @@ class CudaSearcher(Searcher):
     def build(self, progress=None):
         """Upload the rows (attribute-major) and the plan to the device."""
         t0 = time.perf_counter()
-        if self.dev is None:
-            self.dev = backend()
+        code16 = self.small_codes and fits_code16(self.rows)
+        if self.dev is None or self.code16_ != code16:
+            self.dev = backend(code16)
+        self.code16_ = code16
         n, D = self.rows.n, self.rows.D
         t1 = time.perf_counter()
         self._d = {"plan": tuple(self.dev.put(a) for a in _plan_arrays(self.plan, n, D)),
-                   "rows": tuple(self.dev.put(a) for a in _attr_major(self.rows)),
+                   "rows": tuple(self.dev.put(a) for a in _attr_major(self.rows, code16)),
                    "n": n}
         self.upload_time_ = time.perf_counter() - t1
         self.build_time_ = time.perf_counter() - t0

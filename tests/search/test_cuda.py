@@ -147,6 +147,35 @@ def test_embedded_block(monkeypatch, preset, params):
     _check_all(idx, Q)
 
 
+@pytest.mark.parametrize("preset,params", [("heom", {}), ("hvdm", dict(missing="max")),
+                                           ("gower", {})])
+def test_32_bit_codes(preset, params):
+    """The kernels' variant that reads 32-bit codes (the one for codes past 32 767)."""
+    idx, Q, _ = _fit(8, preset, params)
+    s = _check_all(idx, Q, small_codes=False)
+    assert not s.code16_
+    assert _searcher(idx).code16_
+
+
+def test_codes_beyond_16_bits():
+    """A nominal attribute with 40 000 values: its codes do not fit 16 bits, so the rows
+    go up with 32-bit codes."""
+    import pandas as pd
+    rng = np.random.default_rng(2)
+    n = 40_000
+    X = pd.DataFrame({"id": np.array(["v%d" % i for i in range(n)], dtype=object),
+                      "x": rng.normal(size=n)})
+    m = hdist.Metric("heom", nominal=["id"], continuous=["x"]).fit(X)
+    idx = hdist.NeighborsIndex(m, algorithm="brute").fit(X)
+    s = _searcher(idx)
+    assert not s.code16_
+    rows = idx._query_rows(X.iloc[-5:], False)
+    d, i = idx.kneighbors(X.iloc[-5:], 3)
+    f = s.knn(rows, 3, 1)
+    assert_same(f.dist, d)
+    assert_same(f.ind, i)
+
+
 @pytest.mark.parametrize("preset,params", [("heom", {}), ("gower", {}), ("hvdm", {}),
                                            ("chebyshev", {})])
 def test_small_blocks_many_chunks(preset, params):

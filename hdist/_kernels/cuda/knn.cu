@@ -17,7 +17,7 @@
  * separated by barriers, nothing held in local variables across a barrier).
  *
  * Layouts: reference rows attribute-major with n apart (Rc, Rcp [mc, n], Ro [mo, n],
- * Rt [mt, n], Re [D, n]); query rows row-major (Qc, Qcp [nq, mc], Qo [nq, mo],
+ * Rt [mt, n] as hd_code, Re [D, n]); query rows row-major (Qc, Qcp [nq, mc], Qo [nq, mo],
  * Qt [nq, mt], Qe [nq, D]).  The plan travels as four arrays: H (sizes and offsets,
  * HD_H_* below), PD (doubles: p, w_all, w_max, +inf, then the per-attribute constants),
  * PI (64-bit integers: the tables' offsets and sizes, the embedded offsets) and PB (bytes:
@@ -37,6 +37,14 @@
 #include "terms.h"
 
 typedef long long hd_ll;
+
+/* the reference rows' nominal codes: 16-bit where every code fits (HD_CODE16: half the
+ * memory read per row), else 32-bit; -1 is missing either way */
+#ifdef HD_CODE16
+typedef short hd_code;
+#else
+typedef int hd_code;
+#endif
 
 /* H: sizes, then offsets into PD, PI and PB */
 enum {
@@ -58,13 +66,13 @@ typedef struct {
     const unsigned char *c_ign, *o_ign, *t_ign, *e_q, *e_ign;
     /* reference rows, attribute-major */
     const double *Rc, *Rcp, *Re;
-    const int *Ro, *Rt;
+    const hd_code *Ro, *Rt;
 } hd_dplan;
 
 __device__ static void hd_dplan_make(hd_dplan *P, const hd_ll *H, const double *PD,
                                      const hd_ll *PI, const unsigned char *PB,
-                                     const double *Rc, const double *Rcp, const int *Ro,
-                                     const int *Rt, const double *Re)
+                                     const double *Rc, const double *Rcp, const hd_code *Ro,
+                                     const hd_code *Rt, const double *Re)
 {
     P->mc = H[HD_H_MC];
     P->mo = H[HD_H_MO];
@@ -213,7 +221,8 @@ __device__ static double hd_pair(const hd_dplan *P, const double *Qc, const doub
  * block's query rows */
 #define HD_SCAN_PARAMS                                                                    \
     const hd_ll *H, const double *PD, const hd_ll *PI, const unsigned char *PB,            \
-        const double *Rc, const double *Rcp, const int *Ro, const int *Rt, const double *Re, \
+        const double *Rc, const double *Rcp, const hd_code *Ro, const hd_code *Rt,        \
+        const double *Re,                                                                 \
         const double *Qc, const double *Qcp, const int *Qo, const int *Qt, const double *Qe
 
 /* (d1, j1) before (d2, j2): the candidates' order */
