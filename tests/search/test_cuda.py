@@ -17,6 +17,8 @@ import sys
 
 import numpy as np
 import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
 
 import hdist
 from hdist import _kernels
@@ -26,6 +28,7 @@ from hdist._search.cuda import CudaSearcher, CudaUnavailableError
 from hdist._search.votes import TieTally
 
 import strategies as S
+from strategies import tables
 
 REAL_GPU = os.environ.get("HDIST_TEST_CUDA_DEVICE", "emulated") == "gpu"
 
@@ -337,3 +340,69 @@ def test_cpu_searches_never_import_cupy():
     env = dict(os.environ)
     env.pop("HDIST_CUDA_EMULATE", None)
     subprocess.run([sys.executable, "-c", code], check=True, env=env)
+
+
+# random tables of whole numbers: the kinds inferred are the ones meant (the warning itself
+# is tested in tests/core)
+@pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=tables(min_rows=2, max_rows=24, n_queries=(1, 6), labels=True, max_cols=5),
+       name=st.sampled_from(sorted({i.name for i in hdist.METRICS.values()})),
+       policy=st.sampled_from(("one", "max", "ignore", "symbol")),
+       p=st.sampled_from((0.5, 1.0, 2.0, 3.0, 4.0, math.inf)), k=st.integers(1, 6))
+def test_random_tables_every_preset(data, name, policy, p, k):
+    """Every preset, missing-value policy and p the device serves, on random small tables
+    (hypothesis), against the CPU's brute force."""
+    train, queries, y = data
+    info = hdist.METRICS[name]
+    assume(train.m >= 2 or info.nominal not in ("hds", "add"))
+    nominal = list(range(train.m)) if info.continuous is None else train.nominal_positions()
+    params = {"missing": policy, "nominal": nominal}
+    if "p" in info.params and name != "fractional":
+        params["p"] = p
+    m = hdist.Metric(name, **params).fit(train.object_array(), y)
+    assume(CudaSearcher.refusal(m.plan_) is None)
+    idx = hdist.NeighborsIndex(m, algorithm="brute").fit(train.object_array())
+    k = min(k, train.n - 1) if train.n > 1 else 1
+    Q = queries.object_array()
+    s = _searcher(idx)
+    rows = idx._query_rows(Q, False)
+    d, i = idx._kneighbors(Q, k, ties=True)
+    f = s.knn(rows, k, 1, ties=True)
+    assert_same(f.dist, d)
+    assert_same(f.ind, i)
+    if train.n > k:
+        d, i = idx.kneighbors(None, k, exclude_self=True)
+        f = s.knn(idx._rows, k, 1, exclude_self=True)
+        assert_same(f.dist, d)
+        assert_same(f.ind, i)
+    assert_same(s.pairwise(rows), _cpu_pairwise(idx, rows))
+
+
+def test_edge_sizes():
+    """One reference row; k equal to every row; exclude_self over two rows; queries with
+    every value missing."""
+    import pandas as pd
+    X = pd.DataFrame({"x": [1.0, 2.0, np.nan, 4.0], "c": ["a", None, "b", "a"]})
+    m = hdist.Metric("heom", nominal=["c"], continuous=["x"]).fit(X)
+    for rows_X in (X.iloc[:1], X.iloc[:2], X):
+        idx = hdist.NeighborsIndex(m, algorithm="brute").fit(rows_X)
+        n = len(rows_X)
+        Q = pd.DataFrame({"x": [np.nan, 3.0], "c": [None, "z"]})
+        rows = idx._query_rows(Q, False)
+        s = _searcher(idx)
+        d, i = idx._kneighbors(Q, n, ties=True)
+        f = s.knn(rows, n, 1, ties=True)
+        assert_same(f.dist, d)
+        assert_same(f.ind, i)
+        if n > 1:
+            d, i = idx.kneighbors(None, n - 1, exclude_self=True)
+            f = s.knn(idx._rows, n - 1, 1, exclude_self=True)
+            assert_same(f.dist, d)
+            assert_same(f.ind, i)
+        assert_same(s.pairwise(rows), _cpu_pairwise(idx, rows))
+        f = s.radius(rows, np.inf, 1)
+        rd, ri = idx.radius_neighbors(Q, np.inf)
+        for a, b, c, e in zip(f.dist, rd, f.ind, ri):
+            assert_same(a, b)
+            assert_same(c, e)
