@@ -596,20 +596,28 @@ class CudaSearcher(Searcher):
 
     # -- the host's finishing -------------------------------------------------------------
     def _true(self, queries, qidx, S, J):
-        """True distances of the candidates (query ``qidx[i]`` of ``queries`` and row
-        ``J[i, c]`` with reduced distance ``S[i, c]``), as the CPU's ``true_of``."""
+        """True distances of the candidates: query ``qidx[i]`` of ``queries`` and row
+        ``J[i, c]`` with reduced distance ``S[i, c]`` (any shape, ``qidx`` broadcast
+        against it), as the CPU's ``true_of``: finalized, or, outside the range where
+        the root is trusted (p = 2 and other p), the CPU's pair function."""
         from .._kernels import CRows, finalize_array, pairwise
-        T = finalize_array(self.cplan, np.array(S, dtype=np.float64).ravel())
-        T = T.reshape(S.shape)
+        S = np.asarray(S, dtype=np.float64)
+        T = finalize_array(self.cplan, np.array(S).ravel()).reshape(S.shape)
         n = self._d["n"]
         if int(self.plan.pmode) >= 2:
             bad = (J < n) & ~((S >= _SAFE_LO) & (S <= _SAFE_HI))
-            for i in np.flatnonzero(bad.any(axis=1)):
-                cols = np.flatnonzero(bad[i])
-                out = np.empty((1, len(cols)))
-                pairwise(self.cplan, CRows(queries.take([qidx[i]])),
-                         CRows(self.rows.take(J[i, cols])), out, 1)
-                T[i, cols] = out[0]
+            if bad.any():
+                Q = np.broadcast_to(np.asarray(qidx).reshape(
+                    (-1,) + (1,) * (S.ndim - 1)), S.shape)[bad]
+                Jb = J[bad]
+                Tb = np.empty(len(Jb))
+                for q in np.unique(Q):
+                    at = np.flatnonzero(Q == q)
+                    out = np.empty((1, len(at)))
+                    pairwise(self.cplan, CRows(queries.take([q])),
+                             CRows(self.rows.take(Jb[at])), out, 1)
+                    Tb[at] = out[0]
+                T[bad] = Tb
         return T
 
     def knn(self, queries, k, threads, *, exclude_self=False, ties=False):
@@ -658,13 +666,13 @@ class CudaSearcher(Searcher):
                 complete = (J < n).sum(axis=1) >= n_avail
                 ok = complete | _certified(self.cplan, int(self.plan.pmode), S, J, Ts, Js, n,
                                            k, want_lists)
-                for i in np.flatnonzero(ok):
-                    q = todo[i]
-                    dist[q] = Ts[i, :k]
-                    ind[q] = Js[i, :k]
-                    if want_lists:
-                        sel = np.flatnonzero((Ts[i, k:] == Ts[i, k - 1]) & (Js[i, k:] < n))
-                        tied[q] = np.sort(Js[i, k + sel])
+                done = np.flatnonzero(ok)
+                dist[todo[done]] = Ts[done, :k]
+                ind[todo[done]] = Js[done, :k]
+                if want_lists:
+                    at_k = (Ts[done, k:] == Ts[done, k - 1:k]) & (Js[done, k:] < n)
+                    for i in np.flatnonzero(at_k.any(axis=1)):
+                        tied[todo[done[i]]] = np.sort(Js[done[i], k:][at_k[i]])
                 todo = todo[~ok]
                 # more candidates (every row a candidate is always certified); past
                 # K_MAX the CPU's kernel
@@ -762,15 +770,20 @@ class CudaSearcher(Searcher):
                 C = self.dev.get(cnt).astype(np.int64)
                 HS, HJ = self.dev.get(hs), self.dev.get(hj)
                 over = C > cap
-                for i in np.flatnonzero(~over):
-                    q = todo[i]
-                    s, j = HS[i, :C[i]], HJ[i, :C[i]]
-                    t = self._true(queries, [q], s[None, :], j[None, :])[0]
-                    keep = t <= r
-                    t, j = t[keep], j[keep]
-                    o = np.lexsort((j, t))
-                    out_d[q] = t[o]
-                    out_i[q] = j[o].astype(np.intp)
+                fit = np.flatnonzero(~over)
+                hit = np.arange(cap)[None, :] < C[fit, None]
+                qh = np.broadcast_to(todo[fit, None], hit.shape)[hit]
+                jh = HJ[fit][hit]
+                th = self._true(queries, qh, HS[fit][hit], jh)
+                keep = th <= r
+                qh, jh, th = qh[keep], jh[keep], th[keep]
+                o = np.lexsort((jh, th, qh))
+                qh, jh, th = qh[o], jh[o].astype(np.intp), th[o]
+                cuts = np.searchsorted(qh, todo[fit], side="right")
+                first = np.concatenate([[0], cuts[:-1]])
+                for i, q in enumerate(todo[fit]):
+                    out_d[q] = th[first[i]:cuts[i]]
+                    out_i[q] = jh[first[i]:cuts[i]]
                 todo = todo[over]
                 if len(todo):
                     cap = int(C[over].max())
