@@ -71,7 +71,8 @@ _SAFE_LO, _SAFE_HI = 1e-280, 1e280
 
 class CudaUnavailableError(RuntimeError):
     """``device="cuda"`` was asked where it cannot run: the message names what is missing
-    (CuPy, a GPU, or a metric the device does not serve)."""
+    (CuPy, or a GPU and its driver).  A metric the device does not serve is a
+    ``ValueError`` instead (:meth:`CudaSearcher.refusal`)."""
 
 
 def emulated():
@@ -463,7 +464,7 @@ class CudaSearcher(Searcher):
                             % ", ".join(sorted(params)))
         reason = self.refusal(plan, rows)
         if reason:
-            raise CudaUnavailableError(reason)
+            raise ValueError(reason)
         if int(block_rows) < 1:
             raise ValueError("block_rows must be >= 1, got %r" % (block_rows,))
         if not 1 <= int(threads_per_block) <= 1024:
