@@ -30,6 +30,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 import hdist  # noqa: E402
+from hdist._search.searchers import brute_radius  # noqa: E402
 
 
 def make_job(n_ref, n_query, n_cont=8, n_nom=8, n_classes=3, missing=0.0, seed=0):
@@ -163,7 +164,9 @@ def main(argv=None):
         rad = float(np.median(d2[:, -1]))
         tf, (rd, ri) = timeit(lambda: m.radius_neighbors(Xq, rad, n_jobs=2), repeat=3)
         rows_q = m.encode(Xq)
-        td, (dd, di) = timeit(lambda: m._radius_rows(rows_q, rad, False, 2, 0, "direct"))
+        td, direct = timeit(lambda: brute_radius(m.plan_, rows_q, m.train_, m._ctrain(),
+                                                 rad, 2, method="direct"))
+        dd, di = direct.dist, direct.ind
         assert all(np.array_equal(a, b) for a, b in zip(ri, di))
         assert all(np.array_equal(a, b) for a, b in zip(rd, dd))
         rrate = row("hdist hvdm radius (filter), 2 threads", tf, pairs)

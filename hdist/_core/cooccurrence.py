@@ -178,6 +178,8 @@ def cooccurrence_table(codes, V, coattrs, kind, average, w=None):
 
 def _factory(kind):
     def factory(metric, j, name, codes, V, policy, nom, schema, cont, sample_weight=None):
+        """The value-table component of nominal column ``j`` and its learned table
+        (:meth:`hdist.Metric.fit` keeps it as ``value_tables_[name]``)."""
         average, n_bins = check_params(metric._param("average"), metric._param("n_bins"))
         if schema.n_features_in_ < 2:
             raise ValueError("metric %r describes a value of column %r by the other "
@@ -186,8 +188,7 @@ def _factory(kind):
         if j == max(k for k, kd in enumerate(schema.kinds_) if kd != CONTINUOUS):
             _BINNED.entry = None    # the last nominal column of this fit
         T = cooccurrence_table(codes, V, coattrs, kind, average, sample_weight)
-        metric.value_tables_[name] = T
-        return TableComponent(j, T, policy, V)
+        return TableComponent(j, T, policy, V), T
     factory.__name__ = "%s_component" % kind
     return factory
 

@@ -233,7 +233,8 @@ def mi_weights(metric, schema, cont, nom, y, C, sample_weight=None):
     """Attribute weights ``w_j = m I(x_j; y) / Σ_k I(x_k; y)`` for ``weights="mi"``.
 
     Called by :meth:`hdist.Metric.fit` with the schema-encoded training columns and class
-    codes; stores the informations (nats) as ``metric.mutual_information_``.  With
+    codes; returns ``(weights, informations)``, the informations in nats (the Metric keeps
+    them as ``mutual_information_``).  With
     ``sample_weight`` every probability is a share of the total weight (a row of integer
     weight ``m`` counts as ``m`` rows), the discretizer included."""
     sw = sample_weight
@@ -255,8 +256,7 @@ def mi_weights(metric, schema, cont, nom, y, C, sample_weight=None):
         keep = codes >= 0
         info[j] = _mi_codes(codes[keep], y[keep], None if sw is None else column_weights(sw, j)[keep]) \
             if keep.any() else 0.0
-    metric.mutual_information_ = info
     total = info.sum()
     if not total > 0.0:
-        return np.ones(m)
-    return m * info / total
+        return np.ones(m), info
+    return m * info / total, info

@@ -665,14 +665,10 @@ ESTIMATORS = {
 }
 
 
-def _store(metric, name, estimator):
-    """``metric.estimators_[name] = estimator`` (each ``fit`` starts without the attribute:
-    it drops everything the previous fit learned)."""
-    metric.__dict__.setdefault("estimators_", {})[name] = estimator
-
-
 class _Factory:
-    """Continuous-component factory of one preset (``metrics._CONT_EXTRA``)."""
+    """Continuous-component factory of one preset (``metrics._CONT_EXTRA``): returns the
+    component and the fitted class-posterior estimator, which :meth:`hdist.Metric.fit`
+    keeps as ``estimators_[name]``."""
 
     def __init__(self, kind):
         self.kind = kind
@@ -684,8 +680,7 @@ class _Factory:
         except (TypeError, ValueError) as exc:
             raise type(exc)("metric %r: %s" % (metric.name, exc)) from None
         est.fit(x, y, C, sample_weight)
-        _store(metric, name, est)
-        return EmbedComponent(j, C, q, est, policy, nominal=False)
+        return EmbedComponent(j, C, q, est, policy, nominal=False), est
 
 
 class _Check:

@@ -3,8 +3,9 @@
 One rule ("auto", :func:`auto_choice`) serves :class:`hdist.NeighborsIndex` and
 :meth:`hdist.Metric.kneighbors` / :meth:`~hdist.Metric.radius_neighbors`, so both run
 the same algorithm on the same rows; every algorithm returns the same answer
-(docs/metrics.md, section 8), only the time differs.  :class:`KDTree` is the KD-tree a
-fitted Metric builds over its training rows when the rule picks it.
+(docs/metrics.md, section 8), only the time differs.  The pilot (:class:`Probe`) measures
+with the KD-tree searcher (:class:`hdist._search.searchers.KDTree`) the index would
+build.
 """
 from __future__ import annotations
 
@@ -12,6 +13,8 @@ import math
 import time
 
 import numpy as np
+
+from .searchers import LEAF_SIZE, KDTree
 
 #: the "auto" rule, fitted to measurements on a 2-core machine (benchmarks/bench_trees.py,
 #: cases C and D): brute force below this many indexed rows ...
@@ -51,8 +54,6 @@ AUTO_PILOT_MAX_ROWS = 1 << 15
 #: force on 2 cores): the pilot (20-40 ms there, on 3·10^4 or 2·10^5 rows of the
 #: census-like job) then costs well under half of what the searches before it cost
 AUTO_DECIDE_PAIRS = 1 << 27
-#: rows per leaf of the trees the rule builds
-LEAF_SIZE = 32
 #: the k of the pilot queries when the caller's k is not known (at fit)
 AUTO_PILOT_K = 5
 #: a k-NN search with k above this fraction of the indexed rows is brute force: a tree
@@ -196,42 +197,6 @@ def pilot_queries(n_rows):
     return np.linspace(0, n_rows - 1, AUTO_PILOT_QUERIES).astype(np.intp)
 
 
-class KDTree:
-    """A KD-tree (:mod:`hdist._kernels.trees`) over encoded rows, and what its queries read.
-
-    ``plan``: a fitted Plan; ``rows`` / ``crows``: the indexed rows and their kernel
-    view.  Built once; :meth:`knn` and :meth:`radius` return exactly the brute force's
-    answers, with the number of distances each query computed."""
-
-    def __init__(self, plan, rows, crows, leaf_size=LEAF_SIZE):
-        from .._kernels import trees as _trees
-        t0 = time.perf_counter()
-        self.plan, self.rows, self.crows = plan, rows, crows
-        self.nodes, self.perm, self.rowdist = _trees.build("kd_tree", plan.cplan, crows,
-                                                           leaf_size)
-        self.depth = int(self.nodes["depth"].max())
-        self.leaf_rows = _trees.leaf_major(plan.cplan, crows, self.perm, self.nodes,
-                                           _trees.KD_UNIT)
-        self.build_time = time.perf_counter() - t0
-
-    def _args(self, cq):
-        return ("kd_tree", self.plan.cplan, cq, self.crows, self.leaf_rows, self.nodes,
-                self.perm, self.rowdist, self.depth)
-
-    def knn(self, cq, k, threads, exclude_self=False, ties=False):
-        """``(dist, ind, n_evaluations)`` of the query rows ``cq`` (a CRows); ``ties``:
-        the lists hold every row tied with the k-th too (``hdist._kernels.trees.knn``)."""
-        from .._kernels import trees as _trees
-        return _trees.knn(*self._args(cq), k, threads, exclude_self, None, ties=ties)
-
-    def radius(self, cq, r, threads, exclude_self=False):
-        """``(dists, inds, n_evaluations)``: rows within true distance ``r``."""
-        from .._kernels import trees as _trees
-        from .._kernels import reduced_radius
-        return _trees.radius(*self._args(cq), r, reduced_radius(self.plan.cplan, r), threads,
-                             exclude_self, None)
-
-
 class Probe:
     """The ``"auto"`` rule's pilot over the indexed ``rows`` (``crows``: their kernel view,
     or None): KD-trees over growing random samples of them (seed 0), a tree over all
@@ -248,7 +213,6 @@ class Probe:
     (over all rows when ``full``)."""
 
     def __init__(self, plan, rows, crows=None, k=None):
-        from .._kernels import CRows
         n = rows.n
         self.plan, self.rows, self.crows = plan, rows, crows
         self.n, self.k = n, min(AUTO_PILOT_K if k is None else int(k), n)
@@ -258,21 +222,19 @@ class Probe:
         self.tree = self._tree(first)
         q = pilot_queries(first)
         self.queries = rows.take(q if self.order is None else np.sort(self.order[:first])[q])
-        self._cq = CRows(self.queries)
         self._scale = None
 
     def _tree(self, size):
         """A KD-tree over ``size`` rows: all of them, or the first ``size`` of ``order``."""
-        from .._kernels import CRows
         self.full = size >= self.n
         if self.full:
-            sub = self.rows
-            crows = self.crows if self.crows is not None else CRows(sub)
+            sub, crows = self.rows, self.crows
         else:
-            sub = self.rows.take(np.sort(self.order[:size]))
-            crows = CRows(sub)
+            sub, crows = self.rows.take(np.sort(self.order[:size])), None
         self.pilot_rows = getattr(self, "pilot_rows", 0) + sub.n
-        return KDTree(self.plan, sub, crows)
+        tree = KDTree(self.plan, sub, leaf_size=LEAF_SIZE, crows=crows)
+        tree.build()
+        return tree
 
     def _k_of(self, tree):
         """The k of the pilot queries on ``tree``: the k asked, scaled to the sample's
@@ -284,7 +246,7 @@ class Probe:
         return min(m, max(AUTO_PILOT_K, math.ceil(self.k * m / self.n)))
 
     def _mean(self, tree):
-        return float(np.mean(tree.knn(self._cq, self._k_of(tree), 1)[2]))
+        return float(np.mean(tree.knn(self.queries, self._k_of(tree), 1).evaluations))
 
     def evaluations(self):
         """Mean distance evaluations of the pilot queries on a KD-tree over all rows
@@ -316,6 +278,6 @@ class Probe:
         rows."""
         if self._scale is None:
             self.evaluations()
-        t_tree, t_brute = race(lambda: self.tree.knn(self._cq, self._k_of(self.tree), 1),
+        t_tree, t_brute = race(lambda: self.tree.knn(self.queries, self._k_of(self.tree), 1),
                                lambda: brute(self.queries, self.k))
         return t_tree * self._scale, t_brute

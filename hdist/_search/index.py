@@ -1,11 +1,14 @@
 """Nearest-neighbor index over a fitted metric: brute force, KD-tree or ball tree (exact),
 or inverted lists (``algorithm="ivf"``, approximate: :mod:`hdist._search.ivf`).
 
-:class:`NeighborsIndex` holds encoded rows (the metric's Plan encodes them once) and,
-for the tree algorithms, a flat tree built by :mod:`hdist._kernels.trees`.  Every algorithm
-returns the same ``(distances, indices)`` (docs/metrics.md, section 8): candidates are ordered by (reduced
-distance, row index), and a pair's distance is computed by the same compiled function
-whatever the algorithm, thread count or leaf size.
+:class:`NeighborsIndex` holds encoded rows (the metric's Plan encodes them once), the
+unseen-value codes of its queries, the ``"auto"`` rule and one searcher
+(:mod:`hdist._search.searchers`: brute force, the KD-tree and ball tree of
+:mod:`hdist._kernels.trees`, the inverted lists), through
+:class:`hdist._search.rowindex.RowIndex`.  Every exact algorithm returns the same
+``(distances, indices)`` (docs/metrics.md, section 8): candidates are ordered by
+(reduced distance, row index), and a pair's distance is computed by the same compiled
+function whatever the algorithm, thread count or leaf size.
 
 Trees follow Witten & Frank ("Data Mining", section "Finding nearest neighbors efficiently"): the
 KD-tree splits on the attribute of greatest spread and prunes with per-attribute lower
@@ -17,155 +20,36 @@ whose depth grows past twice the balanced depth is rebuilt (Witten & Frank).
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import numbers
 import sys
-import threading
-import time
 
 import numpy as np
 
 from .._core import progress as _progress
-from .._core.plan import IGNORE
 from .._core.schema import NotFittedError
+from .._core.threads import effective_n_jobs
 from . import ivf as _ivf
+from .checks import _check_k, _check_number
 from .choice import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa: F401
-                      AUTO_SURE_DIMS, Probe, auto_algorithm, auto_choice, k_rule,
-                      pilot_queries, race)
-from .._core.threads import built_once, effective_n_jobs
-from .metric import (Metric, _check_k, _check_number, _tallies, knn_guard, radius_guard,
-                     search_record)
+                     AUTO_SURE_DIMS, auto_algorithm, auto_choice)
+from .metric import Metric
+from .rowindex import RowIndex, search_record
+from .searchers import SEARCHERS, InvertedLists, balanced_depth
+from .triangle import ball_tree_refusal  # noqa: F401  (re-exported)
 
-ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree", "ivf")
-TREES = ("kd_tree", "ball_tree")
-
-def _table_is_metric(T, tol=1e-9):
-    """True when a value table (with its unseen row) satisfies the triangle inequality,
-    unseen values counted as distinct points at ``T[V, V]`` from each other."""
-    T = np.asarray(T, dtype=np.float64)
-    V = T.shape[0] - 1
-    M = np.empty((V + 2, V + 2))
-    M[:V + 1, :V + 1] = T
-    M[V + 1, :V + 1] = T[V]
-    M[:V + 1, V + 1] = T[:, V]
-    M[V + 1, V + 1] = 0.0
-    M[V, V + 1] = M[V + 1, V] = T[V, V]
-    np.fill_diagonal(M, 0.0)
-    if (M < 0).any() or not np.allclose(M, M.T, rtol=tol, atol=tol):
-        return False
-    scale = max(1.0, float(M.max()))
-    for u in range(M.shape[0]):
-        # d(u, w) <= d(u, v) + d(v, w) for all v, w
-        via = (M[u][:, None] + M).min(axis=0)
-        if (M[u] > via + tol * scale).any():
-            return False
-    return True
+#: ``algorithm=`` values: "auto" and every searcher registered when this module loaded
+#: (:func:`algorithms` also lists those registered since)
+ALGORITHMS = ("auto",) + tuple(SEARCHERS)
 
 
-#: tables larger than this are trusted to be metrics (VDM, Hellinger and total-variation
-#: tables are by construction) instead of being checked in O(V^3)
-TABLE_CHECK_MAX = 256
-
-
-def _embed_bound(comp):
-    """An upper bound of an embedded attribute's component distance, or None."""
-    bound = getattr(comp, "max_distance", None)
-    if bound is not None:
-        return float(bound)
-    enc = comp.encode
-    P = getattr(enc, "P", None)
-    if comp.nominal and isinstance(P, np.ndarray):
-        # rows of (scaled) class probabilities: d(v, w) <= |P_v| + |P_w|
-        norms = np.abs(P).sum(axis=1) if comp.q == 1 else np.sqrt((P * P).sum(axis=1))
-        return 2.0 * float(norms.max()) if norms.size else 0.0
-    bound = getattr(enc, "distance_bound", None)   # class-posterior estimators
-    if bound is not None:
-        b = bound(comp.q)
-        return None if b is None else float(b)
-    return None
-
-
-def _missing_columns(plan, rows):
-    """Which block positions have a missing value, per row: (c, o, t, e) boolean
-    arrays of shape [n, m_block]."""
-    c = np.isnan(rows.c)
-    o = rows.o < 0
-    t = rows.t < 0
-    e = np.isnan(rows.e[:, plan.e_off[:-1]]) if plan.me else np.zeros((rows.n, 0), bool)
-    return c, o, t, e
-
-
-def _unsafe_when_missing(plan):
-    """Attributes whose component distance may exceed 2, with a reason each: a missing
-    value there (worth 1 to any other row) can break the triangle inequality when that
-    row is the middle point.  Returns (c, o, t, e) lists of reasons (None = safe)."""
-    c = [None if plan.c_max[k] else
-         "|x - y| / δ can exceed 2 (use missing='max', or kd_tree)"
-         for k in range(plan.mc)]
-    o = [None] * plan.mo
-    t = []
-    for a in plan.t_attr:
-        top = float(np.max(plan.components[a].table))
-        t.append(None if top <= 2.0 else "its value distances reach %.4g > 2" % top)
-    e = []
-    for a in plan.e_attr:
-        b = _embed_bound(plan.components[a])
-        e.append(None if b is not None and b <= 2.0
-                 else "its component distance is not bounded by 2")
-    return c, o, t, e
-
-
-def ball_tree_refusal(plan, rows, names=None):
-    """Why a ball tree over ``rows`` would not be exact for ``plan``, or None.
-
-    The ball tree prunes with the triangle inequality, which holds when
-    ``p >= 1``, no attribute uses the "ignore" policy (its rescaling is not a metric),
-    every value table is a metric, and, for attributes with a missing value in the
-    indexed rows, the component distance never exceeds 2 (a missing middle point
-    contributes 1 + 1 under "one"; Weka's "max" policy is a metric for continuous
-    attributes)."""
-    def name(a):
-        return repr(names[a]) if names is not None else "#%d" % a
-
-    if plan.p < 1.0:
-        return ("p = %g < 1: the Minkowski aggregate is not a metric, so the triangle "
-                "inequality the ball tree prunes with does not hold" % plan.p)
-    if plan.has_ignore:
-        a = next(a for a, c in enumerate(plan.components) if c.policy == IGNORE)
-        return ("the 'ignore' missing policy (attribute %s) rescales by the known weight, "
-                "which breaks the triangle inequality the ball tree prunes with" % name(a))
-    for a in plan.t_attr:
-        T = plan.components[a].table
-        if T.shape[0] - 1 <= TABLE_CHECK_MAX and not _table_is_metric(T):
-            return ("the value table of attribute %s does not satisfy the triangle "
-                    "inequality" % name(a))
-    missing = _missing_columns(plan, rows)
-    blocks = (plan.c_attr, plan.o_attr, plan.t_attr, plan.e_attr)
-    for attrs, miss, why in zip(blocks, missing, _unsafe_when_missing(plan)):
-        for k, a in enumerate(attrs):
-            if why[k] is not None and miss[:, k].any():
-                return ("attribute %s has missing values in the indexed rows and %s, so a "
-                        "missing row breaks the triangle inequality" % (name(a), why[k]))
-    return None
-
-
-def _two_sided_rows(plan, rows):
-    """uint8 per query row: 1 when the row may serve as the middle point of a triangle
-    (no missing value where a component can exceed 2), which the ball tree's per-row
-    bound |d(q, pivot) - d(x, pivot)| needs; 0 limits that query to one side."""
-    ok = np.ones(rows.n, dtype=bool)
-    for miss, why in zip(_missing_columns(plan, rows), _unsafe_when_missing(plan)):
-        bad = np.array([w is not None for w in why], dtype=bool)
-        if bad.any():
-            ok &= ~miss[:, bad].any(axis=1)
-    return ok.astype(np.uint8)
-
-
-def _reduced_radius(plan, r):
-    """A reduced-distance threshold that every pair within true distance ``r`` stays
-    under (``hdist._kernels.reduced_radius``: ``r^p``, enlarged for rounding)."""
-    from .._kernels import reduced_radius
-    return reduced_radius(plan.cplan, r)
+def algorithms():
+    """The ``algorithm=`` values: "auto" and every registered searcher
+    (:data:`hdist._search.searchers.SEARCHERS`)."""
+    return ("auto",) + tuple(SEARCHERS)
+#: the ``algorithm_params`` keys of ``algorithm="ivf"`` (:func:`make_index`)
+ALGORITHM_PARAMS = ("n_lists", "n_probe", "target_recall", "random_state")
 
 
 class Recall(float):
@@ -194,7 +78,7 @@ def _train_unseen(metric):
     return [dict(d) for d in known]
 
 
-class NeighborsIndex:
+class NeighborsIndex(RowIndex):
     """k-nearest-neighbor and radius search over a heterogeneous metric: exact, or
     approximate by inverted lists (``algorithm="ivf"``).
 
@@ -205,6 +89,7 @@ class NeighborsIndex:
         by :meth:`fit`; the object passed is not modified) or a fitted one (its learned
         statistics are used as they are).
     algorithm : {"auto", "brute", "kd_tree", "ball_tree", "ivf"}, default "auto"
+        ``"auto"`` or a searcher of :data:`hdist._search.searchers.SEARCHERS`.
         ``"kd_tree"`` serves every metric; ``"ball_tree"`` only metrics that satisfy the
         triangle inequality on the indexed rows (:func:`ball_tree_refusal`; otherwise a
         ValueError names the reason); ``"auto"`` follows :func:`auto_algorithm` and never
@@ -287,8 +172,8 @@ class NeighborsIndex:
 
     def __init__(self, metric="heom", algorithm="auto", leaf_size=32, metric_params=None,
                  n_lists=None, n_probe=None, target_recall=None, random_state=0):
-        if algorithm not in ALGORITHMS:
-            raise ValueError("algorithm must be one of %s, got %r" % (ALGORITHMS, algorithm))
+        if algorithm not in algorithms():
+            raise ValueError("algorithm must be one of %s, got %r" % (algorithms(), algorithm))
         if isinstance(leaf_size, bool) or not isinstance(leaf_size, numbers.Integral):
             raise TypeError("leaf_size must be an int, got %r" % (leaf_size,))
         if not 1 <= leaf_size <= sys.maxsize:
@@ -308,9 +193,8 @@ class NeighborsIndex:
                     raise ValueError("%s is only used with algorithm='ivf'" % name)
         if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
             raise TypeError("random_state must be an int, got %r" % (random_state,))
+        super().__init__(algorithm, leaf_size)
         self.metric = metric
-        self.algorithm = algorithm
-        self.leaf_size = int(leaf_size)
         self.metric_params = metric_params
         self.n_lists = None if n_lists is None else int(n_lists)
         self.n_probe = None if n_probe is None else int(n_probe)
@@ -323,6 +207,12 @@ class NeighborsIndex:
                 self.metric, self.n_lists, self.n_probe)
         return "NeighborsIndex(%r, algorithm=%r, leaf_size=%d)" % (
             self.metric, self.algorithm, self.leaf_size)
+
+    def _searcher_params(self):
+        if self.algorithm != "ivf":
+            return {}
+        return dict(n_lists=self.n_lists, n_probe=self.n_probe,
+                    target_recall=self.target_recall, random_state=self.random_state)
 
     # -- fit ------------------------------------------------------------------------------
     def fit(self, X=None, y=None, sample_weight=None, *, progress=None):
@@ -340,22 +230,21 @@ class NeighborsIndex:
             metric = m
         else:
             metric = Metric(m.name, **m.params)
-        self._unseen = None
         if hasattr(metric, "plan_"):
             if sample_weight is not None:
                 raise ValueError("sample_weight is used to fit the metric, but the metric "
                                  "given is already fitted")
-            self._unseen = [dict() for _ in metric.schema_.nominal_names]
+            unseen = [dict() for _ in metric.schema_.nominal_names]
             if X is None:
                 rows = metric.train_
-                self._unseen = _train_unseen(metric)
+                unseen = _train_unseen(metric)
             else:
-                rows = metric.encode(X, self._unseen, "X")
+                rows = metric.encode(X, unseen, "X")
         else:
             if X is None:
                 raise ValueError("X is needed to fit the metric %r" % metric.name)
             metric.fit(X, y, sample_weight=sample_weight, progress=progress)
-            self._unseen = _train_unseen(metric)
+            unseen = _train_unseen(metric)
             rows = metric.train_
         if rows.n < 1:
             raise ValueError("X has no rows to index")
@@ -364,107 +253,33 @@ class NeighborsIndex:
                              % (self.n_lists, rows.n))
         self.metric_ = metric
         self._fit_state = metric._fitted()
-        self._rows = rows
-        self._drop_caches()
-        self._tree = None
-        algo = self._choose(rows.n, progress)
-        if algo != getattr(self, "algorithm_", None) or self._tree is None:
-            self.algorithm_ = algo
-            self._build(progress)
+        self._unseen = unseen
+        crows = metric._ctrain() if rows is metric.train_ else None
+        self._index_rows(metric.plan_, rows, metric.schema_.names_, progress, crows)
         self.n_distance_evaluations_ = np.zeros(0, dtype=np.intp)
         self.__dict__.pop("search_", None)      # (set by the pilot queries)
         return self
 
-    def _choose(self, n, progress=None):
-        plan = self.metric_.plan_
-        if self.algorithm == "auto":
-            self._auto_n = n
-            self._probe = None
-            algo, self._why = auto_choice(plan, n, lambda: self._pilot(progress), self._race)
-            self._probe = None
-            self._k_choices = {}
-            return algo
-        if self.algorithm == "ball_tree":
-            reason = ball_tree_refusal(plan, self._rows, self.metric_.schema_.names_)
-            if reason is not None:
-                raise ValueError("algorithm='ball_tree' is not exact here: " + reason)
-        self._why = "algorithm=%r was asked for" % self.algorithm
-        return self.algorithm
-
-    def _pilot(self, progress=None):
-        """Mean distance evaluations of KD-tree queries for a few indexed rows, on a tree
-        over all of them: measured on the pilot's trees over a sample of the rows and
-        extrapolated (:class:`hdist._search.choice.Probe`).  ``progress`` is not used:
-        the pilot's trees take milliseconds."""
-        self._probe = Probe(self.metric_.plan_, self._rows, self._crows())
-        return self._probe.evaluations()
-
-    def _race(self):
-        """Seconds of the pilot's queries on the KD-tree (``Probe.race``) and by brute
-        force over the indexed rows (``hdist._search.race``)."""
-        brute = self.metric_._knn_rows
-        return self._probe.race(lambda q, k: brute(q, k, False, 1, R=self._rows,
-                                                   cR=self._crows()))
-
-    def _build(self, progress=None):
-        self._drop_caches()
-        self._tree = None
-        self.build_time_ = 0.0
-        self._lists = None
-        if self.algorithm_ == "brute":
-            return
-        if self.algorithm_ == "ivf":
-            self._build_ivf(progress)
-            return
-        from .._kernels import trees as _trees
-        t0 = time.perf_counter()
-        report = _progress.reporter(progress, self._rows.n, self.algorithm_.replace("_", "-"))
-        nodes, perm, rowdist = _trees.build(self.algorithm_, self.metric_.plan_.cplan,
-                                            self._crows(), self.leaf_size, report)
-        self.build_time_ = time.perf_counter() - t0
-        depth = int(nodes["depth"].max())
-        self._tree = {"nodes": nodes, "perm": perm, "rowdist": rowdist, "depth": depth,
-                      "fresh_depth": depth}
-
-    def _build_ivf(self, progress=None):
-        t0 = time.perf_counter()
-        n = self._rows.n
-        L = self.n_lists if self.n_lists is not None else _ivf.default_n_lists(n)
-        report = _progress.reporter(progress, _ivf.PASSES + 2, "ivf build", unit="steps")
-        threads = effective_n_jobs(None)
-        lists = _ivf.build(self.metric_, self._rows, L, threads, self.random_state, report)
-        self._lists = lists
-        lists.derived(self.metric_, self._rows)         # the store
-        if report is not None:
-            report(_ivf.PASSES + 2, _ivf.PASSES + 2)
-        if self.n_probe is not None:
-            self._n_probe = min(self.n_probe, lists.n_lists)
-        else:
-            target = self.target_recall
-            if target is None:
-                target = _ivf.DEFAULT_TARGET_RECALL
-            self._n_probe = _ivf.calibrate(self, lists, target, threads, self.random_state)
-        self.build_time_ = time.perf_counter() - t0
-
+    # -- inverted lists --------------------------------------------------------------
     def _check_ivf(self):
+        """The inverted lists' searcher (an AttributeError for the other algorithms)."""
         self._check_fitted()
-        if self.algorithm_ != "ivf":
+        if not isinstance(self._searcher, InvertedLists):
             raise AttributeError("only algorithm='ivf' has lists")
-        return self._lists
+        return self._searcher
 
     @property
     def n_lists_(self):
-        return self._check_ivf().n_lists
+        return self._check_ivf().lists.n_lists
 
     @property
     def n_probe_(self):
-        self._check_ivf()
-        return self._n_probe
+        return self._check_ivf().n_probe
 
     @n_probe_.setter
     def n_probe_(self, value):
-        lists = self._check_ivf()
-        self._n_probe = self._probe_arg(value, lists)
+        searcher = self._check_ivf()
+        searcher.n_probe = self._probe_arg(value, searcher.lists)
 
     @staticmethod
     def _probe_arg(value, lists):
@@ -477,11 +292,11 @@ class NeighborsIndex:
 
     @property
     def list_sizes_(self):
-        return self._check_ivf().sizes()
+        return self._check_ivf().lists.sizes()
 
     @property
     def centres_(self):
-        return self._check_ivf().centres.copy()
+        return self._check_ivf().lists.centres.copy()
 
     # -- state ------------------------------------------------------------------------
     def _check_fitted(self):
@@ -493,50 +308,16 @@ class NeighborsIndex:
         self._check_fitted()
         self.metric_._check_same_fit(self._fit_state, "NeighborsIndex")
 
-    # The caches below are built on first use by whichever query thread comes first: the
-    # lock makes each be built once (threads that arrive meanwhile wait for it), and a
-    # cache is published whole by one store.  fit and insert replace them; they are not
-    # meant to run while other threads query the same index.
-    def _drop_caches(self):
-        self.__dict__.setdefault("_lock", threading.RLock())
-        self._c_rows = None
-        self._leaf_rows = None
-        if getattr(self, "_lists", None) is not None:
-            self._lists.drop()          # the stored copy of the rows (remade on use)
-        # the matrix-product filter's reference-side features of the indexed rows; its
-        # entries are built whole, then stored once (hdist._search.gemm_filter)
-        self._gemm_cache = {}
-
     def _gemm(self):
         """The matrix-product filter's reference-side features of the indexed rows (kept
-        until the rows change)."""
-        return self._gemm_cache
+        by the brute-force searcher until the rows change)."""
+        return self._brute.cache
 
-    def _crows(self):
-        from .._kernels import CRows
-        return built_once(self, "_c_rows", self._lock, lambda: CRows(self._rows))
-
-    def _leaf_major(self):
-        """The indexed rows leaf by leaf, as the tree's leaf scans read them (made once
-        per tree, ``hdist._kernels.trees.leaf_major``)."""
-        from .._kernels import trees as _trees
-
-        def make():
-            t = self._tree
-            return _trees.leaf_major(self.metric_.plan_.cplan, self._crows(), t["perm"],
-                                     t["nodes"],
-                                     _trees.KD_UNIT if self.algorithm_ == "kd_tree" else 0)
-        return built_once(self, "_leaf_rows", self._lock, make)
-
-    def __getstate__(self):
-        st = dict(self.__dict__)
-        for key in ("_c_rows", "_leaf_rows", "_gemm_cache", "_lock"):
-            st.pop(key, None)
-        return st
-
-    def __setstate__(self, st):
-        self.__dict__.update(st)
-        self._drop_caches()
+    @property
+    def build_time_(self):
+        """Seconds spent in the last (re)build of the searcher."""
+        self._check_fitted()
+        return self._searcher.build_time_
 
     @property
     def n_train_(self):
@@ -546,12 +327,12 @@ class NeighborsIndex:
     @property
     def depth_(self):
         self._check_fitted()
-        return 0 if self._tree is None else self._tree["depth"]
+        return self._searcher.depth
 
     @property
     def n_nodes_(self):
         self._check_fitted()
-        return 0 if self._tree is None else int(self._tree["nodes"]["start"].shape[0])
+        return self._searcher.n_nodes
 
     @property
     def tree_nbytes_(self):
@@ -559,13 +340,7 @@ class NeighborsIndex:
         per-row pivot distances and the copy of the rows in tree order (leaf by leaf,
         attribute-major, as the tile kernel reads them)."""
         self._check_fitted()
-        if self._tree is None:
-            return 0
-        t = self._tree
-        rows = self._rows
-        data = sum(getattr(rows, k).nbytes for k in ("c", "cpen", "o", "t", "e"))
-        return int(sum(a.nbytes for a in t["nodes"].values()) + t["perm"].nbytes
-                   + t["rowdist"].nbytes + data)
+        return self._searcher.nbytes
 
     @property
     def data_nbytes_(self):
@@ -586,49 +361,16 @@ class NeighborsIndex:
         if new.n == 0:
             return np.zeros(0, dtype=np.intp)
         n_old = self._rows.n
-        rows = self._rows.concat(new)
-        algo = self.algorithm_
-        if algo == "ball_tree":
-            reason = ball_tree_refusal(self.metric_.plan_, new, self.metric_.schema_.names_)
-            if reason is not None:
-                raise ValueError("cannot insert these rows into a ball tree: " + reason)
+        self._insert_rows(new)
         self._unseen = unseen
-        self._rows = rows
-        self._drop_caches()
-        if self.algorithm == "auto" and (rows.n >= 2 * self._auto_n or (
-                self._auto_n < AUTO_MIN_ROWS <= rows.n)):
-            # the rule is revisited as the index grows (a pilot may build a KD-tree)
-            self._tree = None
-            algo = self._choose(rows.n)
-            if algo != self.algorithm_ or self._tree is None:
-                self.algorithm_ = algo
-                self._build()
-            return np.arange(n_old, rows.n, dtype=np.intp)
-        if algo == "brute":
-            return np.arange(n_old, rows.n, dtype=np.intp)
-        if algo == "ivf":
-            self._lists = _ivf.insert(self.metric_, self._lists, rows, new,
-                                      effective_n_jobs(None))
-            return np.arange(n_old, rows.n, dtype=np.intp)
-        from .._kernels import trees as _trees
-        t = self._tree
-        nodes, perm, rowdist = _trees.insert(algo, self.metric_.plan_.cplan, self._crows(),
-                                             t["nodes"], t["perm"], t["rowdist"], n_old,
-                                             self.leaf_size)
-        depth = int(nodes["depth"].max())
-        self._tree = {"nodes": nodes, "perm": perm, "rowdist": rowdist, "depth": depth,
-                      "fresh_depth": t["fresh_depth"]}
-        if depth > 2 * max(1, self.balanced_depth(rows.n)) and depth > t["fresh_depth"]:
-            self._build()
-        return np.arange(n_old, rows.n, dtype=np.intp)
+        return np.arange(n_old, self._rows.n, dtype=np.intp)
 
     def balanced_depth(self, n=None):
         """Depth of a perfectly balanced tree over ``n`` rows (default: the indexed
         rows) with leaves of at most ``leaf_size`` rows."""
         if n is None:
             n = self.n_train_
-        leaves = max(1, -(-int(n) // self.leaf_size))
-        return int(math.ceil(math.log2(leaves))) if leaves > 1 else 0
+        return balanced_depth(n, self.leaf_size)
 
     # -- queries ---------------------------------------------------------------------
     def _query_rows(self, Q, exclude_self):
@@ -638,19 +380,6 @@ class NeighborsIndex:
             raise ValueError("exclude_self=True needs Q=None (the indexed rows as queries)")
         # unseen values of the queries get codes after those of the indexed rows
         return self.metric_.encode(Q, [dict(d) for d in self._unseen], "Q")
-
-    def _tree_args(self, rows):
-        """The leading arguments of ``_trees.knn`` / ``_trees.radius``."""
-        from .._kernels import CRows
-        t = self._tree
-        cq = self._crows() if rows is self._rows else CRows(rows)
-        return (self.algorithm_, self.metric_.plan_.cplan, cq, self._crows(),
-                self._leaf_major(), t["nodes"], t["perm"], t["rowdist"], t["depth"])
-
-    def _two_sided(self, rows):
-        if self.algorithm_ != "ball_tree":
-            return None
-        return _two_sided_rows(self.metric_.plan_, rows)
 
     def kneighbors(self, Q=None, k=5, *, exclude_self=False, return_distance=True,
                    n_jobs=None, progress=None, n_probe=None):
@@ -670,23 +399,22 @@ class NeighborsIndex:
 
     def _probing(self, n_probe):
         """Context in which ``n_probe_`` is ``n_probe`` (None: unchanged)."""
-        import contextlib
         if n_probe is None:
             return contextlib.nullcontext()
         self._check_fitted()
-        if self.algorithm_ != "ivf":
+        if not isinstance(self._searcher, InvertedLists):
             raise ValueError("n_probe is only used with algorithm='ivf'")
-        lists = self._lists
-        value = self._probe_arg(n_probe, lists)
+        searcher = self._searcher
+        value = self._probe_arg(n_probe, searcher.lists)
 
         @contextlib.contextmanager
         def probing():
-            old = self._n_probe
-            self._n_probe = value
+            old = searcher.n_probe
+            searcher.n_probe = value
             try:
                 yield
             finally:
-                self._n_probe = old
+                searcher.n_probe = old
         return probing()
 
     def recall(self, Q=None, k=10, n_probe=None, n_jobs=None):
@@ -705,13 +433,13 @@ class NeighborsIndex:
         ``Q``) is capped at them: the result, a :class:`Recall` (a float), says the
         ``k`` measured (``.k``), the one asked (``.k_asked``) and why (``.note``)."""
         self._check_fitted()
-        if self.algorithm_ != "ivf":
+        if not isinstance(self._searcher, InvertedLists):
             raise ValueError("recall() measures algorithm='ivf'; %r is exact"
                              % self.algorithm_)
-        lists = self._lists
+        searcher = self._searcher
         self._check_current()
         n = self._rows.n
-        p = self._n_probe if n_probe is None else self._probe_arg(n_probe, lists)
+        p = searcher.n_probe if n_probe is None else self._probe_arg(n_probe, searcher.lists)
         threads = effective_n_jobs(n_jobs)
         asked = _check_k(k, math.inf)
         if Q is None:
@@ -727,12 +455,12 @@ class NeighborsIndex:
             rows, self_ids = self._query_rows(Q, False), None
             avail, what = n, "the %d indexed rows" % n
         k = min(asked, avail)
-        d_ex, _ = _ivf.exact_excluding(self, lists, rows, self_ids, k, threads)
-        with self._probing(p):
-            d, _, scanned, probed = _ivf.knn(self, lists, rows, k, p, self_ids, threads)
-            self._ivf_record(threads, scanned, probed)
+        d_ex, _ = searcher.exact(rows, k, threads, self_ids)
+        found = searcher.knn(rows, k, threads, self_ids=self_ids, n_probe=p)
+        self.n_distance_evaluations_ = found.evaluations
+        self.search_ = search_record(self.algorithm_, self._why, threads, found)
         note = "" if k == asked else "recall@%d: k = %d capped at %s" % (k, asked, what)
-        return Recall(_ivf.recall_of(d, d_ex, k), k, asked, note)
+        return Recall(_ivf.recall_of(found.dist, d_ex, k), k, asked, note)
 
     def _kneighbors(self, Q, k, exclude_self=False, n_jobs=None, progress=None, ties=False):
         """``kneighbors``'s ``(dist, ind)``; ``ties`` as for :meth:`hdist.Metric._kneighbors`
@@ -740,78 +468,13 @@ class NeighborsIndex:
         memory that grows with the ties; a ``TieTally``: only counted).  The phases of
         the call are timed into ``search_["phases"]``."""
         with _progress.timed_call() as phases:
-            out = self._kneighbors_timed(Q, k, exclude_self, n_jobs, progress, ties)
+            self._check_current()
+            rows = self._query_rows(Q, exclude_self)
+            k = _check_k(k, self._rows.n - (1 if exclude_self else 0))
+            d, i, self.n_distance_evaluations_, self.search_ = self._search_knn(
+                rows, k, bool(exclude_self), effective_n_jobs(n_jobs), progress, ties)
         self.search_["phases"] = phases
-        return out
-
-    def _kneighbors_timed(self, Q, k, exclude_self, n_jobs, progress, ties):
-        self._check_current()
-        rows = self._query_rows(Q, exclude_self)
-        k = _check_k(k, self._rows.n - (1 if exclude_self else 0))
-        with knn_guard(rows.n, k):
-            return self._kneighbors_rows(rows, k, exclude_self, n_jobs, progress, ties)
-
-    def _kneighbors_rows(self, rows, k, exclude_self, n_jobs, progress, ties):
-        threads = effective_n_jobs(n_jobs)
-        report = _progress.reporter(progress, rows.n, "kneighbors")
-        if report is None or (exclude_self and _tallies(ties)):
-            out = self._knn(rows, k, bool(exclude_self), threads, ties)
-            if report is not None:      # a tally's own rows: one block
-                report(rows.n, rows.n)
-            return out
-        counts = []
-
-        def search(part, kk):
-            res = self._knn(part, kk, False, threads, ties)
-            counts.append(self.n_distance_evaluations_)
-            return res
-        d, i = _progress.knn_blocks(search, rows, k, bool(exclude_self), report, ties)
-        self.n_distance_evaluations_ = np.concatenate(counts) if counts else \
-            np.zeros(0, dtype=np.intp)
         return d, i
-
-    def _knn(self, rows, k, exclude_self, threads, ties=False):
-        """k-NN of encoded query rows (the indexed rows themselves for exclude_self);
-        ``ties``: the rows tied with the k-th too (``_kneighbors``)."""
-        n = self._rows.n
-        if self.algorithm_ == "ivf":
-            self_ids = np.arange(n, dtype=np.intp) if exclude_self else None
-            with _progress.phase("kernel"):
-                d, i, scanned, probed = _ivf.knn(self, self._lists, rows, k, self._n_probe,
-                                                 self_ids, threads, ties)
-            self._ivf_record(threads, scanned, probed)
-            return d, i
-        algo, why = self._for_k(k)
-        if algo == "brute":
-            d, i = self.metric_._knn_rows(rows, k, bool(exclude_self), threads, R=self._rows,
-                                          cR=self._crows(), cache=self._gemm(), ties=ties)
-            self.n_distance_evaluations_ = np.full(rows.n, n - (1 if exclude_self else 0),
-                                                   dtype=np.intp)
-        else:
-            from .._kernels import trees as _trees
-            with _progress.phase("tables"):
-                args, two = self._tree_args(rows), self._two_sided(rows)
-            with _progress.phase("kernel"):
-                d, i, cnt = _trees.knn(*args, k, threads, exclude_self, two, ties=ties)
-            self.n_distance_evaluations_ = cnt
-        self.search_ = search_record(algo, why, threads,
-                                     getattr(self.metric_, "_brute_path", None))
-        return d, i
-
-    def _for_k(self, k):
-        """``(algorithm, reason)`` of a k-NN search of ``k`` neighbors: ``algorithm_``,
-        except that ``"auto"`` decides a k larger than its pilot's at that k
-        (:func:`hdist._search.choice.k_rule`: brute force for k near the rows)."""
-        why = getattr(self, "_why", "")
-        if self.algorithm != "auto" or self.algorithm_ == "brute":
-            return self.algorithm_, why
-        brute = self.metric_._knn_rows
-        rule = k_rule(self.metric_.plan_, self._rows, self._crows(), k,
-                      lambda q, kk: brute(q, kk, False, 1, R=self._rows, cR=self._crows()),
-                      self.__dict__.setdefault("_k_choices", {}))
-        if rule is None or rule[0] == self.algorithm_:
-            return self.algorithm_, why
-        return rule
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
                          n_jobs=None, progress=None):
@@ -823,68 +486,37 @@ class NeighborsIndex:
         self._check_current()
         r = _check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
         rows = self._query_rows(Q, exclude_self)
-        threads = effective_n_jobs(n_jobs)
-        report = _progress.reporter(progress, rows.n, "radius_neighbors")
-        dl, il, counts = [], [], []
-        with radius_guard(rows.n, self._rows.n, r, il):
-            self._radius_blocks(rows, Q is None, r, exclude_self, threads, report, dl, il,
-                                counts)
+        dl, il, self.n_distance_evaluations_, self.search_ = self._search_radius(
+            rows, r, bool(exclude_self), effective_n_jobs(n_jobs), progress)
         D = np.empty(len(dl), dtype=object)
         I = np.empty(len(il), dtype=object)
         D[:] = dl
         I[:] = il
         return (D, I) if return_distance else I
 
-    def _radius_blocks(self, rows, own, r, exclude_self, threads, report, dl, il, counts):
-        """``radius_neighbors``' lists, appended to ``dl``, ``il``: in one call, or block
-        by block (``report``; ``counts`` the evaluations of each)."""
-        if report is None:
-            d_, i_ = self._radius(rows, own, r, bool(exclude_self), threads)
-            dl += list(d_)
-            il += list(i_)
-        else:
-            for a, b in _progress.blocks(rows.n, report):
-                d_, i_ = self._radius(rows.take(np.arange(a, b)), False, r, False, threads)
-                if exclude_self:        # the block's own rows are a..b-1
-                    keep = [i != a + t for t, i in enumerate(i_)]
-                    d_ = [d[m] for d, m in zip(d_, keep)]
-                    i_ = [i[m] for i, m in zip(i_, keep)]
-                dl += list(d_)
-                il += list(i_)
-                counts.append(self.n_distance_evaluations_)
-            self.n_distance_evaluations_ = np.concatenate(counts) if counts else \
-                np.zeros(0, dtype=np.intp)
 
-    def _radius(self, rows, own, r, exclude_self, threads):
-        """Radius lists of encoded query rows (``own``: they are the indexed rows)."""
-        plan = self.metric_.plan_
-        if self.algorithm_ == "ivf":
-            self_ids = np.arange(self._rows.n, dtype=np.intp) if exclude_self else None
-            dl, il, scanned, probed = _ivf.radius(self, self._lists, rows, r, self._n_probe,
-                                                  self_ids, threads)
-            self._ivf_record(threads, scanned, probed)
-            return dl, il
-        if self.algorithm_ == "brute":
-            dl, il = self.metric_._radius_rows(rows, r, exclude_self, threads, R=self._rows,
-                                               cR=self._crows(), cache=self._gemm())
-            self.n_distance_evaluations_ = np.full(
-                rows.n, self._rows.n - (1 if exclude_self else 0), dtype=np.intp)
-        else:
-            from .._kernels import trees as _trees
-            dl, il, cnt = _trees.radius(*self._tree_args(rows), r, _reduced_radius(plan, r),
-                                        threads, exclude_self, self._two_sided(rows))
-            self.n_distance_evaluations_ = cnt
-        self.search_ = search_record(self.algorithm_, getattr(self, "_why", ""), threads,
-                                     getattr(self.metric_, "_brute_path", None))
-        return dl, il
+def check_algorithm_params(algorithm, params):
+    """``algorithm_params`` as a dict: None or a dict of :data:`ALGORITHM_PARAMS` keys,
+    given with ``algorithm="ivf"`` only."""
+    if params is None:
+        return {}
+    if not isinstance(params, dict):
+        raise TypeError("algorithm_params must be a dict or None, got %r" % (params,))
+    bad = sorted(set(params) - set(ALGORITHM_PARAMS))
+    if bad:
+        raise ValueError("algorithm_params: unknown key(s) %s; expected some of %s"
+                         % (bad, list(ALGORITHM_PARAMS)))
+    if params and algorithm != "ivf":
+        raise ValueError("algorithm_params is only used with algorithm='ivf', got "
+                         "algorithm=%r" % (algorithm,))
+    return dict(params)
 
-    def _ivf_record(self, threads, scanned, probed):
-        """``search_`` and ``n_distance_evaluations_`` of an ``"ivf"`` search (a query
-        computes its distance to every centre, then to the rows it scans)."""
-        self.n_distance_evaluations_ = scanned + self._lists.n_lists
-        rec = search_record("ivf", getattr(self, "_why", ""), threads)
-        rec.update(n_probe=int(self._n_probe),
-                   lists_probed=float(np.mean(probed)) if probed.size else 0.0,
-                   rows_scanned=float(np.mean(scanned)) if scanned.size else 0.0,
-                   lists_probed_per_query=probed, rows_scanned_per_query=scanned)
-        self.search_ = rec
+
+def make_index(metric, algorithm="auto", leaf_size=30, algorithm_params=None):
+    """An unfitted :class:`NeighborsIndex` over ``metric`` (the estimators' and the
+    command line's).  ``algorithm_params``: its ``"ivf"`` parameters (``n_lists``,
+    ``n_probe``, ``target_recall``, ``random_state``)."""
+    if algorithm not in algorithms():
+        raise ValueError("algorithm must be one of %s, got %r" % (algorithms(), algorithm))
+    params = check_algorithm_params(algorithm, algorithm_params)
+    return NeighborsIndex(metric, algorithm=algorithm, leaf_size=leaf_size, **params)

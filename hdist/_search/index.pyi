@@ -5,6 +5,7 @@ import numpy as np
 import numpy.typing as npt
 
 from .._core.plan import Plan, Rows
+from .rowindex import RowIndex
 from ..metrics import Metric, Table
 
 Float64Array = npt.NDArray[np.float64]
@@ -12,7 +13,7 @@ IntpArray = npt.NDArray[np.intp]
 ObjectArray = npt.NDArray[np.object_]
 
 ALGORITHMS: tuple[str, ...]
-TREES: tuple[str, ...]
+ALGORITHM_PARAMS: tuple[str, ...]
 
 def auto_algorithm(plan: Plan, n_rows: int, pilot: Any = None, race: Any = None) -> str: ...
 def ball_tree_refusal(plan: Plan, rows: Rows, names: list[str] | None = None) -> str | None: ...
@@ -23,7 +24,7 @@ class Recall(float):
     note: str
     def __new__(cls, value: float, k: int, k_asked: int, note: str = "") -> Recall: ...
 
-class NeighborsIndex:
+class NeighborsIndex(RowIndex):
     metric: str | Metric
     algorithm: str
     leaf_size: int
@@ -34,7 +35,6 @@ class NeighborsIndex:
     random_state: int
     metric_: Metric
     algorithm_: str
-    build_time_: float
     n_distance_evaluations_: IntpArray
     search_: dict[str, Any]
     def __init__(self, metric: str | Metric = "heom",
@@ -44,6 +44,8 @@ class NeighborsIndex:
                  target_recall: float | None = None, random_state: int = 0) -> None: ...
     def fit(self, X: Table | None = None, y: Any = None, sample_weight: Any = None, *,
             progress: Progress = None) -> NeighborsIndex: ...
+    @property
+    def build_time_(self) -> float: ...
     @property
     def n_train_(self) -> int: ...
     @property
@@ -88,3 +90,8 @@ class NeighborsIndex:
     def radius_neighbors(self, Q: Table | None = None, r: float = 1.0, *,
                          exclude_self: bool = False, return_distance: Literal[False],
                          n_jobs: int | None = None, progress: Any = None) -> ObjectArray: ...
+
+def check_algorithm_params(algorithm: str,
+                           params: dict[str, Any] | None) -> dict[str, Any]: ...
+def make_index(metric: str | Metric, algorithm: str = "auto", leaf_size: int = 30,
+               algorithm_params: dict[str, Any] | None = None) -> NeighborsIndex: ...

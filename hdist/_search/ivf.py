@@ -124,8 +124,9 @@ class Lists:
         np.cumsum(self.sizes(), out=offsets[1:])
         return offsets, ids
 
-    def derived(self, metric, rows):
-        """``(offsets, ids, store, centre_rows, centre_crows, cache)``, made once."""
+    def derived(self, rows):
+        """``(offsets, ids, store, centre_rows, centre_crows, cache)`` of the indexed
+        ``rows``, made once."""
         if self._derived is None:
             from .._kernels import CRows
             offsets, ids = self.layout()
@@ -146,7 +147,7 @@ class Lists:
         self._derived = None
 
 
-def _nearest_centre(metric, rows, crow, threads):
+def _nearest_centre(searcher, rows, crow, threads):
     """Each row's nearest centre (brute-force 1-NN, by blocks of ``ASSIGN_CHUNK`` rows
     so that the search's temporaries stay small)."""
     from .._kernels import CRows
@@ -155,22 +156,19 @@ def _nearest_centre(metric, rows, crow, threads):
     lab = np.empty(rows.n, dtype=np.intp)
     for a in range(0, rows.n, ASSIGN_CHUNK):
         part = rows.block(a, min(rows.n, a + ASSIGN_CHUNK))
-        lab[a:a + part.n] = _nearest(metric, part, crow, ccrow, 1, threads, cache)[1][:, 0]
+        lab[a:a + part.n] = searcher.nearest(part, crow, ccrow, 1, threads, cache)[1][:, 0]
     return lab
 
 
-def _nearest(metric, rows, crow, ccrows, k, threads, cache):
-    """The ``k`` nearest centres of encoded ``rows`` (brute force), ``(dist, ind)``."""
-    return metric._knn_rows(rows, k, False, threads, R=crow, cR=ccrows, cache=cache)
-
-
-def build(metric, rows, n_lists, threads, seed, report=None):
+def build(searcher, rows, n_lists, threads, seed, report=None):
     """Choose centres and assign every row of ``rows`` (encoded, ``n >= n_lists``):
-    returns a :class:`Lists`.  ``report(done, total)``: progress in steps (each medoid
-    pass, then the assignment of all rows, then the store)."""
+    returns a :class:`Lists`.  ``searcher``: the inverted lists' searcher
+    (:class:`hdist._search.searchers.InvertedLists`: its ``plan`` and its brute-force
+    ``nearest``).  ``report(done, total)``: progress in steps (each medoid pass, then the
+    assignment of all rows, then the store)."""
     from .._kernels import CRows, pairwise
     n = rows.n
-    plan = metric.plan_.cplan
+    plan = searcher.plan.cplan
     rng = np.random.default_rng(seed)
     total = PASSES + 2
     m = min(n, max(n_lists, min(SAMPLE_CAP, SAMPLE_PER_LIST * n_lists)))
@@ -178,7 +176,7 @@ def build(metric, rows, n_lists, threads, seed, report=None):
     srows = rows.take(sample)
     centres = np.sort(rng.choice(m, size=n_lists, replace=False))   # positions in sample
     for step in range(PASSES):
-        lab = _nearest_centre(metric, srows, srows.take(centres), threads)
+        lab = _nearest_centre(searcher, srows, srows.take(centres), threads)
         members = np.argsort(lab, kind="stable")
         bounds = np.searchsorted(lab[members], np.arange(n_lists + 1))
         new = centres.copy()
@@ -203,7 +201,7 @@ def build(metric, rows, n_lists, threads, seed, report=None):
             report(step + 1, total)
     del srows
     centres = sample[centres]
-    lab = _nearest_centre(metric, rows, rows.take(centres), threads)
+    lab = _nearest_centre(searcher, rows, rows.take(centres), threads)
     used = np.bincount(lab, minlength=centres.shape[0]) > 0
     if not used.all():          # a centre that lost even itself (a duplicate row)
         remap = np.cumsum(used) - 1
@@ -214,12 +212,12 @@ def build(metric, rows, n_lists, threads, seed, report=None):
     return Lists(centres, lab)
 
 
-def insert(metric, lists, rows, new, threads):
+def insert(searcher, lists, rows, new, threads):
     """The lists after ``new`` (encoded, the last rows of ``rows``) joined them: each new
     row joins the list of its nearest centre.  The centres stay; the stored copy is made
     again on next use.  Lists drift from a balanced partition as rows are added;
     fitting again re-balances them."""
-    lab = _nearest_centre(metric, new, rows.take(lists.centres), threads)
+    lab = _nearest_centre(searcher, new, rows.take(lists.centres), threads)
     return Lists(lists.centres, np.concatenate([lists.list_of, lab.astype(np.int32)]))
 
 
@@ -243,24 +241,25 @@ def probes_from_order(order, sizes, n_probe, need):
     return probes, count
 
 
-def probes(index, lists, rows, n_probe, need, threads):
-    """The probe matrix of encoded query ``rows``: their ``n_probe`` nearest centres,
-    widened where those lists hold fewer than ``need`` rows."""
-    metric = index.metric_
-    offsets, ids, store, crow, ccrows, cache = lists.derived(metric, index._rows)
+def probes(searcher, rows, n_probe, need, threads):
+    """The probe matrix of encoded query ``rows``: their ``n_probe`` nearest centres among
+    the lists of ``searcher`` (``lists``, over its indexed ``rows``), widened where those
+    lists hold fewer than ``need`` rows."""
+    lists = searcher.lists
+    offsets, ids, store, crow, ccrows, cache = lists.derived(searcher.rows)
     L = lists.n_lists
     sizes = np.diff(offsets)
     n_probe = min(n_probe, L)
     if rows.n == 0:
         return np.zeros((0, n_probe), dtype=np.intp), np.zeros(0, dtype=np.intp)
-    _, order = _nearest(metric, rows, crow, ccrows, n_probe, threads, cache)
+    _, order = searcher.nearest(rows, crow, ccrows, n_probe, threads, cache)
     short = sizes[order].sum(axis=1) < need
     if not short.any():
         return np.ascontiguousarray(order, dtype=np.intp), np.full(rows.n, n_probe,
                                                                      dtype=np.intp)
     # the few queries whose lists are too small see every centre, nearest first
     idx = np.flatnonzero(short)
-    _, full = _nearest(metric, rows.take(idx), crow, ccrows, L, threads, cache)
+    _, full = searcher.nearest(rows.take(idx), crow, ccrows, L, threads, cache)
     pr_s, cnt_s = probes_from_order(full, sizes, n_probe, need)
     w = max(n_probe, pr_s.shape[1])
     out = np.full((rows.n, w), -1, dtype=np.intp)
@@ -272,38 +271,39 @@ def probes(index, lists, rows, n_probe, need, threads):
     return out, count
 
 
-def knn(index, lists, rows, k, n_probe, self_ids, threads, ties=False):
+def knn(searcher, rows, k, n_probe, self_ids, threads, ties=False):
     """``(dist, ind, scanned, probed)`` of encoded query ``rows``: the k nearest rows
     among their probed lists (``self_ids``: an indexed row each query skips, or None)."""
     from .._kernels import CRows, knn_lists
-    offsets, ids, store, _, _, _ = lists.derived(index.metric_, index._rows)
+    offsets, ids, store, _, _, _ = searcher.lists.derived(searcher.rows)
     need = k + (1 if self_ids is not None else 0)
-    pr, count = probes(index, lists, rows, n_probe, need, threads)
-    d, i, scanned = knn_lists(index.metric_.plan_.cplan, CRows(rows), store, offsets, ids,
-                              pr, k, threads, self_ids, ties=ties)
+    pr, count = probes(searcher, rows, n_probe, need, threads)
+    d, i, scanned = knn_lists(searcher.plan.cplan, CRows(rows), store, offsets, ids, pr, k,
+                              threads, self_ids, ties=ties)
     return d, i, scanned, count
 
 
-def radius(index, lists, rows, r, n_probe, self_ids, threads):
+def radius(searcher, rows, r, n_probe, self_ids, threads):
     """``(dist_lists, ind_lists, scanned, probed)``: rows within ``r`` among the
     ``n_probe`` nearest lists of each query (no widening)."""
     from .._kernels import CRows, radius_lists
-    offsets, ids, store, _, _, _ = lists.derived(index.metric_, index._rows)
-    pr, count = probes(index, lists, rows, n_probe, 0, threads)
-    dl, il, scanned = radius_lists(index.metric_.plan_.cplan, CRows(rows), store, offsets,
-                                   ids, pr, r, threads, self_ids)
+    offsets, ids, store, _, _, _ = searcher.lists.derived(searcher.rows)
+    pr, count = probes(searcher, rows, n_probe, 0, threads)
+    dl, il, scanned = radius_lists(searcher.plan.cplan, CRows(rows), store, offsets, ids,
+                                   pr, r, threads, self_ids)
     return dl, il, scanned, count
 
 
-def exact_excluding(index, lists, rows, self_ids, k, threads):
+def exact_excluding(searcher, rows, self_ids, k, threads):
     """Exact k-NN of encoded ``rows`` over the indexed rows, each query skipping the
     indexed row ``self_ids[q]`` (None: none): every list probed, which is brute force
     bit for bit, over the list store (no other copy of the rows is made)."""
     from .._kernels import CRows, knn_lists
-    offsets, ids, store, _, _, _ = lists.derived(index.metric_, index._rows)
+    lists = searcher.lists
+    offsets, ids, store, _, _, _ = lists.derived(searcher.rows)
     every = np.broadcast_to(np.arange(lists.n_lists, dtype=np.intp),
                             (rows.n, lists.n_lists))
-    d, i, _ = knn_lists(index.metric_.plan_.cplan, CRows(rows), store, offsets, ids,
+    d, i, _ = knn_lists(searcher.plan.cplan, CRows(rows), store, offsets, ids,
                         np.ascontiguousarray(every), k, threads, self_ids)
     return d, i
 
@@ -317,13 +317,14 @@ def recall_of(d_found, d_exact, k):
     return float(np.mean(np.sum(d_found[:, :k] <= kth, axis=1) / k))
 
 
-def calibrate(index, lists, target, threads, seed):
+def calibrate(searcher, target, threads, seed):
     """The smallest ``n_probe`` whose recall@10 (``CALIBRATION_K``, at most n - 1) on
     ``CALIBRATION_ROWS`` indexed rows drawn at random (each skipping itself) reaches
     ``target``; doubling, then bisection over ``n_probe`` (recall can only grow with
     it)."""
     from .._kernels import CRows, knn_lists
-    n = index._rows.n
+    n = searcher.rows.n
+    lists = searcher.lists
     L = lists.n_lists
     k = min(CALIBRATION_K, n - 1)
     if k < 1 or L == 1:
@@ -331,17 +332,17 @@ def calibrate(index, lists, target, threads, seed):
     rng = np.random.default_rng(seed + 1)
     m = min(n, CALIBRATION_ROWS)
     sel = np.sort(rng.choice(n, size=m, replace=False))
-    rows = index._rows.take(sel)
-    d_ex, _ = exact_excluding(index, lists, rows, sel, k, threads)
-    offsets, ids, store, crow, ccrows, cache = lists.derived(index.metric_, index._rows)
-    _, order = _nearest(index.metric_, rows, crow, ccrows, L, threads, cache)
+    rows = searcher.rows.take(sel)
+    d_ex, _ = exact_excluding(searcher, rows, sel, k, threads)
+    offsets, ids, store, crow, ccrows, cache = lists.derived(searcher.rows)
+    _, order = searcher.nearest(rows, crow, ccrows, L, threads, cache)
     sizes = np.diff(offsets)
     cq = CRows(rows)
 
     def recall(p):
         pr, _ = probes_from_order(order, sizes, p, k + 1)
-        d, _, _ = knn_lists(index.metric_.plan_.cplan, cq, store, offsets, ids, pr, k,
-                            threads, sel)
+        d, _, _ = knn_lists(searcher.plan.cplan, cq, store, offsets, ids, pr, k, threads,
+                            sel)
         return recall_of(d, d_ex, k)
     # doubling from 1, then bisection: the checks cost about what the answer costs
     # (recall(L) is 1: every list probed is brute force)

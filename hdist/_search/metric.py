@@ -18,95 +18,48 @@ docs/metrics.md lists every formula and its source.
 from __future__ import annotations
 
 import math
-import numbers
-import threading
-import warnings
-from dataclasses import dataclass
 
 import numpy as np
 
 from .._core import cooccurrence as _cooccurrence, posteriors as _posteriors, progress as _progress
 from .._core import statistics as est
-from .._core.plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan, TableComponent,
-                    IGNORE, MAX, ONE, SYMBOL)
+from .._core.plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan,
+                          TableComponent, IGNORE, MAX, ONE, SYMBOL)
 from .._core.presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
-from .._core.schema import (CONTINUOUS, NA_VALUES, ColumnKindWarning,  # noqa: F401
-                            NotFittedError, Schema, _caller_level, check_sample_weight,
-                            column_weights,
-                      encode_labels,
-                      n_rows, take_rows, to_columns)
-from .._core.threads import built_once, effective_n_jobs
+from .._core.schema import NA_VALUES, ColumnKindWarning  # noqa: F401  (re-exported)
+from .._core.schema import (CONTINUOUS, NotFittedError, Schema, check_sample_weight,
+                            column_weights, encode_labels, n_rows, take_rows)
+from .._core.threads import effective_n_jobs
+from .checks import (_check_k, _check_number, _check_out,  # noqa: F401
+                     _check_weights)
+from .explain import Explanation, _one_row, explain_pair  # noqa: F401  (re-exported)
+from .fitted import FitState, _check_empty_columns, _kept_labels
+from .memory import (PAIRWISE_REMEDY, check_result_size, memory_limit,  # noqa: F401
+                     nbytes_text, out_of_memory)
+from .scoring import balanced_accuracy  # noqa: F401  (re-exported)
+from .searchers import brute_knn
+
+#: shown as names of this module, which hdist.metrics publishes (help, repr, pickles)
+Explanation.__module__ = balanced_accuracy.__module__ = __name__
 
 POLICIES = (ONE, MAX, IGNORE, SYMBOL)
 
 
 #: implementations of the kinds beyond "diff", "overlap" and "vdm" (hdist._core.presets.TABLE):
-#: continuous kind -> (factory(metric, j, name, x, policy, y, C), needs class labels)
+#: continuous kind -> (factory(metric, j, name, x, policy, y, C) -> (component, fitted
+#: estimator), needs class labels)
 _CONT_EXTRA = {kind: (f, True) for kind, f in _posteriors.FACTORIES.items()}
-#: nominal kind -> factory(metric, j, name, codes, V, policy, nom, schema, cont)
+#: nominal kind -> factory(metric, j, name, codes, V, policy, nom, schema, cont) ->
+#: (component, value table)
 _NOM_EXTRA = dict(_cooccurrence.FACTORIES)
 #: preset name -> callable(metric) validating its own parameters; run at the start of
 #: ``fit`` so that a bad value is refused even when no column would use it
 PARAM_CHECKS = {**_posteriors.CHECKS, **_cooccurrence.CHECKS}
 
 
-def _check_number(name, v, lo=None, lo_open=True, allow_inf=False):
-    if isinstance(v, bool) or not isinstance(v, numbers.Real):
-        raise TypeError("%s must be a number, got %r" % (name, v))
-    v = float(v)
-    if math.isnan(v):
-        raise ValueError("%s must not be NaN" % name)
-    if math.isinf(v) and not (allow_inf and v > 0):
-        raise ValueError("%s must be finite, got %r" % (name, v))
-    if lo is not None and (v <= lo if lo_open else v < lo):
-        raise ValueError("%s must be %s %s, got %r" % (name, ">" if lo_open else ">=", lo, v))
-    return v
-
-
 def _is_mi(weights):
     """True when ``weights`` asks for mutual-information weights (may be an array)."""
     return isinstance(weights, str) and weights == "mi"
-
-
-def balanced_accuracy(y_true, y_pred):
-    """Balanced accuracy: the mean, over the classes present in ``y_true``, of the share of
-    that class's rows predicted as it (the mean recall; Brodersen et al., "The balanced
-    accuracy and its posterior distribution", ICPR 2010).  Equal to scikit-learn's
-    ``balanced_accuracy_score`` without sample weights; a class predicted but absent from
-    ``y_true`` only lowers the recall of the classes it was confused with.
-
-    Parameters
-    ----------
-    y_true, y_pred : 1-D array-like
-        True and predicted labels.
-
-    Returns
-    -------
-    float
-        The mean over the classes present in ``y_true`` of the share of their rows
-        predicted right.
-
-    See Also
-    --------
-    sklearn.metrics.balanced_accuracy_score : the same on scikit-learn's side.
-
-    Examples
-    --------
-    >>> from hdist.metrics import balanced_accuracy
-    >>> balanced_accuracy(["a", "a", "b", "b"], ["a", "b", "b", "b"])
-    0.75
-    """
-    y_true = np.asarray(y_true)
-    y_pred = np.asarray(y_pred)
-    if y_true.ndim != 1 or y_pred.shape != y_true.shape:
-        raise ValueError("y_true and y_pred must be 1-D of the same length, got shapes %s "
-                         "and %s" % (y_true.shape, y_pred.shape))
-    if y_true.size == 0:
-        raise ValueError("y_true is empty")
-    classes, codes = np.unique(y_true, return_inverse=True)
-    hits = np.bincount(codes, weights=(y_true == y_pred).astype(np.float64),
-                       minlength=len(classes))
-    return float(np.mean(hits / np.bincount(codes, minlength=len(classes))))
 
 
 def get_metric(name, **params):
@@ -268,14 +221,6 @@ class Metric:
         Metric.__init__(self, name, **new)
         self._forget_fit()
         return self
-
-    def __setstate__(self, st):
-        st = dict(st)
-        if "_fit" not in st and "plan_" in st:     # pickled by hdist 0.1: one object now
-            st["_fit"] = FitState(st.pop("plan_"), st.pop("train_"), st.pop("_y", None))
-            for key in ("_ctrain_cache", "_gemm_cache", "_estimators_fit"):
-                st.pop(key, None)
-        self.__dict__.update(st)
 
     def _forget_fit(self):
         """Drop everything a previous ``fit`` learned: the fitted state and every public
@@ -546,7 +491,9 @@ class Metric:
             self.delta_[name] = delta
             return DiffComponent(j, delta, lo, hi, policy)
         factory = _CONT_EXTRA[kind][0]
-        return factory(self, j, name, x, policy, y, C, sample_weight=sw)
+        comp, estimator = factory(self, j, name, x, policy, y, C, sample_weight=sw)
+        self.__dict__.setdefault("estimators_", {})[name] = estimator
+        return comp
 
     def _nominal_component(self, j, name, codes, V, policy, y, C, nom, schema, cont=None,
                            sw=None):
@@ -567,8 +514,9 @@ class Metric:
             comp.n_values = V   # learned values (symbol included), as tables have
             return comp
         factory = _NOM_EXTRA[kind]
-        return factory(self, j, name, sym_codes, V, policy, nom, schema, cont,
-                       sample_weight=sw)
+        comp, self.value_tables_[name] = factory(self, j, name, sym_codes, V, policy, nom,
+                                                 schema, cont, sample_weight=sw)
+        return comp
 
     def _weights(self, schema, cont, nom, y, C, sw=None):
         m = schema.n_features_in_
@@ -578,28 +526,10 @@ class Metric:
         if isinstance(w, str):
             if w == "mi":
                 from .._core.information import mi_weights
-                return mi_weights(self, schema, cont, nom, y, C, sw)
+                w, self.mutual_information_ = mi_weights(self, schema, cont, nom, y, C, sw)
+                return w
             raise ValueError("weights must be None, 'mi', an array or a dict, got %r" % w)
-        if isinstance(w, dict):
-            bad = set(w) - set(schema.names_)
-            if bad:
-                raise ValueError("weights: no column(s) named %r" % sorted(bad))
-            arr = np.array([w.get(nm, 1.0) for nm in schema.names_], dtype=np.float64)
-        else:
-            try:
-                arr = np.asarray(w, dtype=np.float64)
-            except (TypeError, ValueError):
-                raise TypeError("weights must hold numbers, got %r" % (w,))
-        if arr.ndim != 1 or arr.shape[0] != m:
-            raise ValueError("weights must have one entry per column (%d), got shape %s"
-                             % (m, arr.shape))
-        if not np.all(np.isfinite(arr)):
-            raise ValueError("weights must be finite, got %r" % (arr.tolist(),))
-        if (arr < 0).any():
-            raise ValueError("weights must be non-negative, got %r" % (arr.tolist(),))
-        if not (arr > 0).any():
-            raise ValueError("weights must not all be zero")
-        return arr
+        return _check_weights(w, schema.names_)
 
     # -- use ------------------------------------------------------------------------
     def _check_fitted(self):
@@ -633,16 +563,7 @@ class Metric:
                                % nbytes_text(8 * A.n * B.n)):
                 out = np.empty(shape)
         else:
-            if not isinstance(out, np.ndarray):
-                raise TypeError("out must be a numpy array, got %s" % type(out).__name__)
-            if out.dtype != np.float64:
-                raise ValueError("out must have dtype float64, got %s" % out.dtype)
-            if out.shape != shape:
-                raise ValueError("out must have shape %s, got %s" % (shape, out.shape))
-            if not out.flags.c_contiguous:
-                raise ValueError("out must be C-contiguous")
-            if not out.flags.writeable:
-                raise ValueError("out must be writeable")
+            _check_out(out, shape)
         from .._kernels import CRows, pairwise
         cA = CRows(A)
         cB = cA if Y is None else CRows(B)
@@ -714,144 +635,26 @@ class Metric:
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries (%d rows),"
                              " got %d" % (self.n_train_, rows.n))
-        from .._kernels import CRows
-        threads = effective_n_jobs(n_jobs)
-        algo, tree, why = self._search(rows.n * self.n_train_)
-        state = self._fitted()
-        if tree is not None:            # a k beyond the pilot's is decided at that k
-            from .choice import k_rule
-            rule = k_rule(state.plan, state.train, state.crows(), k,
-                          lambda q, kk: self._knn_rows(q, kk, False, 1),
-                          state.__dict__.setdefault("k_choices", {}))
-            if rule is not None and rule[0] == "brute":
-                algo, tree, why = "brute", None, rule[1]
-
-        def search(part, kk, excl):
-            if tree is None:
-                return self._knn_rows(part, kk, excl, threads, ties=ties)
-            cq = state.crows() if part is state.train else CRows(part)
-            with _progress.phase("kernel"):
-                return tree.knn(cq, kk, threads, excl, ties)[:2]
-        report = _progress.reporter(progress, rows.n, "kneighbors")
-        with knn_guard(rows.n, k):
-            if report is None or (exclude_self and _tallies(ties)):
-                d, i = search(rows, k, bool(exclude_self))
-                if report is not None:      # a tally's own rows: one block
-                    report(rows.n, rows.n)
-            else:
-                d, i = _progress.knn_blocks(lambda part, kk: search(part, kk, False),
-                                            rows, k, bool(exclude_self), report, ties)
-        self._record_search(algo, why, threads)
+        index = self._fitted().index()
+        d, i, _, self.search_ = index._search_knn(rows, k, bool(exclude_self),
+                                                  effective_n_jobs(n_jobs), progress, ties)
         return d, i
-
-    def _search(self, pairs=None):
-        """``(algorithm, tree, reason)``: the search :class:`hdist.NeighborsIndex`'s
-        ``"auto"`` rule picks for the training rows (``hdist._search.auto_choice``: brute
-        force, or a KD-tree built here), decided once per fit.  ``pairs``: the (query,
-        row) pairs the caller is about to search; where the rule needs its pilot
-        (``hdist._search.choice.Probe``) the calls are answered by brute force, undecided,
-        until they have searched ``AUTO_DECIDE_PAIRS`` in all, so that deciding never
-        costs a small call more than it costs to answer."""
-        state = self._fitted()
-        if state.search is not None:
-            return state.search
-        with state.lock:        # one decision (and one tree) for threads that meet here
-            if state.search is not None:
-                return state.search
-            from . import choice as _search
-            n = state.train.n
-            if pairs is not None and _search.needs_pilot(state.plan, n):
-                state.searched += int(pairs)
-                if state.searched < _search.AUTO_DECIDE_PAIRS:
-                    return "brute", None, (
-                        "brute force until the searches have covered %d pairs (%d so far),"
-                        " when the rule's pilot decides" % (_search.AUTO_DECIDE_PAIRS,
-                                                           state.searched))
-            probe = []
-
-            def pilot():
-                probe.append(_search.Probe(state.plan, state.train, state.crows()))
-                return probe[0].evaluations()
-            with _progress.phase("decide"):
-                algo, why = _search.auto_choice(
-                    state.plan, n, pilot,
-                    lambda: probe[0].race(lambda q, k: self._knn_rows(q, k, False, 1)))
-            tree = None
-            if algo == "kd_tree":
-                with _progress.phase("build"):
-                    tree = probe[0].tree if probe and probe[0].full else \
-                        _search.KDTree(state.plan, state.train, state.crows())
-            state.search = (algo, tree, why)
-            return state.search
-
-    def _record_search(self, algo, why, threads):
-        """Set ``search_``: which path the last search ran, on how many threads, and why."""
-        self.search_ = search_record(algo, why, threads, getattr(self, "_brute_path", None))
-
-    #: below this many pairs the direct kernel is used without the GEMM filter
-    _GEMM_MIN_PAIRS = 1 << 18
-
-    def _use_filter(self, rows, R, method):
-        """Whether a brute-force search of encoded query rows against ``R`` tries the
-        matrix-product filter: ``method`` "gemm", or "auto" with at least
-        ``_GEMM_MIN_PAIRS`` pairs and 16 queries ("direct": never)."""
-        if method not in ("auto", "direct", "gemm"):
-            raise ValueError("method must be 'auto', 'direct' or 'gemm', got %r" % (method,))
-        return method == "gemm" or (method == "auto" and rows.n * R.n >= self._GEMM_MIN_PAIRS
-                                    and rows.n >= 16)
 
     def _knn_rows(self, rows, k, exclude_self, threads, method="auto", R=None, cR=None,
                   cache=None, ties=False):
-        """Brute-force k-NN of encoded query rows against the training rows (or ``R``).
-
-        ``method``: "direct" (the pair kernel over tiles), "gemm" (matrix-product filter,
-        p = 2 plans only; falls back to direct when not applicable) or "auto".  ``ties``:
-        the lists also hold the rows tied with the k-th (``_kneighbors``)."""
-        from . import gemm_filter as _gemm
-        from .._kernels import CRows, knn
+        """``(dist, ind)`` of a brute-force k-NN of encoded query ``rows`` against the
+        encoded rows ``R`` (``cR``: their kernel view; ``cache``: the matrix-product
+        filter's features of them; None: the training rows):
+        :func:`hdist._search.searchers.brute_knn`, whose result also says which path
+        ran.  ``method``: "auto", "direct" or "gemm"."""
         state = self._fitted()
-        if R is None:
-            R, cR = state.train, state.crows()
-        with _progress.phase("tables"):
-            cQ = CRows(rows)
-        if self._use_filter(rows, R, method):
-            cache = state.gemm_cache if R is state.train else cache
-            res = _gemm.knn(state.plan, rows, R, cQ, cR, k, threads, exclude_self, cache=cache,
-                            ties=ties)
-            if res is not None:
-                self._brute_path = ("filter", "the matrix-product filter (p = 2)")
-                return res
-            why = "the direct kernel (the matrix-product filter does not apply to this plan)"
+        if R is None:           # the training rows, through the searcher that keeps them
+            found = state.index()._brute.knn(rows, k, threads, exclude_self=exclude_self,
+                                             ties=ties, method=method)
         else:
-            why = ("the direct kernel (asked for)" if method == "direct" else
-                   "the direct kernel (under %d pairs or 16 queries: no matrix-product "
-                   "filter)" % self._GEMM_MIN_PAIRS)
-        self._brute_path = ("direct", why)
-        with _progress.phase("kernel"):
-            return knn(state.plan.cplan, cQ, cR, k, threads, exclude_self=exclude_self,
-                       ties=ties)
-
-    def _radius_rows(self, rows, r, exclude_self, threads, self_offset=0, method="auto",
-                     R=None, cR=None, cache=None):
-        """Brute-force radius search of encoded query rows against the training rows (or
-        ``R``): two lists of arrays (distances, indices).  ``exclude_self`` skips reference
-        row ``q + self_offset`` for query row ``q``; ``method`` as for ``_knn_rows`` (the
-        filter applies to finite radii)."""
-        from . import gemm_filter as _gemm
-        from .._kernels import CRows, radius
-        state = self._fitted()
-        if R is None:
-            R, cR = state.train, state.crows()
-        cQ = CRows(rows)
-        if self._use_filter(rows, R, method):
-            cache = state.gemm_cache if R is state.train else cache
-            res = _gemm.radius(state.plan, rows, R, cQ, cR, r, threads, exclude_self,
-                               self_offset, cache=cache)
-            if res is not None:
-                self._brute_path = ("filter", "the matrix-product filter (radius search)")
-                return res
-        self._brute_path = ("direct", "the direct kernel (radius search)")
-        return radius(state.plan.cplan, cQ, cR, r, threads, exclude_self, self_offset)
+            found = brute_knn(state.plan, rows, R, cR, k, threads, exclude_self=exclude_self,
+                              ties=ties, method=method, cache=cache)
+        return found.dist, found.ind
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
                          n_jobs=None, progress=None):
@@ -863,41 +666,14 @@ class Metric:
         rows = self._queries(Q)
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries")
-        threads = effective_n_jobs(n_jobs)
-        state = self._fitted()
-        algo, tree, why = self._search(rows.n * self.n_train_)
-        dl, il = [], []
-        report = _progress.reporter(progress, rows.n, "radius_neighbors")
-        whole = report is None          # one block, as one kernel call
-        with radius_guard(rows.n, self.n_train_, r, il):
-            self._radius_blocks(rows, r, exclude_self, threads, state, tree, report, whole,
-                                dl, il)
-        self._record_search(algo, why, threads)
+        index = self._fitted().index()
+        dl, il, _, self.search_ = index._search_radius(rows, r, bool(exclude_self),
+                                                       effective_n_jobs(n_jobs), progress)
         D = np.empty(len(dl), dtype=object)
         I = np.empty(len(il), dtype=object)
         D[:] = dl
         I[:] = il
         return (D, I) if return_distance else I
-
-    def _radius_blocks(self, rows, r, exclude_self, threads, state, tree, report, whole,
-                       dl, il):
-        """``radius_neighbors``' lists, appended to ``dl``, ``il`` block by block."""
-        from .._kernels import CRows
-        for a, b in _progress.blocks(rows.n, _progress.silent if whole else report,
-                                     max(rows.n, 1) if whole else None):
-            part = rows if (a, b) == (0, rows.n) else rows.take(np.arange(a, b))
-            if tree is None:
-                d_, i_ = self._radius_rows(part, r, bool(exclude_self), threads, a)
-            else:
-                own = part is state.train
-                d_, i_, _ = tree.radius(state.crows() if own else CRows(part), r, threads,
-                                        bool(exclude_self) and own)
-                if exclude_self and not own:    # the block's own rows are a..b-1
-                    keep = [i != a + t for t, i in enumerate(i_)]
-                    d_ = [d[m] for d, m in zip(d_, keep)]
-                    i_ = [i[m] for i, m in zip(i_, keep)]
-            dl += list(d_)
-            il += list(i_)
 
     def value_distances(self, attribute):
         """The learned value x value table ``d_a(v, w)`` of a nominal attribute.
@@ -977,474 +753,4 @@ class Metric:
         >>> round(e.distance, 4)
         1.118
         """
-        self._check_fitted()
-        unseen = [dict() for _ in self.schema_.nominal_names]
-        rx, ry = _one_row(x, self.schema_), _one_row(y, self.schema_)
-        A = self.encode(rx, unseen, "x")
-        B = self.encode(ry, unseen, "y")
-        if A.n != 1 or B.n != 1:
-            raise ValueError("explain takes single rows; got %d and %d rows" % (A.n, B.n))
-        from .._kernels import CRows, pair_terms, finalize_array
-        plan = self.plan_
-        tc, to, tt, te, sc, so, st, se, red = pair_terms(plan.cplan, CRows(A), 0, CRows(B), 0)
-        m = plan.m
-        raw = np.zeros(m)
-        skipped = np.zeros(m, dtype=bool)
-        for attr, t, s in ((plan.c_attr, tc, sc), (plan.o_attr, to, so), (plan.t_attr, tt, st),
-                           (plan.e_attr, te, se)):
-            raw[attr] = t
-            skipped[attr] = s
-        scale = 1.0
-        compared = None
-        if skipped.any():
-            compared = float(plan.weights[~skipped].sum())
-            if not compared > 0:
-                raw = plan.weights.copy()       # nothing known: every component is 1
-            elif plan.pmode != 0:
-                scale = plan.w_all / compared
-        if plan.mean and plan.pmode != 0:
-            scale = scale / plan.w_all
-        red_shown = red / plan.w_all if (plan.mean and plan.pmode != 0) else red
-        dist = float(finalize_array(plan.cplan, np.array([red]))[0])
-        w = plan.weights
-        with np.errstate(divide="ignore", invalid="ignore"):
-            d = raw / w
-            if plan.pmode >= 2:
-                d = np.power(d, 1.0 / plan.p)
-        d = np.where(w > 0, d, np.nan)
-        if compared is None or compared > 0:
-            d[skipped] = np.nan
-        return Explanation(list(self.schema_.names_), raw * scale, skipped, float(red_shown),
-                           dist, plan.p, x=self._row_values(rx, unseen),
-                           y=self._row_values(ry, unseen), d=d, weights=w.copy(), raw=raw,
-                           mean=bool(plan.mean), compared=compared)
-
-    def _row_values(self, row, unseen):
-        """The values of a single row as the metric reads them, in column order
-        (``None`` where missing): floats, and nominal labels (unseen ones included)."""
-        schema = self.schema_
-        cont, nom = schema.encode(row, unseen=unseen, what="x")
-        out = []
-        ic = inom = 0
-        for j, kind in enumerate(schema.kinds_):
-            if kind == CONTINUOUS:
-                v = float(cont[0, ic])
-                out.append(None if v != v else v)
-                ic += 1
-                continue
-            code = int(nom[0, inom])
-            cats = schema.categories_[j]
-            if code < 0:
-                out.append(None)
-            elif code < len(cats):
-                out.append(cats[code])
-            else:
-                out.append(next((k for k, c in unseen[inom].items() if c == code), None))
-            inom += 1
-        return out
-
-
-def _fmt_value(v):
-    """A value as the printed explanation shows it (``?`` for a missing one)."""
-    if v is None:
-        return "?"
-    if isinstance(v, (float, np.floating)):
-        return "%.6g" % v
-    return str(v)
-
-
-def _decimals(values):
-    """Decimals that give the largest of ``values`` five significant digits (4 at least,
-    12 at most): the terms and every step of the reduction are printed with the same
-    ones, so that the printed terms add up to the printed sum to within rounding."""
-    big = max([abs(v) for v in values if np.isfinite(v)] + [0.0])
-    if big == 0.0:
-        return 4
-    return int(min(12, max(4, 4 - math.floor(math.log10(big)))))
-
-
-@dataclass
-class Explanation:
-    """How one distance is made (returned by :meth:`Metric.explain`).
-
-    ``print(explanation)`` shows one line per attribute -- its two values side by side,
-    the attribute's distance ``d_a``, its weight ``w_a`` and its term ``w_a d_a^p`` --
-    and below them the reduction to the distance, one step per line with the number it
-    gives: the sum of the terms (the largest for ``p = inf``), the rescaling of the
-    "ignore" policy, the division of ``aggregate="mean"``, the ``p``-th root.  The terms
-    and the steps are printed with the same decimals, so the printed terms add up to the
-    printed sum to within rounding and the distance can be checked by hand.
-
-    Attributes
-    ----------
-    columns : list
-        Column names (positions for unnamed tables).
-    terms : ndarray of float
-        What each attribute adds to ``reduced``: ``w_a d_a^p``, times ``Σ w / Σ w
-        (compared)`` when the "ignore" policy skipped attributes and divided by ``Σ w``
-        for ``aggregate="mean"`` (``w_a d_a`` for ``p = inf``); 0 where skipped.
-    skipped : ndarray of bool
-        Attributes left out by the "ignore" missing-value policy.
-    reduced : float
-        The sum of ``terms`` (their maximum for ``p = inf``).
-    distance : float
-        The true distance ``reduced ** (1/p)``.
-    p : float
-        The Minkowski exponent.
-    x, y : list
-        The two rows' values as the metric reads them (``None`` where missing).
-    d : ndarray of float
-        Each attribute's distance ``d_a`` (NaN where skipped or of weight 0).
-    weights : ndarray of float
-        The attribute weights ``w_a``.
-    raw : ndarray of float
-        ``w_a d_a^p`` before the rescaling and the mean: the printed terms.
-    mean : bool
-        ``aggregate="mean"``: the sum is divided by ``Σ w``.
-    compared : float or None
-        ``Σ w`` of the attributes compared, when the "ignore" policy skipped some.
-
-    See Also
-    --------
-    Metric.explain : computes it.
-    hdist.plot.explain : draws the terms.
-
-    Examples
-    --------
-    >>> import numpy as np, hdist
-    >>> X = np.array([[0.0, 1.0], [2.0, np.nan], [4.0, 3.0]])
-    >>> e = hdist.Metric("gower").fit(X).explain(X[0], X[1])
-    >>> e.skipped.tolist(), round(e.distance, 4)
-    ([False, True], 0.5)
-    >>> print(e)  # doctest: +NORMALIZE_WHITESPACE
-    column  x  y  d_a      w_a  w_a*d_a
-    0       0  2  0.5      1     0.5000
-    1       1  ?  skipped  1     0.0000
-    sum of the terms             0.5000
-    x Σw / Σw compared = 2 / 1   1.0000
-    / Σw = 2                     0.5000
-    distance = 0.5000
-    """
-    columns: list
-    terms: np.ndarray
-    skipped: np.ndarray
-    reduced: float
-    distance: float
-    p: float
-    x: list = None
-    y: list = None
-    d: np.ndarray = None
-    weights: np.ndarray = None
-    raw: np.ndarray = None
-    mean: bool = False
-    compared: float = None
-
-    def to_dict(self):
-        """``{column: term}`` (the terms that add up to ``reduced``)."""
-        return dict(zip(self.columns, self.terms.tolist()))
-
-    def to_frame(self):
-        """A pandas DataFrame indexed by column: ``x``, ``y``, ``d_a``, ``weight``,
-        ``raw`` (``w_a d_a^p``), ``term`` (what it adds to ``reduced``), ``skipped``."""
-        import pandas as pd
-        n = len(self.columns)
-        nan = np.full(n, np.nan)
-        data = {"x": self.x if self.x is not None else [None] * n,
-                "y": self.y if self.y is not None else [None] * n,
-                "d_a": nan if self.d is None else self.d,
-                "weight": nan if self.weights is None else self.weights,
-                "raw": self.terms if self.raw is None else self.raw,
-                "term": self.terms, "skipped": self.skipped}
-        return pd.DataFrame(data, index=pd.Index(self.columns, name="column"))
-
-    def _lines(self, names=("x", "y")):
-        """The printed table and reduction, as lines (``names``: the headers of the two
-        value columns)."""
-        n = len(self.columns)
-        raw = np.asarray(self.terms if self.raw is None else self.raw, dtype=np.float64)
-        inf = not np.isfinite(self.p)
-        head = "w_a*d_a" + ("" if (inf or self.p == 1) else "^" + _fmt_value(float(self.p)))
-        x = self.x if self.x is not None else [None] * n
-        y = self.y if self.y is not None else [None] * n
-        d = self.d if self.d is not None else np.full(n, np.nan)
-        w = self.weights if self.weights is not None else np.full(n, np.nan)
-        w_all = float(np.sum(w))
-        # the reduction, step by step: (what is done, its result)
-        total = float(np.max(raw)) if (inf and n) else float(np.sum(raw))
-        steps = [("largest term" if inf else "sum of the terms", total)]
-        if self.compared is not None and not inf:
-            if self.compared > 0:
-                total = total * w_all / self.compared
-                steps.append(("x Σw / Σw compared = %.6g / %.6g" % (w_all, self.compared),
-                              total))
-            else:
-                steps[0] = ("nothing compared: every d_a counts as 1, sum", total)
-        if self.mean and not inf:
-            total = total / w_all
-            steps.append(("/ Σw = %.6g" % w_all, total))
-        num = "%%.%df" % _decimals(list(raw) + [v for _, v in steps])
-        rows = [["column", names[0], names[1], "d_a", "w_a"]]
-        terms = [head]
-        for j in range(n):
-            if self.skipped[j] and self.compared != 0.0:
-                da = "skipped"
-            else:
-                da = "%.6g" % d[j] if np.isfinite(d[j]) else "-"
-            rows.append([str(self.columns[j]), _fmt_value(x[j]), _fmt_value(y[j]), da,
-                         "%.6g" % w[j]])
-            terms.append(num % raw[j])
-        widths = [max(len(r[c]) for r in rows) for c in range(5)]
-        left = ["  ".join(r[c].ljust(widths[c]) for c in range(5)) for r in rows]
-        labels = [lab for lab, _ in steps]
-        lw = max(len(s) for s in left + labels) + 2
-        tw = max(len(t) for t in terms + [num % v for _, v in steps])
-        out = [a.ljust(lw) + t.rjust(tw) for a, t in zip(left, terms)]
-        out += [lab.ljust(lw) + (num % v).rjust(tw) for lab, v in steps]
-        if inf or self.p == 1:
-            out.append("distance = %s" % (num % self.distance))
-        else:
-            out.append("distance = %s^(1/%s) = %s" % (num % total, _fmt_value(float(self.p)),
-                                                        num % self.distance))
-        return out
-
-    def __str__(self):
-        return "\n".join(self._lines())
-
-
-class FitState:
-    """What one :meth:`Metric.fit` produced that queries read: the Plan, the encoded
-    training rows, their class codes, and what is derived from those rows on first use
-    (the kernels' view of them, the matrix-product filter's embedding).
-
-    ``fit`` builds a new object and replaces the old one whole; ``set_params`` drops it.
-    A cache therefore never outlives the rows it was derived from, and an index or
-    estimator holding a reference can tell whether the metric was re-fitted under it
-    (:meth:`Metric._check_same_fit`).
-
-    Threads share it: ``lock`` makes the kernels' view and the search choice (with its
-    KD-tree) be built once, however many threads ask at once; the matrix-product
-    filter's entries in ``gemm_cache`` are built by one thread under the cache's own
-    lock (its ``"lock"`` entry; the others wait rather than each build a copy), published
-    whole, and never changed afterwards."""
-
-    def __init__(self, plan, train, y, unseen=None):
-        self.plan, self.train, self.y = plan, train, y
-        # codes of the values of the training rows the statistics did not see (rows of
-        # sample_weight 0), per nominal column; None when there are none
-        self.unseen = unseen
-        self._crows = None
-        self.gemm_cache = {}
-        # (algorithm, KD-tree or None, reason) of Metric._search, made on first use, and
-        # the pairs searched by brute force before it was made
-        self.search = None
-        self.searched = 0
-        self.lock = threading.RLock()
-
-    def crows(self):
-        """The training rows as the kernels read them (built once)."""
-        from .._kernels import CRows
-        return built_once(self, "_crows", self.lock, lambda: CRows(self.train))
-
-    def __getstate__(self):
-        return {"plan": self.plan, "train": self.train, "y": self.y, "unseen": self.unseen}
-
-    def __setstate__(self, st):
-        self.__init__(st["plan"], st["train"], st["y"], st.get("unseen"))
-
-
-def _check_empty_columns(schema, cont, nom, pol_c, pol_n):
-    """A column with no observed training value (a cross-validation fold can lose a rare
-    column) is fitted with a warning under the "one" and "ignore" policies, where every
-    comparison with a missing value is defined without training statistics; any other
-    policy needs them, and the column is refused."""
-    ic = inom = 0
-    for name, kind in zip(schema.names_, schema.kinds_):
-        if kind == CONTINUOUS:
-            empty, policy = bool(np.isnan(cont[:, ic]).all()), pol_c
-            ic += 1
-        else:
-            empty, policy = bool((nom[:, inom] < 0).all()), pol_n
-            inom += 1
-        if not empty:
-            continue
-        if policy not in (ONE, IGNORE) and not (policy == SYMBOL and kind == CONTINUOUS):
-            raise ValueError("column %r has no observed value in the training data; with "
-                             "missing=%r it cannot be fitted (use missing 'one' or "
-                             "'ignore' for it, or drop the column)" % (name, policy))
-        warnings.warn("column %r has no observed value in the training data: every "
-                      "training row is missing there (missing=%r)" % (name, policy),
-                      UserWarning, stacklevel=_caller_level())
-
-
-def _kept_labels(y, n, keep):
-    """Class labels of all ``n`` rows -> (codes of the rows ``keep``, their classes, codes
-    of all rows), the classes being those of the kept rows only; a row whose class no
-    kept row has gets code -1.  Labels of every row are validated."""
-    codes, classes = encode_labels(y, n)
-    present = np.unique(codes[keep])
-    remap = np.full(len(classes), -1, dtype=np.int64)
-    remap[present] = np.arange(present.size)
-    return remap[codes[keep]], [classes[i] for i in present], remap[codes]
-
-
-def memory_limit():
-    """Bytes this process can hold at most: the machine's physical memory, or its
-    address-space limit (``RLIMIT_AS``) where lower; None where neither is known."""
-    limits = []
-    try:
-        import os
-        limits.append(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
-    except (AttributeError, ValueError, OSError):
-        pass
-    try:
-        import resource
-        soft = resource.getrlimit(resource.RLIMIT_AS)[0]
-        if soft != resource.RLIM_INFINITY and soft > 0:
-            limits.append(soft)
-    except (ImportError, ValueError, OSError):
-        pass
-    return min(limits) if limits else None
-
-
-def nbytes_text(n):
-    """A byte count in words (``"2.3 GB"``), as the kernels' messages write it."""
-    from .._kernels.plan import _bytes
-    return _bytes(n)
-
-
-def check_result_size(nbytes, what, remedy):
-    """Raise a ``MemoryError`` before a call whose result alone (``nbytes``) exceeds
-    :func:`memory_limit`, naming what was asked (``what``), its size and the
-    ``remedy``."""
-    limit = memory_limit()
-    if limit is not None and nbytes > limit:
-        raise MemoryError("%s would return %s, more than the %s this process can hold; %s"
-                          % (what, nbytes_text(nbytes), nbytes_text(limit), remedy))
-
-
-class out_of_memory:
-    """Context: a ``MemoryError`` raised inside is raised again naming what was asked
-    (``what``, with ``size()`` -- a text -- where given) and the ``remedy``, not the size
-    of the allocation that failed (which is kept as the cause)."""
-
-    def __init__(self, what, remedy, size=None):
-        self.what, self.remedy, self.size = what, remedy, size
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, kind, exc, tb):
-        if kind is not None and issubclass(kind, MemoryError):
-            detail = str(exc)
-            size = self.size() if self.size is not None else ""
-            raise MemoryError("%s ran out of memory%s; %s%s"
-                              % (self.what, size, self.remedy,
-                                 " (the allocation that failed: %s)" % detail if detail
-                                 else "")) from exc
-        return False
-
-
-#: what to do when a pairwise matrix does not fit
-PAIRWISE_REMEDY = ("compute it by blocks of X's rows (pairwise(X[a:b], Y)), into out= "
-                   "a numpy.memmap on disk, or search the neighbors only (kneighbors, "
-                   "radius_neighbors)")
-#: ... and when a radius search's lists do not
-RADIUS_REMEDY = ("use a smaller radius, a k-NN search, or fewer query rows per call "
-                 "(progress= searches by blocks)")
-
-
-def radius_guard(nq, nr, r, found):
-    """A radius search's guard: with ``r = inf`` (every pair) its size is checked before
-    (:func:`check_result_size`, ``16 nq nr`` bytes); a ``MemoryError`` names the pairs
-    the blocks already done had found (``found``: their index lists)."""
-    what = "a radius search of %d query rows against %d rows within r = %g" % (nq, nr, r)
-    if math.isinf(r):
-        check_result_size(16 * nq * nr, what + " (all %d pairs)" % (nq * nr),
-                          RADIUS_REMEDY)
-
-    def size():
-        done = len(found)
-        pairs = sum(len(i) for i in found)
-        if not done:
-            return " (the lists of its pairs did not fit)"
-        return (" after %d pairs found for its first %d query rows (%s)"
-                % (pairs, done, nbytes_text(16 * pairs)))
-    return out_of_memory(what, RADIUS_REMEDY, size)
-
-
-#: what to do when a k-NN search's lists do not fit
-KNN_REMEDY = "ask for a smaller k, or search fewer query rows per call"
-
-
-def knn_guard(nq, k):
-    """:func:`check_result_size` of a k-NN search (``16 nq k`` bytes of lists) and the
-    :class:`out_of_memory` context around it."""
-    what = "a k-NN search of %d query rows with k = %d (%d pairs)" % (nq, k, nq * k)
-    check_result_size(16 * nq * k, what, KNN_REMEDY)
-    return out_of_memory(what, KNN_REMEDY, lambda: " (its lists take %s)"
-                         % nbytes_text(16 * nq * k))
-
-
-def _tallies(ties):
-    """Whether a search's ``ties`` is a tally of the tied rows (``votes.TieTally``), not
-    a yes/no for lists of them."""
-    return ties is not None and ties is not False and ties is not True
-
-
-def _check_k(k, n):
-    if isinstance(k, bool) or not isinstance(k, numbers.Integral):
-        raise TypeError("k must be an int, got %r" % (k,))
-    k = int(k)
-    if k < 1:
-        raise ValueError("k must be >= 1, got %d" % k)
-    if k > n:
-        raise ValueError("k = %d is larger than the %d available training rows" % (k, n))
-    return k
-
-
-def _one_row(x, schema):
-    """A single row given as a 1-D sequence, dict or a 1-row table -> 1-row table."""
-    if isinstance(x, dict):
-        return _dict_row(x, schema)
-    mod = type(x).__module__.split(".")[0]
-    if mod == "pandas" and type(x).__name__ == "Series":
-        return _dict_row(x.to_dict(), schema)
-    if isinstance(x, np.ndarray) and x.dtype.names is not None:
-        return np.atleast_1d(x)
-    if isinstance(x, (list, tuple)) or (isinstance(x, np.ndarray) and x.ndim == 1):
-        row = np.empty((1, len(x)), dtype=object)
-        row[0, :] = list(x)
-        if schema.by_name_:
-            return _dict_row(dict(zip(schema.names_, list(x))), schema) \
-                if len(x) == len(schema.names_) else row
-        return row
-    return x
-
-
-def _dict_row(d, schema):
-    """Build a 1-row table matched by name without pandas: a structured object array."""
-    missing = [n for n in schema.names_ if n not in d]
-    if missing:
-        raise ValueError("row is missing the column(s) %r" % missing)
-    extra = [n for n in d if n not in schema.names_]
-    if extra:
-        raise ValueError("row has column(s) %r not seen in fit" % extra)
-    dt = np.dtype([(n, object) for n in schema.names_])
-    rec = np.empty(1, dtype=dt)
-    for n in schema.names_:
-        rec[n][0] = d[n]
-    return rec
-
-
-def search_record(algo, why, threads, brute_path=None):
-    """The ``search_`` attribute of a Metric or NeighborsIndex after a search:
-    ``algorithm`` ("brute", "kd_tree", "ball_tree", "ivf"), ``path`` (the algorithm, or for
-    brute force "filter" when the matrix-product filter ran and "direct" for the tile
-    kernel alone), ``threads``, and ``why`` in words.  ``brute_path``: (path, reason) of
-    the brute force's last call.  A k-NN call adds ``phases`` (seconds per phase of
-    :data:`hdist._core.progress.PHASES`, and ``total``)."""
-    path = algo
-    if algo == "brute":
-        path, detail = brute_path or ("direct", "")
-        why = why + ("; " + detail if detail else "")
-    return {"algorithm": algo, "path": path, "threads": int(threads), "why": why}
+        return explain_pair(self, x, y)

@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import numpy as np
 
+# the index factory, where the estimators and the command line find it
+from .index import ALGORITHM_PARAMS, check_algorithm_params, make_index  # noqa: F401
+
 WEIGHTS = ("uniform", "distance", "dudani")
 TIES = ("index", "include")
 
@@ -391,79 +394,6 @@ def _loo_weights(dist, k, weights, ties, mass=None):
 def best_k(scores):
     """The smallest k with the best leave-one-out score."""
     return int(np.argmax(scores)) + 1
-
-
-class MetricIndex:
-    """A fitted :class:`hdist.Metric` seen through the neighbor-index interface
-    (``fit(X, y)``, ``kneighbors(Q, k, ...)``, ``radius_neighbors(Q, r, ...)``): an exact
-    brute-force scan.  Used where :class:`hdist.NeighborsIndex` is not available; every
-    algorithm returns the same neighbors (docs/metrics.md, section 8), so the result does not change."""
-
-    def __init__(self, metric, algorithm="auto", leaf_size=30):
-        self.metric = metric
-        self.algorithm = algorithm
-        self.leaf_size = leaf_size
-
-    def fit(self, X, y=None, *, progress=None):
-        self.metric.fit(X, y, progress=progress)
-        return self
-
-    @property
-    def n_train_(self):
-        return self.metric.n_train_
-
-    def kneighbors(self, Q=None, k=5, *, exclude_self=False, return_distance=True,
-                   n_jobs=None, progress=None):
-        return self.metric.kneighbors(Q, k, exclude_self=exclude_self,
-                                      return_distance=return_distance, n_jobs=n_jobs,
-                                      progress=progress)
-
-    def _kneighbors(self, Q=None, k=5, exclude_self=False, n_jobs=None, progress=None,
-                    ties=False):
-        return self.metric._kneighbors(Q, k, exclude_self, n_jobs, progress, ties)
-
-    def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
-                         n_jobs=None, progress=None):
-        return self.metric.radius_neighbors(Q, r, exclude_self=exclude_self,
-                                            return_distance=return_distance, n_jobs=n_jobs,
-                                            progress=progress)
-
-
-ALGORITHMS = ("auto", "brute", "kd_tree", "ball_tree", "ivf")
-#: the keys of ``algorithm_params`` (``algorithm="ivf"``'s parameters)
-ALGORITHM_PARAMS = ("n_lists", "n_probe", "target_recall", "random_state")
-
-
-def check_algorithm_params(algorithm, params):
-    """``algorithm_params`` as a dict: None or a dict of :data:`ALGORITHM_PARAMS` keys,
-    given with ``algorithm="ivf"`` only."""
-    if params is None:
-        return {}
-    if not isinstance(params, dict):
-        raise TypeError("algorithm_params must be a dict or None, got %r" % (params,))
-    bad = sorted(set(params) - set(ALGORITHM_PARAMS))
-    if bad:
-        raise ValueError("algorithm_params: unknown key(s) %s; expected some of %s"
-                         % (bad, list(ALGORITHM_PARAMS)))
-    if params and algorithm != "ivf":
-        raise ValueError("algorithm_params is only used with algorithm='ivf', got "
-                         "algorithm=%r" % (algorithm,))
-    return dict(params)
-
-
-def make_index(metric, algorithm="auto", leaf_size=30, algorithm_params=None):
-    """An unfitted neighbor index over ``metric``: :class:`hdist.NeighborsIndex` when the
-    package provides it, else :class:`MetricIndex`.  ``algorithm_params``: the
-    ``"ivf"`` parameters of :class:`hdist.NeighborsIndex` (``n_lists``, ``n_probe``,
-    ``target_recall``, ``random_state``)."""
-    if algorithm not in ALGORITHMS:
-        raise ValueError("algorithm must be one of %s, got %r" % (ALGORITHMS, algorithm))
-    params = check_algorithm_params(algorithm, algorithm_params)
-    try:
-        from .index import NeighborsIndex
-    except ImportError:
-        return MetricIndex(metric, algorithm, leaf_size)
-    return NeighborsIndex(metric, algorithm=algorithm, leaf_size=leaf_size, **params)
 
 
 def needs_labels(metric):

@@ -21,6 +21,7 @@ import numpy as np
 import pytest
 
 from hdist import Metric, NeighborsIndex, _kernels
+from hdist._search.searchers import GEMM_MIN_PAIRS, brute_radius
 from hdist.cluster import KMedoids
 
 from reference import CONTINUOUS, NOMINAL, Reference
@@ -67,6 +68,12 @@ def _paths(m, Q, direct, query, leaves=(1, 2, 5, 10 ** 6)):
     return out
 
 
+def radius_rows(m, rows, r, threads, method):
+    """Brute-force radius lists of encoded ``rows`` over the training rows by ``method``."""
+    f = brute_radius(m.plan_, rows, m.train_, m._ctrain(), r, threads, method=method)
+    return f.dist, f.ind
+
+
 def knn_paths(m, Q, k):
     """``{path: (distances, indices)}`` over every brute-force, filter and tree path."""
     return _paths(m, Q, lambda rows, nj, how: m._knn_rows(rows, k, False, nj, method=how),
@@ -74,7 +81,7 @@ def knn_paths(m, Q, k):
 
 
 def radius_paths(m, Q, r):
-    return _paths(m, Q, lambda rows, nj, how: m._radius_rows(rows, r, False, nj, method=how),
+    return _paths(m, Q, lambda rows, nj, how: radius_rows(m, rows, r, nj, how),
                   lambda obj, nj: obj.radius_neighbors(Q, r, n_jobs=nj), leaves=(1, 3, 10 ** 6))
 
 
@@ -446,13 +453,13 @@ def test_public_entry_points_above_the_filter_threshold(p, missing):
     Q = _seen_queries(Q)
     m = Metric("minkowski", p=p, missing=missing, nominal=[2, 3]).fit(X)
     rows = m.encode(Q)
-    assert rows.n * m.n_train_ >= Metric._GEMM_MIN_PAIRS
+    assert rows.n * m.n_train_ >= GEMM_MIN_PAIRS
     d0, i0 = m._knn_rows(rows, 10, False, 1, method="direct")
     idx = NeighborsIndex(m).fit()
     for d, i in (m.kneighbors(Q, 10, n_jobs=2), idx.kneighbors(Q, 10, n_jobs=2)):
         assert np.array_equal(d, d0) and np.array_equal(i, i0)
     r = float(np.median(d0))
-    D0, I0 = m._radius_rows(rows, r, False, 1, method="direct")
+    D0, I0 = radius_rows(m, rows, r, 1, "direct")
     for D, I in (m.radius_neighbors(Q, r, n_jobs=2), idx.radius_neighbors(Q, r, n_jobs=2)):
         assert all(np.array_equal(a, b) for a, b in zip(I, I0))
         assert all(np.array_equal(a, b) for a, b in zip(D, D0))

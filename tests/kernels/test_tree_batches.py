@@ -24,10 +24,9 @@ pytestmark = [pytest.mark.kernels, pytest.mark.trees]
 
 def tree_knn(idx, rows, k, threads, batch, unit, exclude_self=False):
     """``_trees.knn`` on idx's KD-tree with leaf rows in blocks of ``unit`` rows."""
-    t = idx._tree
-    lm = _trees.leaf_major(idx.metric_.plan_.cplan, idx._crows(), t["perm"], t["nodes"],
-                           unit)
-    args = list(idx._tree_args(rows))
+    t = idx._searcher
+    lm = _trees.leaf_major(idx.metric_.plan_.cplan, t.crows(), t.perm, t.nodes, unit)
+    args = list(idx._searcher._args(rows))
     args[4] = lm
     return _trees.knn(*args, k, threads, exclude_self, None, 0, batch)
 
@@ -122,12 +121,12 @@ def test_block_layout():
     X, Q, y, nom = mixed_data(3, 600, 10, n_cont=3, n_nom=2, p_missing=0.1)
     metric = Metric("hvdm", nominal=nom).fit(X, y)
     idx = NeighborsIndex(metric, algorithm="kd_tree", leaf_size=7).fit()
-    nodes, perm = idx._tree["nodes"], idx._tree["perm"]
+    nodes, perm = idx._searcher.nodes, idx._searcher.perm
     start, end = nodes["start"][:, 0], nodes["end"][:, 0]
     left, right = nodes["left"][:, 0], nodes["right"][:, 0]
     rows = idx._rows.take(perm)
     for unit in (0, 50, 128, 10_000):
-        lm = _trees.leaf_major(metric.plan_.cplan, idx._crows(), perm, nodes, unit)
+        lm = _trees.leaf_major(metric.plan_.cplan, idx._searcher.crows(), perm, nodes, unit)
         blk = lm["block"]
         own = np.flatnonzero((blk[:, 0] == start) & (blk[:, 1] == end))
         # blocks partition the rows
@@ -154,7 +153,7 @@ def test_block_layout():
         if unit == 0:
             assert (left[own] < 0).all() and (blk[left < 0, 0] == start[left < 0]).all()
     with pytest.raises(ValueError, match="leaf_major"):
-        args = list(idx._tree_args(metric.encode(Q)))
+        args = list(idx._searcher._args(metric.encode(Q)))
         args[4] = {k: v for k, v in args[4].items() if k != "block"}
         _trees.knn(*args, 3, 1)
 
@@ -168,15 +167,14 @@ def test_radius_over_blocks_equals_brute_force(name, params):
     metric = Metric(name, nominal=nom, **params).fit(X, y)
     brute = brute_index(metric)
     idx = NeighborsIndex(metric, algorithm="kd_tree", leaf_size=5).fit()
-    t = idx._tree
+    t = idx._searcher
     d0, _ = brute.kneighbors(Q, 8)
     r = float(np.median(d0))
     for rows, excl, QQ in ((metric.encode(Q), False, Q), (idx._rows, True, None)):
         D0, I0 = brute.radius_neighbors(QQ, r, exclude_self=excl, n_jobs=1)
         for unit in (0, 40, 128):
-            lm = _trees.leaf_major(metric.plan_.cplan, idx._crows(), t["perm"], t["nodes"],
-                                   unit)
-            args = list(idx._tree_args(rows))
+            lm = _trees.leaf_major(metric.plan_.cplan, t.crows(), t.perm, t.nodes, unit)
+            args = list(idx._searcher._args(rows))
             args[4] = lm
             D, I, _ = _trees.radius(*args, r, reduced_radius(metric.plan_.cplan, r), 2, excl)
             assert len(D) == len(D0)

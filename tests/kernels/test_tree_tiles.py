@@ -79,10 +79,10 @@ def test_leaf_major_layout():
     metric = Metric("hvdm", nominal=nom).fit(X, y)
     idx = NeighborsIndex(metric, algorithm="kd_tree", leaf_size=7).fit()
     cplan = metric.plan_.cplan
-    nodes = idx._tree["nodes"]
-    lm = _trees.leaf_major(cplan, idx._crows(), idx._tree["perm"], nodes)
-    assert idx._leaf_major() is idx._leaf_major()
-    rows = idx._rows.take(idx._tree["perm"])
+    nodes = idx._searcher.nodes
+    lm = _trees.leaf_major(cplan, idx._searcher.crows(), idx._searcher.perm, nodes)
+    assert idx._searcher.leaf_rows() is idx._searcher.leaf_rows()
+    rows = idx._rows.take(idx._searcher.perm)
     leaves = np.flatnonzero(nodes["left"][:, 0] < 0)
     assert len(leaves) > 10
     for name, block in (("c", rows.c), ("cpen", rows.cpen), ("o", rows.o), ("t", rows.t)):
@@ -91,10 +91,10 @@ def test_leaf_major_layout():
             s, e = int(nodes["start"][leaf, 0]), int(nodes["end"][leaf, 0])
             got = lm[name][s * width:e * width].reshape(width, e - s)
             assert np.array_equal(got, block[s:e].T, equal_nan=True), (name, leaf)
-    first = idx._leaf_major()
-    perm = idx._tree["perm"]
+    first = idx._searcher.leaf_rows()
+    perm = idx._searcher.perm
     idx.insert(Q)
-    assert idx._leaf_major() is not first
+    assert idx._searcher.leaf_rows() is not first
     with pytest.raises(ValueError, match="partition"):
         bad = {k: v.copy() for k, v in nodes.items()}
         bad["end"][np.flatnonzero(bad["left"][:, 0] < 0)[0], 0] -= 1

@@ -381,7 +381,7 @@ def test_insert_equals_fresh_build(algo):
     assert np.array_equal(np.concatenate(new), np.arange(200, len(allX)))
     assert idx.n_train_ == len(allX)
     assert idx.depth_ <= 2 * max(1, idx.balanced_depth()) or \
-        idx.depth_ <= idx._tree["fresh_depth"]
+        idx.depth_ <= idx._searcher.fresh_depth
     fresh = NeighborsIndex(metric, algorithm=algo, leaf_size=8).fit(allX)
     brute = NeighborsIndex(metric, algorithm="brute").fit(allX)
     queries = np.concatenate([Q, X[:10]])
@@ -399,7 +399,7 @@ def test_insert_small_batches_and_rebuild():
     idx = NeighborsIndex(metric, algorithm="kd_tree", leaf_size=4).fit(X[:20])
     for j in range(20, 400):
         idx.insert(X[j:j + 1])
-        assert idx.depth_ <= max(2 * max(1, idx.balanced_depth()), idx._tree["fresh_depth"])
+        assert idx.depth_ <= max(2 * max(1, idx.balanced_depth()), idx._searcher.fresh_depth)
     brute = NeighborsIndex(metric, algorithm="brute").fit(X)
     assert_same_knn(idx, brute, Q, 6)
 
@@ -605,13 +605,13 @@ def test_block_size_does_not_matter():
     for algo in ("kd_tree", "ball_tree"):
         idx = NeighborsIndex(metric, algorithm=algo, leaf_size=5).fit()
         rows = metric.encode(Q)
-        two = idx._two_sided(rows)
-        ref = _trees.knn(*idx._tree_args(rows), 7, 2, False, two)
+        two = idx._searcher._two_sided(rows)
+        ref = _trees.knn(*idx._searcher._args(rows), 7, 2, False, two)
         for block in (1, 3, 64):
-            got = _trees.knn(*idx._tree_args(rows), 7, 3, False, two, block)
+            got = _trees.knn(*idx._searcher._args(rows), 7, 3, False, two, block)
             assert all(np.array_equal(a, b) for a, b in zip(ref, got))
-            rd = _trees.radius(*idx._tree_args(rows), 0.3, 1.0, 2, False, two, block)
-            r0 = _trees.radius(*idx._tree_args(rows), 0.3, 1.0, 1, False, two)
+            rd = _trees.radius(*idx._searcher._args(rows), 0.3, 1.0, 2, False, two, block)
+            r0 = _trees.radius(*idx._searcher._args(rows), 0.3, 1.0, 1, False, two)
             for a, b in zip(rd[:2], r0[:2]):
                 assert all(np.array_equal(u, v) for u, v in zip(a, b))
 

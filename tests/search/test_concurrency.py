@@ -268,14 +268,14 @@ def test_sixteen_threads_hammer_fresh_objects(monkeypatch):
     rows, an index's leaf-major rows and matrix-product features) is built exactly once
     and every answer is the serial one.  Without the GIL (free-threaded CPython) this is
     what keeps the caches consistent; with it, the threads would each build the tree."""
-    from hdist._search import choice as _search
+    from hdist._search import rowindex as _rowindex
     builds = []
 
-    class Counting(_search.KDTree):
-        def __init__(self, *a, **kw):
+    class Counting(_rowindex.KDTree):
+        def build(self, *a, **kw):
             builds.append(1)
-            super().__init__(*a, **kw)
-    monkeypatch.setattr(_search, "KDTree", Counting)
+            super().build(*a, **kw)
+    monkeypatch.setattr(_rowindex, "KDTree", Counting)
     rng = np.random.default_rng(11)
     X = rng.normal(size=(4000, 3))
     Q = rng.normal(size=(320, 3))

@@ -12,8 +12,17 @@ import pytest
 import hdist
 from hdist._search import gemm_filter as _gemm
 from hdist._kernels import CRows
+from hdist._search.searchers import brute_radius
 
 pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
+
+
+def radius_rows(metric, rows, r, exclude_self, n_jobs, self_offset=0, method="auto"):
+    """Brute-force radius lists ``(dists, inds)`` of encoded ``rows`` over the training
+    rows (:func:`hdist._search.searchers.brute_radius`)."""
+    f = brute_radius(metric.plan_, rows, metric.train_, metric._ctrain(), r, n_jobs,
+                     exclude_self=exclude_self, self_offset=self_offset, method=method)
+    return f.dist, f.ind
 
 
 def mixed(n, n_cont=4, n_nom=4, missing=0.0, seed=0, levels=(2, 12), scale=1.0,
@@ -151,7 +160,7 @@ def test_wide_one_hot_falls_back_before_allocating():
 
 def radius_paths(metric, Q, r, n_jobs=2, exclude_self=False, self_offset=0, **kw):
     rows = metric.train_ if Q is None else metric.encode(Q)
-    direct = metric._radius_rows(rows, r, exclude_self, n_jobs, self_offset, "direct")
+    direct = radius_rows(metric, rows, r, exclude_self, n_jobs, self_offset, "direct")
     res = _gemm.radius(metric.plan_, rows, metric.train_, CRows(rows), metric._ctrain(), r,
                        n_jobs, exclude_self, self_offset, **kw)
     assert res is not None, "the filter should apply to this plan"
@@ -209,7 +218,7 @@ def test_radius_exclude_self_offset_and_missing():
     assert not any(q in i for q, i in enumerate(filtered[1]))
     # a block of the training rows as queries: row q of the block is training row q + 100
     part = m.train_.take(np.arange(100, 400))
-    direct = m._radius_rows(part, r, True, 2, 100, "direct")
+    direct = radius_rows(m, part, r, True, 2, 100, "direct")
     filtered = _gemm.radius(m.plan_, part, m.train_, CRows(part), m._ctrain(), r, 2, True,
                             100)
     assert_same_lists(direct, filtered)
@@ -221,8 +230,8 @@ def test_radius_extreme_magnitudes(scale):
     m = hdist.get_metric("hvdm", nominal=nom, normalization="none").fit(X[:400], y[:400])
     rows = m.encode(X[400:])
     r = kth_radius(m, X[400:], 5)
-    direct = m._radius_rows(rows, r, False, 2, 0, "direct")
-    assert_same_lists(direct, m._radius_rows(rows, r, False, 2, 0, "gemm"))
+    direct = radius_rows(m, rows, r, False, 2, 0, "direct")
+    assert_same_lists(direct, radius_rows(m, rows, r, False, 2, 0, "gemm"))
 
 
 def test_radius_public_paths_use_the_filter(monkeypatch):
@@ -232,7 +241,7 @@ def test_radius_public_paths_use_the_filter(monkeypatch):
     m = hdist.get_metric("hvdm", nominal=nom).fit(X[:800], y[:800])
     Q = X[800:]
     r = kth_radius(m, Q, 7)
-    expected = m._radius_rows(m.encode(Q), r, False, 2, 0, "direct")
+    expected = radius_rows(m, m.encode(Q), r, False, 2, 0, "direct")
     calls = []
     real = _gemm.radius
 

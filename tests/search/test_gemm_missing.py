@@ -14,6 +14,8 @@ from hdist._search import gemm_filter as _gemm
 from hdist import _kernels
 from hdist._kernels import CRows, gemm_radius_select, gemm_select, miss_codes
 
+from test_gemm import radius_rows
+
 
 def table(n, seed, levels, missing):
     rng = np.random.default_rng(seed)
@@ -169,7 +171,7 @@ def test_radius_tiles_with_the_codes_equal_those_without(isa):
     finally:
         _kernels.set_isa(before)
     D, I = _gemm.radius(st.plan, rows, st.train, CRows(rows), st.crows(), r, 2)
-    dd, di = m._radius_rows(rows, r, False, 2, 0, "direct")
+    dd, di = radius_rows(m, rows, r, False, 2, 0, "direct")
     for a, b, c, d in zip(I, di, D, dd):
         np.testing.assert_array_equal(a, b)
         np.testing.assert_array_equal(c, d)

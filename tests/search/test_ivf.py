@@ -345,7 +345,7 @@ def test_target_recall_picks_the_smallest_n_probe():
     rng = np.random.default_rng(index.random_state + 1)
     sel = np.sort(rng.choice(rows.n, size=min(rows.n, _ivf.CALIBRATION_ROWS),
                              replace=False))
-    d_ex, i_ex = _ivf.exact_excluding(index, index._lists, rows.take(sel), sel, 10, 1)
+    d_ex, i_ex = _ivf.exact_excluding(index._searcher, rows.take(sel), sel, 10, 1)
     # the exact search by every list is brute force without the own row
     bd, bi = NeighborsIndex(index.metric_, algorithm="brute").fit().kneighbors(
         None, 10, exclude_self=True)
@@ -353,7 +353,7 @@ def test_target_recall_picks_the_smallest_n_probe():
     np.testing.assert_array_equal(d_ex, bd[sel])
 
     def rec(pp):
-        d = _ivf.knn(index, index._lists, rows.take(sel), 10, pp, sel, 1)[0]
+        d = _ivf.knn(index._searcher, rows.take(sel), 10, pp, sel, 1)[0]
         return _ivf.recall_of(d, d_ex, 10)
     assert rec(p) >= 0.95
     if p > 1:
@@ -387,12 +387,13 @@ def test_build_does_not_depend_on_thread_count(monkeypatch):
     X, Q, y, nom = _data(seed=6, n=1500, nq=5)
     built = []
     for nj in (1, 2):
-        monkeypatch.setattr("hdist._search.index.effective_n_jobs",
+        monkeypatch.setattr("hdist._search.searchers.effective_n_jobs",
                             lambda n_jobs=None, _nj=nj: _nj)
         built.append(NeighborsIndex(Metric("heom", nominal=nom), algorithm="ivf",
                                     n_lists=20).fit(X))
     np.testing.assert_array_equal(built[0].centres_, built[1].centres_)
-    np.testing.assert_array_equal(built[0]._lists.list_of, built[1]._lists.list_of)
+    np.testing.assert_array_equal(built[0]._searcher.lists.list_of,
+                                  built[1]._searcher.lists.list_of)
 
 
 # -- insert, pickling, progress, search_ ------------------------------------------------
@@ -409,7 +410,7 @@ def test_insert_joins_the_nearest_list_and_stays_exact_at_the_limit():
     metric = index.metric_
     cen = np.vstack([X, Q[:150]])[index.centres_]
     near = np.argmin(metric.pairwise(Q[:150], cen), axis=1)
-    np.testing.assert_array_equal(index._lists.list_of[1000:], near)
+    np.testing.assert_array_equal(index._searcher.lists.list_of[1000:], near)
     brute = NeighborsIndex(metric, algorithm="brute").fit(np.vstack([X, Q[:150]]))
     _same(index.kneighbors(Q[150:], 5), brute.kneighbors(Q[150:], 5))
     # a copy of an indexed row joins the list of the row it copies: found at distance 0
@@ -448,7 +449,7 @@ def test_defaults_and_attributes():
     index = NeighborsIndex(Metric("heom", nominal=nom), algorithm="ivf").fit(X)
     assert index.n_lists_ == _ivf.default_n_lists(2500) == 200
     # n_probe calibrated to recall@10 >= 0.95 on indexed rows
-    assert index.n_probe_ == _ivf.calibrate(index, index._lists, 0.95, 1, 0)
+    assert index.n_probe_ == _ivf.calibrate(index._searcher, 0.95, 1, 0)
     assert index.recall(None, 10) >= 0.9
     assert index.list_sizes_.sum() == 2500 and np.all(index.list_sizes_ > 0)
     assert index.build_time_ > 0

@@ -14,7 +14,7 @@ import pytest
 
 import hdist
 from hdist._search import gemm_filter as _gemm
-from hdist._search import metric as _metric
+from hdist._search import memory as _memory
 
 
 def _frame(n, seed=0):
@@ -29,7 +29,7 @@ KINDS = {"nominal": ["c"], "continuous": ["x", "y"]}
 @pytest.fixture
 def small_memory(monkeypatch):
     """This process may hold 1 MB (as under an address-space limit)."""
-    monkeypatch.setattr(_metric, "memory_limit", lambda: 10 ** 6)
+    monkeypatch.setattr(_memory, "memory_limit", lambda: 10 ** 6)
 
 
 def test_knn_lists_that_cannot_fit_are_refused_before_the_search(small_memory):
@@ -64,7 +64,8 @@ def test_radius_search_out_of_memory_names_the_pairs_found(monkeypatch):
     blocks before had found and the remedy, not the allocation that failed."""
     X = _frame(600)
     m = hdist.Metric("heom", **KINDS).fit(X)
-    real = m._radius_rows
+    brute = m._fitted().index()._brute        # 600 rows: the metric's searches are brute force
+    real = brute.radius
     calls = []
 
     def failing(rows, *a, **kw):
@@ -72,8 +73,7 @@ def test_radius_search_out_of_memory_names_the_pairs_found(monkeypatch):
         if len(calls) == 3:
             raise MemoryError("Unable to allocate 2.00 MiB for an array")
         return real(rows, *a, **kw)
-    monkeypatch.setattr(m, "_radius_rows", failing)
-    monkeypatch.setattr(m, "_search", lambda pairs=None: ("brute", None, "test"))
+    monkeypatch.setattr(brute, "radius", failing)
     want = m.radius_neighbors(X.iloc[:2 * 64], 0.5, return_distance=False)
     found = sum(len(i) for i in want)
     calls.clear()
@@ -93,7 +93,7 @@ def test_knn_out_of_memory_names_the_search(monkeypatch):
 
     def failing(*a, **kw):
         raise MemoryError("Unable to allocate 2.00 MiB for an array")
-    monkeypatch.setattr(m, "_knn_rows", failing)
+    monkeypatch.setattr(m._fitted().index()._brute, "knn", failing)
     with pytest.raises(MemoryError, match=r"a k-NN search of 300 query rows with k = 7 "
                                           r"\(2100 pairs\) ran out of memory \(its lists "
                                           r"take 33\.6 kB\); ask for a smaller k.*2\.00 MiB"):
@@ -151,7 +151,8 @@ def test_ivdm_radius_through_the_filter_peaks_near_its_result():
     rng = np.random.default_rng(0)
     X = pd.DataFrame(rng.normal(size=(4000, 6)), columns=list("abcdef"))
     m = hdist.Metric("ivdm").fit(X, rng.integers(0, 3, 4000))
-    m._GEMM_MIN_PAIRS = 0
+    brute = m._fitted().index()._brute      # 4000 rows of 6 dimensions: brute force at first
+    brute.min_pairs = 0
     Q = X.iloc[:2000]
     m.radius_neighbors(Q.iloc[:20], 0.3)        # the reference side's caches
     tracemalloc.start()
@@ -165,7 +166,7 @@ def test_ivdm_radius_through_the_filter_peaks_near_its_result():
     assert 10 ** 6 < pairs < 2000 * 4000
     assert peak <= 2 * 16 * pairs, (peak, pairs)
     d0, i0 = m.radius_neighbors(Q.iloc[::97], 0.3)
-    m._GEMM_MIN_PAIRS = 1 << 62
+    brute.min_pairs = 1 << 62
     d1, i1 = m.radius_neighbors(Q.iloc[::97], 0.3)
     assert m.search_["path"] == "direct"
     for a, b, c, e in zip(d0, d1, i0, i1):

@@ -261,16 +261,3 @@ def test_one_metric_reused_across_folds_equals_fresh(preset):
         assert_same(got, want)
         idx = NeighborsIndex(m, algorithm="kd_tree").fit()
         assert_same(idx.kneighbors(X[test], 3), want)
-
-
-def test_metric_pickled_in_the_former_layout_loads_into_one_fitted_state():
-    A, ya = data(0, 60)
-    m = Metric("ivdm").fit(A, ya)
-    st = {k: v for k, v in m.__dict__.items() if k != "_fit"}
-    st.update(plan_=m.plan_, train_=m.train_, _y=m._y)
-    old = Metric.__new__(Metric)
-    old.__setstate__(st)
-    assert_same(queries(old, A, A[:20]), queries(m, A, A[:20]))
-    B, yb = data(1, 45)
-    old.fit(B, yb)
-    assert_same(queries(old, B, B[:20]), queries(Metric("ivdm").fit(B, yb), B, B[:20]))

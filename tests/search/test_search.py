@@ -42,7 +42,6 @@ def even_race(monkeypatch):
         brute_query()
         return 0.0, 0.0
     monkeypatch.setattr(hdist._search.choice, "race", even)
-    monkeypatch.setattr(hdist._search.index, "race", even)
 
 
 def test_metric_uses_the_index_choice(even_race, monkeypatch):

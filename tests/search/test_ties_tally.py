@@ -156,7 +156,7 @@ def _index_kwargs(algo):
 def _force_path(est, algo):
     """The brute-force path asked for: the direct kernel or the matrix-product filter."""
     if algo.startswith("brute"):
-        est.metric_._GEMM_MIN_PAIRS = 0 if algo == "brute-filter" else 1 << 62
+        est._index._brute.min_pairs = 0 if algo == "brute-filter" else 1 << 62
 
 
 @pytest.mark.parametrize("algo", ALGOS)
@@ -180,7 +180,7 @@ def test_estimators_votes_equal_the_tied_lists(algo, weights, n_jobs):
                                    rtol=1e-14, atol=0)
         np.testing.assert_array_equal(clf.predict(Q), _knn.vote_winner(votes))
         if algo.startswith("brute"):
-            assert clf._index.metric_._brute_path[0] == algo.split("-")[1]
+            assert clf._index.search_["path"] == algo.split("-")[1]
         reg = KNeighborsRegressor(k, weights=weights, n_jobs=n_jobs,
                                   **_index_kwargs(algo)).fit(X, t)
         _force_path(reg, algo)
