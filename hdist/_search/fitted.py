@@ -44,7 +44,7 @@ class FitState:
         from .._kernels import CRows
         return built_once(self, "_crows", self.lock, lambda: CRows(self.train))
 
-    def index(self):
+    def _search_index(self):
         """The index over the training rows that :meth:`Metric.kneighbors` and
         :meth:`Metric.radius_neighbors` search (built once): the ``"auto"`` rule of
         :class:`hdist.NeighborsIndex`, answering by brute force until the searches have

@@ -608,7 +608,8 @@ class Metric:
         bar) or a callable receiving ``(done, total)`` query rows after each block of
         queries, and a final ``(total, total)`` (docs/guide/threads.md, "Progress").  Afterwards
         ``search_`` says which search ran and why, and ``search_["phases"]`` the call's
-        seconds per phase (:func:`search_record`; docs/guide/threads.md)."""
+        seconds per phase (:func:`hdist._search.rowindex.search_record`;
+        docs/guide/threads.md)."""
         d, i = self._kneighbors(Q, k, exclude_self, n_jobs, progress)
         return (d, i) if return_distance else i
 
@@ -635,7 +636,7 @@ class Metric:
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries (%d rows),"
                              " got %d" % (self.n_train_, rows.n))
-        index = self._fitted().index()
+        index = self._fitted()._search_index()
         d, i, _, self.search_ = index._search_knn(rows, k, bool(exclude_self),
                                                   effective_n_jobs(n_jobs), progress, ties)
         return d, i
@@ -649,8 +650,9 @@ class Metric:
         ran.  ``method``: "auto", "direct" or "gemm"."""
         state = self._fitted()
         if R is None:           # the training rows, through the searcher that keeps them
-            found = state.index()._brute.knn(rows, k, threads, exclude_self=exclude_self,
-                                             ties=ties, method=method)
+            found = state._search_index()._brute.knn(rows, k, threads,
+                                                     exclude_self=exclude_self, ties=ties,
+                                                     method=method)
         else:
             found = brute_knn(state.plan, rows, R, cR, k, threads, exclude_self=exclude_self,
                               ties=ties, method=method, cache=cache)
@@ -666,7 +668,7 @@ class Metric:
         rows = self._queries(Q)
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries")
-        index = self._fitted().index()
+        index = self._fitted()._search_index()
         dl, il, _, self.search_ = index._search_radius(rows, r, bool(exclude_self),
                                                        effective_n_jobs(n_jobs), progress)
         D = np.empty(len(dl), dtype=object)

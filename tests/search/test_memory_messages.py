@@ -64,7 +64,8 @@ def test_radius_search_out_of_memory_names_the_pairs_found(monkeypatch):
     blocks before had found and the remedy, not the allocation that failed."""
     X = _frame(600)
     m = hdist.Metric("heom", **KINDS).fit(X)
-    brute = m._fitted().index()._brute        # 600 rows: the metric's searches are brute force
+    # 600 rows: the metric's searches are brute force
+    brute = m._fitted()._search_index()._brute
     real = brute.radius
     calls = []
 
@@ -93,7 +94,7 @@ def test_knn_out_of_memory_names_the_search(monkeypatch):
 
     def failing(*a, **kw):
         raise MemoryError("Unable to allocate 2.00 MiB for an array")
-    monkeypatch.setattr(m._fitted().index()._brute, "knn", failing)
+    monkeypatch.setattr(m._fitted()._search_index()._brute, "knn", failing)
     with pytest.raises(MemoryError, match=r"a k-NN search of 300 query rows with k = 7 "
                                           r"\(2100 pairs\) ran out of memory \(its lists "
                                           r"take 33\.6 kB\); ask for a smaller k.*2\.00 MiB"):
@@ -151,7 +152,8 @@ def test_ivdm_radius_through_the_filter_peaks_near_its_result():
     rng = np.random.default_rng(0)
     X = pd.DataFrame(rng.normal(size=(4000, 6)), columns=list("abcdef"))
     m = hdist.Metric("ivdm").fit(X, rng.integers(0, 3, 4000))
-    brute = m._fitted().index()._brute      # 4000 rows of 6 dimensions: brute force at first
+    # 4000 rows of 6 dimensions: brute force at first
+    brute = m._fitted()._search_index()._brute
     brute.min_pairs = 0
     Q = X.iloc[:2000]
     m.radius_neighbors(Q.iloc[:20], 0.3)        # the reference side's caches
