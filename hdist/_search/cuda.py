@@ -562,25 +562,39 @@ class CudaSearcher(Searcher):
         room = max(1, self.dev.free_bytes() // 4)
         return max(1, min(self.block_rows, nq, room // max(1, per_query_bytes)))
 
-    def _stream(self, nq, per_query_bytes, run):
-        """Call ``run(q0, q1)`` over the queries in blocks; a block that runs out of
-        device memory is split in halves (a single query that does not fit raises)."""
+    def _stream(self, nq, per_query_bytes, launch, finish):
+        """The queries in blocks: ``launch(q0, q1)`` starts a block's work on the device
+        and returns a handle, ``finish(handle)`` waits for it and finishes on the host --
+        the previous block's, while the device runs the next one (on a GPU launches
+        return at once: the host's work and the copies overlap the device's).  A block
+        that runs out of device memory is split in halves (a single query that does not
+        fit raises); Ctrl-C is honoured between blocks."""
         b = self._blocks(nq, per_query_bytes)
         q0 = 0
+        pending = None
         while q0 < nq:
             q1 = min(nq, q0 + b)
             try:
-                run(q0, q1)
+                handle = launch(q0, q1)
             except self.dev.out_of_memory:
+                if pending is not None:     # the memory of the block before, then again
+                    finish(pending)
+                    pending = None
+                    continue
                 if q1 - q0 == 1:
                     raise
                 b = max(1, (q1 - q0) // 2)
                 continue
+            if pending is not None:
+                finish(pending)
+            pending = handle
             q0 = q1
+        if pending is not None:
+            finish(pending)
 
-    def _knn_device(self, qd, q0, nqb, K, excl):
-        """The device's K smallest (reduced, index) of each query of a block, ascending."""
-        n = self._d["n"]
+    def _knn_launch(self, qd, q0, nqb, K, excl):
+        """Start the device's selection of the K smallest (reduced, index) of each query
+        of a block; returns the device arrays that will hold them, ascending."""
         T = max(1, min(self.threads_per_block, SHARED_BYTES // (16 * K)))
         chunk, nchunks = self._grid(KNN_CHUNKS)
         bd = self.dev.empty((nqb, nchunks, K), np.float64)
@@ -590,8 +604,28 @@ class CudaSearcher(Searcher):
         self.dev.launch("hd_knn_scan", (nqb, nchunks), T, T * K * 16,
                         self._args(qd) + (q0, 1 if excl else 0, 0, K, chunk, bd, bj))
         self.dev.launch("hd_knn_merge", (nqb, 1), 1, 0, (nchunks, K, bd, bj, od, oj))
-        S, J = self.dev.get(od), self.dev.get(oj)
-        del bd, bj
+        return od, oj
+
+    def _knn_start(self, qall, nq, todo, K, excl):
+        """Upload queries ``todo`` and start their selection (with ``excl`` each skips
+        itself: the queries are reference rows, and a launch covers a run of consecutive
+        ones, the kernel skipping row q0 + q)."""
+        qd = tuple(self.dev.put(a) for a in _take(qall, todo, nq))
+        if not excl:
+            return [self._knn_launch(qd, 0, len(todo), K, False)]
+        parts = []
+        start = 0
+        for stop in list(np.flatnonzero(np.diff(todo) != 1) + 1) + [len(todo)]:
+            sub = tuple(a[start:stop] if a.shape[0] == len(todo) else a for a in qd)
+            parts.append(self._knn_launch(sub, int(todo[start]), stop - start, K, True))
+            start = stop
+        return parts
+
+    def _knn_collect(self, parts):
+        """The candidates ``(S, J)`` of started selections, ``(inf, n)`` past the rows."""
+        n = self._d["n"]
+        S = np.concatenate([self.dev.get(od) for od, _ in parts])
+        J = np.concatenate([self.dev.get(oj) for _, oj in parts])
         J[J > n] = n
         return S, J
 
@@ -642,19 +676,28 @@ class CudaSearcher(Searcher):
         K0 = min(n_avail, max(k + 8, k + k // 4))
         qall = _row_major(queries)
 
-        def run(q0, q1):
+        def launch(q0, q1):
             todo = np.arange(q0, q1)
-            K = K0
+            if K0 > K_MAX:
+                return todo, K0, None
+            return todo, K0, self._knn_start(qall, nq, todo, K0, exclude_self)
+
+        def finish(handle):
+            todo, K, parts = handle
             while len(todo):
-                if K > K_MAX:
+                if parts is None and K <= K_MAX:
+                    try:
+                        parts = self._knn_start(qall, nq, todo, K, exclude_self)
+                    except self.dev.out_of_memory:
+                        K = K_MAX + 1   # no room for more candidates: the CPU's kernel
+                if parts is None:
                     for q in todo:
                         self._knn_host(queries, q, k, exclude_self, want_lists, dist, ind,
                                        tied)
                     stats["host_queries"] += len(todo)
                     break
-                qd = tuple(self.dev.put(a) for a in _take(qall, todo, nq))
-                S, J = self._knn_device(qd, 0, len(todo), K, False) if not exclude_self \
-                    else self._knn_device_self(qd, todo, K)
+                S, J = self._knn_collect(parts)
+                parts = None
                 stats["rounds"] += 1
                 stats["candidates"] += int((J < n).sum())
                 T = self._true(queries, todo, S, J)
@@ -681,7 +724,7 @@ class CudaSearcher(Searcher):
 
         per_query = 16 * (KNN_CHUNKS * K0 + K0) + 8 * (queries.c.shape[1]
                                                         + queries.e.shape[1] + 2)
-        self._stream(nq, per_query, run)
+        self._stream(nq, per_query, launch, finish)
         found_extra = dict(stats, device=self.dev.name)
         if want_lists:
             w = max((len(t) for t in tied if t is not None), default=0)
@@ -700,22 +743,6 @@ class CudaSearcher(Searcher):
                      "device='cuda': every pair on the %s, the k smallest selected there"
                      % ("emulated device" if self.dev.name == "emulated" else "GPU"),
                      found_extra)
-
-    def _knn_device_self(self, qd, todo, K):
-        """As :meth:`_knn_device` for queries that are reference rows ``todo`` (each skips
-        itself): consecutive runs of ``todo`` share one launch each."""
-        # the block's queries are rows todo[0..]; the kernel skips row q0 + q + self_off,
-        # so a launch covers a run of consecutive rows
-        runs = np.flatnonzero(np.diff(todo) != 1) + 1
-        S_parts, J_parts = [], []
-        start = 0
-        for stop in list(runs) + [len(todo)]:
-            sub = tuple(a[start:stop] if a.shape[0] == len(todo) else a for a in qd)
-            S, J = self._knn_device(sub, int(todo[start]), stop - start, K, True)
-            S_parts.append(S)
-            J_parts.append(J)
-            start = stop
-        return np.concatenate(S_parts), np.concatenate(J_parts)
 
     def _knn_host(self, queries, q, k, exclude_self, want_lists, dist, ind, tied):
         """Query q by the CPU's kernel (a tie group at its k-th distance larger than
@@ -789,7 +816,9 @@ class CudaSearcher(Searcher):
                 if len(todo):
                     cap = int(C[over].max())
 
-        self._stream(nq, 16 * cap0 + 8 * (queries.c.shape[1] + queries.e.shape[1] + 2), run)
+        # each block searched and finished at once (its room for hits is known after it)
+        self._stream(nq, 16 * cap0 + 8 * (queries.c.shape[1] + queries.e.shape[1] + 2), run,
+                     lambda handle: None)
         ev = np.full(nq, n, dtype=np.intp)
         if exclude_self:
             ev -= ((np.arange(nq) + self_offset >= 0)
@@ -816,16 +845,20 @@ class CudaSearcher(Searcher):
         chunk, nchunks = self._grid(SCAN_CHUNKS)
         T = self.threads_per_block
 
-        def run(q0, q1):
+        def launch(q0, q1):
             qd = tuple(self.dev.put(a[q0:q1] if a.shape[0] == nq else a) for a in qall)
             dm = self.dev.empty((q1 - q0, n), np.float64)
             self.dev.launch("hd_pairwise", (q1 - q0, nchunks), T, 0,
                             self._args(qd) + (chunk, dm))
+            return q0, q1, dm
+
+        def finish(handle):
+            q0, q1, dm = handle
             S = self.dev.get(dm)
             J = np.broadcast_to(np.arange(n, dtype=np.int64), S.shape)
             out[q0:q1] = self._true(queries, np.arange(q0, q1), S, J)
 
-        self._stream(nq, 8 * n, run)
+        self._stream(nq, 8 * n, launch, finish)
         return out
 
 

@@ -315,6 +315,50 @@ def test_out_of_memory_splits_the_block(monkeypatch):
     assert sizes and max(sizes) <= 4
 
 
+def test_out_of_memory_with_a_block_pending(monkeypatch):
+    """Out of memory while the block before is still pending: that block is finished
+    (its memory freed) and the launch tried again."""
+    idx, Q, _ = _fit(7, "heom", {}, n=70, n_queries=26)
+    s = _searcher(idx, block_rows=5)
+    launch = s.dev.launch
+    calls = []
+
+    def once(kernel, grid, block, shared, args):
+        calls.append(kernel)
+        if len(calls) == 5:
+            raise MemoryError("out of memory")
+        launch(kernel, grid, block, shared, args)
+
+    monkeypatch.setattr(s.dev, "launch", once)
+    rows = idx._query_rows(Q, False)
+    d, i = idx.kneighbors(Q, 4)
+    f = s.knn(rows, 4, 1)
+    assert_same(f.dist, d)
+    assert_same(f.ind, i)
+    assert len(calls) > 5
+
+
+def test_out_of_memory_asking_again_finishes_on_the_cpu(monkeypatch):
+    """No room for a larger K when a query's candidates are not certified: the CPU's
+    kernel answers those queries."""
+    idx, X = _tie_heavy(10)
+    s = _searcher(idx)
+    launch = s.dev.launch
+
+    def first_k_only(kernel, grid, block, shared, args):
+        if kernel == "hd_knn_scan" and args[-4] > 14:     # K beyond the first round's
+            raise MemoryError("out of memory")
+        launch(kernel, grid, block, shared, args)
+
+    monkeypatch.setattr(s.dev, "launch", first_k_only)
+    Q = X.iloc[::13]
+    d, i = idx._kneighbors(Q, 6, ties=True)
+    f = s.knn(idx._query_rows(Q, False), 6, 1, ties=True)
+    assert_same(f.dist, d)
+    assert_same(f.ind, i)
+    assert f.extra["host_queries"] > 0
+
+
 def test_insert_uploads_again():
     idx, Q, _ = _fit(2, "gower", {}, n=60, n_queries=9)
     s = _searcher(idx)
