@@ -291,28 +291,42 @@ def test_without_cupy_the_error_names_it(monkeypatch):
         s.build()
 
 
+def _short_of_memory(monkeypatch, s, fails):
+    """Make the launches of searcher ``s`` raise MemoryError where
+    ``fails(kernel, grid, args, count)`` says so (``count``: launches so far, this one
+    included); returns the launches that ran, ``(kernel, grid)``."""
+    launch = s.dev.launch
+    ran, count = [], [0]
+
+    def short(kernel, grid, block, shared, args):
+        count[0] += 1
+        if fails(kernel, grid, args, count[0]):
+            raise MemoryError("out of memory")
+        ran.append((kernel, grid))
+        launch(kernel, grid, block, shared, args)
+
+    monkeypatch.setattr(s.dev, "launch", short)
+    return ran
+
+
+def _check_knn(idx, s, Q, k, ties=False):
+    d, i = idx._kneighbors(Q, k, ties=ties)
+    f = s.knn(idx._query_rows(Q, False), k, 1, ties=ties)
+    assert_same(f.dist, d)
+    assert_same(f.ind, i)
+    return f
+
+
 def test_out_of_memory_splits_the_block(monkeypatch):
     """A block that does not fit in device memory is split until it does; the results
     are unchanged."""
     idx, Q, _ = _fit(6, "hvdm", {}, n=80, n_queries=30)
     s = _searcher(idx)
-    launch = s.dev.launch
-    sizes = []
-
-    def small_memory(kernel, grid, block, shared, args):
-        if grid[0] > 4:
-            raise MemoryError("out of memory")
-        sizes.append(grid[0])
-        launch(kernel, grid, block, shared, args)
-
-    monkeypatch.setattr(s.dev, "launch", small_memory)
+    ran = _short_of_memory(monkeypatch, s, lambda kernel, grid, args, count: grid[0] > 4)
+    _check_knn(idx, s, Q, 3)
     rows = idx._query_rows(Q, False)
-    d, i = idx.kneighbors(Q, 3)
-    f = s.knn(rows, 3, 1)
-    assert_same(f.dist, d)
-    assert_same(f.ind, i)
     assert_same(s.pairwise(rows), _cpu_pairwise(idx, rows))
-    assert sizes and max(sizes) <= 4
+    assert ran and max(grid[0] for _, grid in ran) <= 4
 
 
 def test_out_of_memory_with_a_block_pending(monkeypatch):
@@ -320,22 +334,9 @@ def test_out_of_memory_with_a_block_pending(monkeypatch):
     (its memory freed) and the launch tried again."""
     idx, Q, _ = _fit(7, "heom", {}, n=70, n_queries=26)
     s = _searcher(idx, block_rows=5)
-    launch = s.dev.launch
-    calls = []
-
-    def once(kernel, grid, block, shared, args):
-        calls.append(kernel)
-        if len(calls) == 5:
-            raise MemoryError("out of memory")
-        launch(kernel, grid, block, shared, args)
-
-    monkeypatch.setattr(s.dev, "launch", once)
-    rows = idx._query_rows(Q, False)
-    d, i = idx.kneighbors(Q, 4)
-    f = s.knn(rows, 4, 1)
-    assert_same(f.dist, d)
-    assert_same(f.ind, i)
-    assert len(calls) > 5
+    ran = _short_of_memory(monkeypatch, s, lambda kernel, grid, args, count: count == 5)
+    _check_knn(idx, s, Q, 4)
+    assert len(ran) > 5
 
 
 def test_out_of_memory_asking_again_finishes_on_the_cpu(monkeypatch):
@@ -343,19 +344,10 @@ def test_out_of_memory_asking_again_finishes_on_the_cpu(monkeypatch):
     kernel answers those queries."""
     idx, X = _tie_heavy(10)
     s = _searcher(idx)
-    launch = s.dev.launch
-
-    def first_k_only(kernel, grid, block, shared, args):
-        if kernel == "hd_knn_scan" and args[-4] > 14:     # K beyond the first round's
-            raise MemoryError("out of memory")
-        launch(kernel, grid, block, shared, args)
-
-    monkeypatch.setattr(s.dev, "launch", first_k_only)
-    Q = X.iloc[::13]
-    d, i = idx._kneighbors(Q, 6, ties=True)
-    f = s.knn(idx._query_rows(Q, False), 6, 1, ties=True)
-    assert_same(f.dist, d)
-    assert_same(f.ind, i)
+    # K (args[-4]) beyond the first round's 14 does not fit
+    _short_of_memory(monkeypatch, s,
+                     lambda kernel, grid, args, count: kernel == "hd_knn_scan" and args[-4] > 14)
+    f = _check_knn(idx, s, X.iloc[::13], 6, ties=True)
     assert f.extra["host_queries"] > 0
 
 
