@@ -33,6 +33,9 @@ import time
 
 import numpy as np
 
+from .._core import progress as _progress
+from .searchers import Found, Searcher, register
+
 __all__ = ["CudaSearcher", "CudaUnavailableError", "device_source", "nvrtc_options",
            "emulated", "KERNELS", "K_MAX"]
 
@@ -380,28 +383,6 @@ def _certified(cplan, pmode, S, J, T, Jt, n, k, ties):
 
 # -- the searcher ----------------------------------------------------------------------
 
-try:
-    from .searchers import Found, Searcher, register
-except ImportError:     # a search layer without the searcher registry
-    from dataclasses import dataclass, field
-
-    @dataclass
-    class Found:
-        """What one search found and what it cost."""
-
-        dist: object
-        ind: object
-        evaluations: np.ndarray
-        path: str
-        why: str
-        extra: dict = field(default_factory=dict)
-
-    Searcher = object
-
-    def register(cls):
-        return cls
-
-
 @register
 class CudaSearcher(Searcher):
     """Brute-force search on a CUDA device, bit-identical to the CPU's.
@@ -457,11 +438,7 @@ class CudaSearcher(Searcher):
 
     def __init__(self, plan, rows, *, leaf_size=32, crows=None, block_rows=4096,
                  threads_per_block=THREADS, small_codes=True, **params):
-        if Searcher is not object:
-            super().__init__(plan, rows, leaf_size=leaf_size, crows=crows, **params)
-        elif params:
-            raise TypeError("searcher 'cuda' takes no parameter(s) %s"
-                            % ", ".join(sorted(params)))
+        super().__init__(plan, rows, leaf_size=leaf_size, crows=crows, **params)
         reason = self.refusal(plan, rows)
         if reason:
             raise ValueError(reason)
@@ -470,9 +447,6 @@ class CudaSearcher(Searcher):
         if not 1 <= int(threads_per_block) <= 1024:
             raise ValueError("threads_per_block must be in [1, 1024], got %r"
                              % (threads_per_block,))
-        self.plan, self.rows = plan, rows
-        if getattr(self, "_lock", None) is None:
-            self._lock = threading.RLock()
         self.block_rows = int(block_rows)
         self.threads_per_block = int(threads_per_block)
         self.small_codes = bool(small_codes)
@@ -523,8 +497,9 @@ class CudaSearcher(Searcher):
                    "n": n}
         self.upload_time_ = time.perf_counter() - t1
         self.build_time_ = time.perf_counter() - t0
-        if progress is not None:
-            progress(n, n)
+        report = _progress.reporter(progress, n, "cuda upload")
+        if report is not None:
+            report(n, n)
 
     def insert(self, rows, new, n_old):
         """Take the rows after an insertion (``rows``: all of them) and upload them again."""
@@ -534,7 +509,7 @@ class CudaSearcher(Searcher):
 
     def _forget(self):
         """Drop the device's copy of the rows (uploaded again on use)."""
-        self._crows = None
+        super()._forget()
         self._d = None
         self.dev = None
         self._cplan = None

@@ -442,3 +442,36 @@ def test_edge_sizes():
         for a, b, c, e in zip(f.dist, rd, f.ind, ri):
             assert_same(a, b)
             assert_same(c, e)
+
+
+def test_neighbors_index_algorithm_cuda():
+    """The searcher registered as "cuda": NeighborsIndex(algorithm="cuda") answers as
+    brute force does (k-NN, exclude_self, radius, insertion, a pickled copy) and says so in
+    search_."""
+    import pickle
+    train, queries = S.random_table(9, 150, STYLES, p_missing=0.2, n_queries=37)
+    m = hdist.Metric("hvdm", nominal=train.override(), continuous=train.continuous_names())
+    m.fit(train.frame(), S.random_labels(9, train.n))
+    idx = hdist.NeighborsIndex(m, algorithm="brute").fit(train.frame())
+    dev = hdist.NeighborsIndex(m, algorithm="cuda").fit(train.frame())
+    Q = queries.frame()
+    assert dev.algorithm_ == "cuda"
+    d, i = dev.kneighbors(Q, 4)
+    want = idx.kneighbors(Q, 4)
+    assert_same(d, want[0])
+    assert_same(i, want[1])
+    assert dev.search_["path"] == "cuda"
+    d, i = dev.kneighbors(None, 3, exclude_self=True)
+    want = idx.kneighbors(None, 3, exclude_self=True)
+    assert_same(d, want[0])
+    assert_same(i, want[1])
+    for a, b in zip(dev.radius_neighbors(Q, 0.8)[0], idx.radius_neighbors(Q, 0.8)[0]):
+        assert_same(a, b)
+    again = pickle.loads(pickle.dumps(dev))
+    assert_same(again.kneighbors(Q, 4)[0], idx.kneighbors(Q, 4)[0])
+    dev.insert(Q.iloc[:5])
+    idx.insert(Q.iloc[:5])
+    d, i = dev.kneighbors(Q, 4)
+    want = idx.kneighbors(Q, 4)
+    assert_same(d, want[0])
+    assert_same(i, want[1])
