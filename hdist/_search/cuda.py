@@ -86,9 +86,16 @@ def emulated():
 
 def device_source():
     """``(source, name)`` of the device code for NVRTC (it includes ``terms.h`` and
-    ``pw.h`` through the include path of :func:`nvrtc_options`)."""
+    ``pw.h`` through the include path of :func:`nvrtc_options`).  The source ends with a
+    comment holding a digest of every file it is made of, so that a cache keyed by the
+    source's text (CuPy's) compiles again when an included header changes."""
+    h = hashlib.sha256()
+    for path in _SOURCES:
+        with open(path, "rb") as f:
+            h.update(f.read())
     with open(os.path.join(_CUDA_DIR, "knn.cu")) as f:
-        return f.read(), "knn.cu"
+        src = f.read()
+    return src + "\n/* hdist device sources: sha256 %s */\n" % h.hexdigest(), "knn.cu"
 
 
 def nvrtc_options(arch=None, code16=False):
