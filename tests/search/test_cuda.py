@@ -475,3 +475,17 @@ def test_neighbors_index_algorithm_cuda():
     want = idx.kneighbors(Q, 4)
     assert_same(d, want[0])
     assert_same(i, want[1])
+
+
+def test_classifier_votes_with_tied_rows():
+    """A k-NN classifier on the "cuda" algorithm with ties="include" (the tied rows
+    tallied, exclude_self in leave-one-out) votes as on brute force."""
+    train, queries = S.random_table(4, 120, STYLES, p_missing=0.2, n_queries=30)
+    y = np.array(S.random_labels(4, train.n), dtype=object)
+    kw = dict(metric="heom", ties="include",
+              metric_params=dict(nominal=train.override(),
+                                 continuous=train.continuous_names()))
+    dev = hdist.KNeighborsClassifier(7, algorithm="cuda", **kw).fit(train.frame(), y)
+    cpu = hdist.KNeighborsClassifier(7, algorithm="brute", **kw).fit(train.frame(), y)
+    assert_same(dev.predict_proba(queries.frame()), cpu.predict_proba(queries.frame()))
+    assert np.array_equal(dev.predict(None), cpu.predict(None))
