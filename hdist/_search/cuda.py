@@ -251,6 +251,7 @@ class _Emulated:
 
     def __init__(self, code16=False):
         self.lib = _emu_library(code16)
+        self._seconds = 0.0
 
     def describe(self):
         return "emulated device (HDIST_CUDA_EMULATE=1)"
@@ -281,8 +282,16 @@ class _Emulated:
                 cargs.append(ctypes.c_double(a))
             else:
                 cargs.append(ctypes.c_longlong(int(a)))
-        if fn(*cargs) != 0:
+        t0 = time.perf_counter()
+        rc = fn(*cargs)
+        self._seconds += time.perf_counter() - t0
+        if rc != 0:
             raise MemoryError("the emulated device could not allocate its shared memory")
+
+    def kernel_seconds(self):
+        """Seconds the kernels ran since the last call (and reset the count)."""
+        t, self._seconds = self._seconds, 0.0
+        return t
 
 
 class _Cupy:
@@ -311,6 +320,7 @@ class _Cupy:
         self.module = cupy.RawModule(code=src, options=tuple(nvrtc_options(code16=code16)),
                                      name_expressions=None)
         self._fns = {}
+        self._events = []
 
     def describe(self):
         cp = self.cp
@@ -348,7 +358,20 @@ class _Cupy:
                 cargs.append(np.int64(a))
             else:
                 cargs.append(a)
+        start, stop = self.cp.cuda.Event(), self.cp.cuda.Event()
+        start.record()
         fn((int(grid[0]), int(grid[1])), (int(block),), tuple(cargs), shared_mem=int(shared))
+        stop.record()
+        self._events.append((start, stop))
+
+    def kernel_seconds(self):
+        """Seconds the kernels ran since the last call (waits for them; resets the
+        count)."""
+        events, self._events = self._events, []
+        if not events:
+            return 0.0
+        events[-1][1].synchronize()
+        return sum(self.cp.cuda.get_elapsed_time(a, b) for a, b in events) / 1000.0
 
 
 def backend(code16=False):
@@ -650,6 +673,7 @@ class CudaSearcher(Searcher):
         if k < 1 or k > n_avail:
             raise ValueError("k must be in [1, %d], got %d" % (n_avail, k))
         want_lists = ties is not False and ties is not None
+        self.dev.kernel_seconds()
         nq = queries.n
         dist = np.empty((nq, k))
         ind = np.empty((nq, k), dtype=np.intp)
@@ -707,7 +731,8 @@ class CudaSearcher(Searcher):
         per_query = 16 * (KNN_CHUNKS * K0 + K0) + 8 * (queries.c.shape[1]
                                                         + queries.e.shape[1] + 2)
         self._stream(nq, per_query, launch, finish)
-        found_extra = dict(stats, device=self.dev.name)
+        found_extra = dict(stats, device=self.dev.name,
+                           kernel_seconds=self.dev.kernel_seconds())
         if want_lists:
             w = max((len(t) for t in tied if t is not None), default=0)
             wd = np.full((nq, k + w), np.inf)
@@ -747,6 +772,7 @@ class CudaSearcher(Searcher):
         n = self._d["n"]
         nq = queries.n
         rred = float(reduced_radius(self.cplan, float(r)))
+        self.dev.kernel_seconds()
         out_d = [None] * nq
         out_i = [None] * nq
         qall = _row_major(queries)
@@ -809,7 +835,8 @@ class CudaSearcher(Searcher):
                      "device='cuda': every pair on the %s, the rows within the radius "
                      "selected there" % ("emulated device" if self.dev.name == "emulated"
                                          else "GPU"),
-                     dict(stats, device=self.dev.name))
+                     dict(stats, device=self.dev.name,
+                          kernel_seconds=self.dev.kernel_seconds()))
 
     def pairwise(self, queries, out=None):
         """The true distances of every query row to every reference row, ``[n_q, n]``
