@@ -190,6 +190,9 @@ def _row_major(rows):
 
 _emu_lock = threading.Lock()
 _emu_libs = {}
+#: the emulated device runs one grid at a time: the grid position (emulate.h's threadIdx,
+#: blockIdx, ...) is one set of variables of the library
+_emu_run_lock = threading.Lock()
 
 
 def _emu_flags(compiler_type):
@@ -282,9 +285,10 @@ class _Emulated:
                 cargs.append(ctypes.c_double(a))
             else:
                 cargs.append(ctypes.c_longlong(int(a)))
-        t0 = time.perf_counter()
-        rc = fn(*cargs)
-        self._seconds += time.perf_counter() - t0
+        with _emu_run_lock:
+            t0 = time.perf_counter()
+            rc = fn(*cargs)
+            self._seconds += time.perf_counter() - t0
         if rc != 0:
             raise MemoryError("the emulated device could not allocate its shared memory")
 

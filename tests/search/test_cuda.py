@@ -489,3 +489,30 @@ def test_classifier_votes_with_tied_rows():
     cpu = hdist.KNeighborsClassifier(7, algorithm="brute", **kw).fit(train.frame(), y)
     assert_same(dev.predict_proba(queries.frame()), cpu.predict_proba(queries.frame()))
     assert np.array_equal(dev.predict(None), cpu.predict(None))
+
+
+def test_threads_searching_at_once():
+    """Searches from several threads at once (the emulated device runs one grid at a
+    time: its grid position is one set of variables)."""
+    import threading
+    idx, Q, _ = _fit(11, "gower", {}, n=300, n_queries=40)
+    s = _searcher(idx, block_rows=8)
+    rows = idx._query_rows(Q, False)
+    want = idx.kneighbors(Q, 5)
+    got, errors = [None] * 6, []
+
+    def search(t):
+        try:
+            got[t] = s.knn(rows, 5, 1)
+        except Exception as e:      # reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=search, args=(t,)) for t in range(6)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors
+    for f in got:
+        assert_same(f.dist, want[0])
+        assert_same(f.ind, want[1])
