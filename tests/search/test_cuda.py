@@ -516,3 +516,23 @@ def test_threads_searching_at_once():
     for f in got:
         assert_same(f.dist, want[0])
         assert_same(f.ind, want[1])
+
+
+def test_interrupted_between_blocks_then_usable(monkeypatch):
+    """Ctrl-C between two blocks stops the search there; the searcher answers the next
+    search as before."""
+    idx, Q, _ = _fit(12, "heom", {}, n=80, n_queries=30)
+    s = _searcher(idx, block_rows=6)
+    launch = s.dev.launch
+    count = [0]
+
+    def interrupted(kernel, grid, block, shared, args):
+        count[0] += 1
+        if count[0] == 5:
+            raise KeyboardInterrupt
+        launch(kernel, grid, block, shared, args)
+
+    monkeypatch.setattr(s.dev, "launch", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        s.knn(idx._query_rows(Q, False), 3, 1)
+    _check_knn(idx, s, Q, 3)
