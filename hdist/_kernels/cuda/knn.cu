@@ -113,10 +113,12 @@ __device__ static void hd_dplan_make(hd_dplan *P, const hd_ll *H, const double *
 }
 
 /* Reduced distance of query row (qc, qcp, qo, qt, qe) and reference row j, for the kind
- * of p pm (a constant in each caller of hd_pair): pair_reduced's terms and order. */
+ * of p pm (a constant in each caller of hd_pair): pair_reduced's terms and order, and its
+ * early exit: without the "ignore" policy the sum is abandoned once a block leaves it
+ * above bound (the value returned then only exceeds bound, as every later sum would). */
 HD_TERM double hd_pair_pm(const hd_dplan *P, const double *qc, const double *qcp,
                           const int *qo, const int *qt, const double *qe, hd_ll j,
-                          const int pm)
+                          double bound, const int pm)
 {
     const hd_ll n = P->n;
     const double p = P->p;
@@ -141,6 +143,8 @@ HD_TERM double hd_pair_pm(const hd_dplan *P, const double *qc, const double *qcp
             kw += P->c_w[a];
         s = hd_acc_pm(s, t, pm);
     }
+    if (!ign && s > bound)
+        return s;
     for (a = 0; a < P->mo; a++) {
         int cx = qo[a], cy = P->Ro[a * n + j];
         if (cx >= 0 && cy >= 0)
@@ -154,6 +158,8 @@ HD_TERM double hd_pair_pm(const hd_dplan *P, const double *qc, const double *qcp
             kw += P->o_rw[a];
         s = hd_acc_pm(s, t, pm);
     }
+    if (!ign && s > bound)
+        return s;
     for (a = 0; a < P->mt; a++) {
         int cx = qt[a], cy = P->Rt[a * n + j];
         if (cx >= 0 && cy >= 0) {
@@ -169,6 +175,8 @@ HD_TERM double hd_pair_pm(const hd_dplan *P, const double *qc, const double *qcp
             kw += P->t_rw[a];
         s = hd_acc_pm(s, t, pm);
     }
+    if (!ign && s > bound)
+        return s;
     for (a = 0; a < P->me; a++) {
         hd_ll off = P->e_off[a], dim = P->e_off[a + 1] - off;
         double x = qe[off], y = P->Re[off * n + j];
@@ -196,20 +204,20 @@ HD_TERM double hd_pair_pm(const hd_dplan *P, const double *qc, const double *qcp
     return s;
 }
 
-/* query row q of the block against reference row j */
+/* query row q of the block against reference row j (abandoned above bound: hd_pair_pm) */
 __device__ static double hd_pair(const hd_dplan *P, const double *Qc, const double *Qcp,
                                  const int *Qo, const int *Qt, const double *Qe, hd_ll q,
-                                 hd_ll j)
+                                 hd_ll j, double bound)
 {
     const double *qc = Qc + q * P->mc, *qcp = Qcp + q * P->mc, *qe = Qe + q * P->D;
     const int *qo = Qo + q * P->mo, *qt = Qt + q * P->mt;
     switch (P->pm) {
-    case 0: return hd_pair_pm(P, qc, qcp, qo, qt, qe, j, 0);
-    case 1: return hd_pair_pm(P, qc, qcp, qo, qt, qe, j, 1);
-    case 2: return hd_pair_pm(P, qc, qcp, qo, qt, qe, j, 2);
-    case 4: return hd_pair_pm(P, qc, qcp, qo, qt, qe, j, 4);
-    case 5: return hd_pair_pm(P, qc, qcp, qo, qt, qe, j, 5);
-    case 6: return hd_pair_pm(P, qc, qcp, qo, qt, qe, j, 6);
+    case 0: return hd_pair_pm(P, qc, qcp, qo, qt, qe, j, bound, 0);
+    case 1: return hd_pair_pm(P, qc, qcp, qo, qt, qe, j, bound, 1);
+    case 2: return hd_pair_pm(P, qc, qcp, qo, qt, qe, j, bound, 2);
+    case 4: return hd_pair_pm(P, qc, qcp, qo, qt, qe, j, bound, 4);
+    case 5: return hd_pair_pm(P, qc, qcp, qo, qt, qe, j, bound, 5);
+    case 6: return hd_pair_pm(P, qc, qcp, qo, qt, qe, j, bound, 6);
     /* a general p (pm 3) needs pow() for each term, which the device does not round as
      * the host's C library does: the driver refuses it (CudaSearcher.refusal), and no
      * device code is made for it */
@@ -291,7 +299,8 @@ HD_GLOBAL hd_knn_scan(HD_SCAN_PARAMS, hd_ll q0, hd_ll excl, hd_ll self_off, hd_l
             double s;
             if (j == self)
                 continue;
-            s = hd_pair(&P, Qc, Qcp, Qo, Qt, Qe, q, j);
+            /* a row whose sum passes the heap's root cannot enter: abandoned early */
+            s = hd_pair(&P, Qc, Qcp, Qo, Qt, Qe, q, j, md[0]);
             hd_heap_offer(md, mj, K, s, j);
         }
     }
@@ -373,7 +382,7 @@ HD_GLOBAL hd_radius_scan(HD_SCAN_PARAMS,
             hd_ll slot;
             if (j == self)
                 continue;
-            s = hd_pair(&P, Qc, Qcp, Qo, Qt, Qe, q, j);
+            s = hd_pair(&P, Qc, Qcp, Qo, Qt, Qe, q, j, rred);
             if (!(s <= rred))
                 continue;
             slot = (hd_ll)HD_ATOMIC_INC(cnt + q);
@@ -397,6 +406,6 @@ HD_GLOBAL hd_pairwise(HD_SCAN_PARAMS,
         hd_dplan_make(&P, H, PD, PI, PB, Rc, Rcp, Ro, Rt, Re);
         j1 = j0 + chunk < P.n ? j0 + chunk : P.n;
         for (j = j0 + tid; j < j1; j += T)
-            out[q * P.n + j] = hd_pair(&P, Qc, Qcp, Qo, Qt, Qe, q, j);
+            out[q * P.n + j] = hd_pair(&P, Qc, Qcp, Qo, Qt, Qe, q, j, P.inf);
     }
 }
