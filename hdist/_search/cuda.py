@@ -52,6 +52,8 @@ THREADS = 128
 #: query, its heaps merged on the device), and the same for radius and pairwise scans
 KNN_CHUNKS = 16
 SCAN_CHUNKS = 64
+#: GPU blocks a k-NN launch aims at (queries x chunks): enough to fill a large GPU
+KNN_BLOCKS = 16384
 
 _KERNEL_DIR = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
                            "_kernels")
@@ -560,10 +562,20 @@ class CudaSearcher(Searcher):
         return self._d["plan"] + self._d["rows"] + qd
 
     def _grid(self, chunk_target):
+        """``(rows per chunk, chunks)`` for about ``chunk_target`` chunks of the reference
+        rows (at least a block's threads' worth each)."""
         n = self._d["n"]
         T = self.threads_per_block
         chunk = max(T, -(-n // max(1, chunk_target)))
         return chunk, max(1, -(-n // chunk))
+
+    def _knn_chunks(self, nqb, K, T):
+        """Chunks of a k-NN scan of ``nqb`` queries: at most :data:`KNN_CHUNKS`, fewer
+        where the block's queries alone make :data:`KNN_BLOCKS` GPU blocks, and few
+        enough that each thread meets four times K rows (its heap's first K rows are
+        computed in full; the later ones are mostly abandoned early)."""
+        n = self._d["n"]
+        return max(1, min(KNN_CHUNKS, KNN_BLOCKS // max(1, nqb), n // (4 * K * T)))
 
     def _blocks(self, nq, per_query_bytes):
         """Query rows per block: :attr:`block_rows` at most, within a quarter of the
@@ -605,7 +617,7 @@ class CudaSearcher(Searcher):
         """Start the device's selection of the K smallest (reduced, index) of each query
         of a block; returns the device arrays that will hold them, ascending."""
         T = max(1, min(self.threads_per_block, SHARED_BYTES // (16 * K)))
-        chunk, nchunks = self._grid(KNN_CHUNKS)
+        chunk, nchunks = self._grid(self._knn_chunks(nqb, K, T))
         bd = self.dev.empty((nqb, nchunks, K), np.float64)
         bj = self.dev.empty((nqb, nchunks, K), np.int64)
         od = self.dev.empty((nqb, K), np.float64)

@@ -181,9 +181,10 @@ def test_codes_beyond_16_bits():
 
 @pytest.mark.parametrize("preset,params", [("heom", {}), ("gower", {}), ("hvdm", {}),
                                            ("chebyshev", {})])
-def test_small_blocks_many_chunks(preset, params):
+def test_small_blocks_many_chunks(monkeypatch, preset, params):
     """Blocks of 7 queries, 3 threads per block and chunks of a few rows: every merge of
     the device's heaps runs."""
+    monkeypatch.setattr(CudaSearcher, "_knn_chunks", lambda self, nqb, K, T: 5)
     idx, Q, _ = _fit(5, preset, params, n=90, n_queries=23)
     _check_all(idx, Q, k=4, block_rows=7, threads_per_block=3)
 
