@@ -6,7 +6,8 @@ explanation of one distance), the index (``index``: :class:`~hdist.NeighborsInde
 structures (``searchers``: one :class:`~hdist._search.searchers.Searcher` per algorithm,
 registered by name; the inverted lists' partition in ``ivf``, the ball tree's triangle
 rule in ``triangle``, the matrix-product filter's Python side in ``gemm_filter``), the
-memory guards (``memory``), ``Explanation`` (``explain``), scores (``scoring``) and the
-k-NN votes and weights the estimators share (``votes``).  Modules here import
+memory guards (``memory``), ``Explanation`` (``explain``), scores (``scoring``), the
+fitted state of a Metric (``fitted``), the argument checks they share (``checks``) and
+the k-NN votes and weights the estimators share (``votes``).  Modules here import
 ``hdist._core`` and ``hdist._kernels`` only (and each other, downward).
 """
