@@ -537,3 +537,22 @@ def test_interrupted_between_blocks_then_usable(monkeypatch):
     with pytest.raises(KeyboardInterrupt):
         s.knn(idx._query_rows(Q, False), 3, 1)
     _check_knn(idx, s, Q, 3)
+
+
+@pytest.mark.parametrize("targets", [1, 2])
+def test_regressor_tallies_tied_targets_as_the_cpu(targets):
+    """A k-NN regressor on the "cuda" algorithm with ties="include": the tied rows'
+    targets are summed as the compiled tally sums them (queries and leave-one-out)."""
+    import pandas as pd
+    rng = np.random.default_rng(3)
+    n = 400
+    X = pd.DataFrame({"a": rng.integers(0, 3, n).astype(float), "c": rng.choice(["x", "y"], n)})
+    y = rng.normal(size=n) * 1e3 + 0.1
+    if targets == 2:
+        y = np.column_stack([y, 3.7 * y - 1.0])
+    kw = dict(metric="heom", ties="include",
+              metric_params=dict(nominal=["c"], continuous=["a"]))
+    dev = hdist.KNeighborsRegressor(5, algorithm="cuda", **kw).fit(X, y)
+    cpu = hdist.KNeighborsRegressor(5, algorithm="brute", **kw).fit(X, y)
+    assert_same(dev.predict(X.iloc[:100]), cpu.predict(X.iloc[:100]))
+    assert_same(dev.predict(None), cpu.predict(None))
