@@ -203,25 +203,21 @@ cdef inline intp _append_hit(Hit** buf, intp* cap, intp cnt, double s,
 cdef intp _filter_row(const _RowArgs* A, const real* g, intp cnt,
                       miss_t* kind) noexcept nogil:
     """One query row of :func:`gemm_select` (``A.buf`` NULL: update the heap
-    ``A.hd``/``A.hi`` of ``A.k`` entries, and the row's tie list ``A.tl`` unless NULL,
-    ``heap_offer``) or of :func:`gemm_radius_select` (append the hits within ``A.r`` to
-    ``A.buf[0]`` from position ``cnt``), ``g`` the row's estimates.  Returns the new count,
-    or -1 when out of memory.
+    ``A.hd``/``A.hi`` and the tie list ``A.tl`` unless NULL, ``heap_offer``) or of
+    :func:`gemm_radius_select` (append the hits within ``A.r`` to ``A.buf[0]`` from
+    position ``cnt``), ``g`` the row's estimates.  Returns the new count, or -1 when out of
+    memory.
 
-    ``A.hq`` (NULL: none) holds the query's ``A.nh`` terms against the attributes missing
-    in reference rows (``A.rptr``/``A.ridx``: those of each row, ``A.hc`` their number).
-    When they are all >= 0, a lower bound of row ``j``'s is added to its estimate before
-    the test: ``A.hc[j]`` times the smallest, ``hm``, or with the codes ``A.cd`` (float
-    only) the terms of its first two such attributes, or of one and the others' number
-    times ``hm`` (:func:`miss_codes`).  Else the estimates are tested against
-    ``Sr - lbq``, ``lbq`` the sum of the negative terms.  A pair passing is tested again,
-    with its own terms added in float64, against ``Sr`` (:func:`_terms_reject`).
-    ``kind`` (a NULL pointer) selects the compiled variant: ``_Complete`` only when
-    ``A.nm == 0`` and ``A.hq`` is NULL.  ``A.hb`` (NULL: computed here) holds that sum and
-    smallest, :func:`_hq_bounds`, computed once per query.  ``A.given``: ``g`` already
-    holds the tested values the codes give (``hd_gemm_blk``'s additions: ``hd_prep``'s
-    values with the float table, lower ones from the bfloat16 table ``A.cd.t16``); only
-    with ``A.cd`` and a query whose terms are all >= 0, or with no reference-missing terms
+    With the query's terms ``A.hq`` against the reference rows' missing attributes all
+    >= 0, a lower bound of row ``j``'s is added to its estimate before the test
+    (:func:`_row_terms`: ``A.hc[j]`` times the smallest, or the codes ``A.cd`` of
+    :func:`miss_codes`); else the estimates are tested against ``Sr - lbq``, ``lbq`` the
+    sum of the negative terms.  A pair passing is tested again with its own terms
+    (:func:`_terms_reject`).  ``kind`` (a NULL pointer) selects the compiled variant:
+    ``_Complete`` only when ``A.nm == 0`` and ``A.hq`` is NULL.  ``A.given``: ``g``
+    already holds the tested values (``hd_gemm_blk``'s additions: ``hd_prep``'s values
+    with the float table, lower ones from the bfloat16 table ``A.cd.t16``); only with
+    ``A.cd`` and a query whose terms are all >= 0, or with no reference-missing terms
     (``A.hq`` NULL, ``A.cd`` NULL: the estimates plus the query's columns)."""
     cdef const PlanS* P = A.P
     cdef const RowsS* QS = A.QS
