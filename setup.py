@@ -31,9 +31,10 @@ MODULES = ["plan", "tiles", "gemm", "pam", "trees"]
 if os.environ.get("HDIST_MODULES"):
     # a development rebuild of some modules only (``HDIST_MODULES=pam,trees``)
     MODULES = [m for m in MODULES if m in os.environ["HDIST_MODULES"].split(",")]
-HEADERS = ["tile.h", "tile_body.h", "gemm_body.h", "scan_body.h", "pw.h", "gemm_scan.h", "openmp.h"]
-INCLUDED = ["plan.pxd", "tiles.pxd", "ctile.pxd", "gemm_search.pxi", "tree_query.pxi",
-            "lists.pxi"]
+HEADERS = ["tile.h", "tile_body.h", "terms.h", "gemm_body.h", "scan_body.h", "pw.h",
+           "gemm_scan.h", "openmp.h"]
+INCLUDED = ["plan.pxd", "tiles.pxd", "ctile.pxd", "gemm_search.pxi", "gemm_filter.pxi",
+            "gemm_missing.pxi", "tree_query.pxi", "tree_split.pxi", "lists.pxi"]
 
 
 def _openmp_flags(compiler_type):
