@@ -16,6 +16,7 @@ from hdist._search import gemm_filter as _gemm
 from hdist import _kernels
 from hdist._kernels import (CRows, GemmKnnSelect, finish_heaps, gemm_panels, gemm_products,
                             gemm_select)
+from test_review_edges import knn_rows
 
 pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
 
@@ -84,7 +85,7 @@ def test_tiles_equal_gemm_select(dtype, missing, q_block, r_tile, exclude_self):
     finish_heaps(cp, HD1, HI1)
     # and the search the tiles make is the direct kernel's (queries at the front of the
     # training rows: exclude_self removes pair (q, q))
-    d, i = m._knn_rows(rows, k, False, 1, "direct")
+    d, i = knn_rows(m, rows, k, False, 1, "direct")
     if not exclude_self:
         np.testing.assert_array_equal(i, HI1)
         np.testing.assert_array_equal(d, HD1)
@@ -169,7 +170,7 @@ def test_search_equals_tiles(isa_bounds, missing, q_chunk, r_block, r_chunk, exc
         assert_same_heaps(cp, HD0, HI0, HD1, HI1)
     if not exclude_self:
         finish_heaps(cp, HD1, HI1)
-        d, i = m._knn_rows(rows, k, False, 1, "direct")
+        d, i = knn_rows(m, rows, k, False, 1, "direct")
         np.testing.assert_array_equal(i, HI1)
         np.testing.assert_array_equal(d, HD1)
 
@@ -185,7 +186,7 @@ def test_search_with_missing_values_equals_the_direct_kernel(isa, missing, r_chu
     assert F.qidx.size > 0 and F.ridx.size > 0
     assert (np.diff(F.rptr) > 2).any()        # rows whose codes are a count
     nq, nr, k = rows.n, st.train.n, 7
-    d, i = m._knn_rows(rows, k, False, 1, "direct")
+    d, i = knn_rows(m, rows, k, False, 1, "direct")
     for n_threads in (1, 2):
         HD, HI = heaps(nq, k, nr)
         GemmKnnSelect(st.plan.cplan, CRows(rows), st.crows(), F.nx, F.ny_chunk, F.r_chunk,
@@ -226,7 +227,7 @@ def test_knn_at_tile_boundaries_equals_direct(n_ref, n_q, k, dtype, missing, n_j
     X, y, nom = mixed(n_ref + n_q, missing=missing, seed=n_ref + n_q)
     m = hdist.get_metric("hvdm", nominal=nom).fit(X[:n_ref], y[:n_ref])
     rows = m.encode(X[n_ref:])
-    d1, i1 = m._knn_rows(rows, k, False, n_jobs, "direct")
+    d1, i1 = knn_rows(m, rows, k, False, n_jobs, "direct")
     res = _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), k, n_jobs,
                     dtype=dtype)
     assert res is not None
@@ -241,7 +242,7 @@ def test_knn_at_tile_boundaries_equals_direct(n_ref, n_q, k, dtype, missing, n_j
 def test_knn_exclude_self_on_training_rows(q_block, r_tile, r_chunk, n_jobs):
     X, y, nom = mixed(530, missing=0.1, seed=9)
     m = hdist.get_metric("heom", nominal=nom).fit(X, y)
-    d1, i1 = m._knn_rows(m.train_, 8, True, n_jobs, "direct")
+    d1, i1 = knn_rows(m, m.train_, 8, True, n_jobs, "direct")
     res = _gemm.knn(m.plan_, m.train_, m.train_, m._ctrain(), m._ctrain(), 8, n_jobs, True,
                     q_block=q_block, r_tile=r_tile, r_chunk=r_chunk)
     np.testing.assert_array_equal(i1, res[1])
@@ -257,7 +258,7 @@ def test_large_magnitudes_take_the_float64_product():
     st = m._fitted()
     F = _gemm._prepare(st.plan, rows, st.train, {}, 64)
     assert F is not None and F.Xg.dtype == np.float64
-    d1, i1 = m._knn_rows(rows, 5, False, 2, "direct")
+    d1, i1 = knn_rows(m, rows, 5, False, 2, "direct")
     res = _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), 5, 2,
                     q_block=64, r_tile=128)
     np.testing.assert_array_equal(i1, res[1])
@@ -529,7 +530,7 @@ def fused_equals_tiles_and_direct(m, st, rows, F, k, chunks):
                       False, 0, **F.extra()).search(F.Xg, F.Yp, n_threads, *chunks)
         assert_same_heaps(cp, HD0, HI0, HD1, HI1)
     finish_heaps(cp, HD1, HI1)
-    d, i = m._knn_rows(rows, k, False, 1, "direct")
+    d, i = knn_rows(m, rows, k, False, 1, "direct")
     np.testing.assert_array_equal(i, HI1)
     np.testing.assert_array_equal(d, HD1)
 
@@ -755,7 +756,7 @@ def test_seeded_heaps_equal_the_direct_kernel(missing, k, exclude_self):
     X, y, nom = mixed(700, missing=missing, seed=k)
     m = hdist.get_metric("hvdm", nominal=nom).fit(X, y)
     rows = m.train_
-    d, i = m._knn_rows(rows, k, exclude_self, 1, "direct")
+    d, i = knn_rows(m, rows, k, exclude_self, 1, "direct")
     for r_tile in (SEED_MIN_ROWS - 1, SEED_MIN_ROWS, 700):
         res = _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), k, 2, exclude_self,
                         q_block=64, r_tile=r_tile, r_chunk=16)

@@ -22,6 +22,7 @@ import pytest
 
 import hdist
 from hdist import Metric, NeighborsIndex
+from test_review_edges import knn_rows
 
 pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
 
@@ -82,7 +83,7 @@ def _workload():
             Metric(("heom", "ivdm", "hds", "gvdm", "lvdm")[i // 10 % 5]).fit(X, y)
         hvdm.pairwise(Q, X, out=out, n_jobs=2)
         hvdm.kneighbors(Q, 5, n_jobs=2)
-        hvdm._knn_rows(hvdm.encode(Q), 5, False, 1 + i % 2, method="gemm")
+        knn_rows(hvdm, hvdm.encode(Q), 5, False, 1 + i % 2, method="gemm")
         gower.radius_neighbors(Q, 0.4, n_jobs=2)     # many hits: buffers grow
         kd.kneighbors(Q, 4, n_jobs=2)
         kd.radius_neighbors(Q, 0.8, n_jobs=2)

@@ -21,7 +21,8 @@ from hdist._search import gemm_filter as _gemm
 from hdist._kernels import CRows
 
 from reference import CONTINUOUS, NOMINAL
-from test_review_edges import close, exact_distances, knn_paths, radius_paths
+from test_review_edges import (close, exact_distances, knn_paths, knn_rows,
+                               radius_paths)
 
 pytestmark = [pytest.mark.kernels,
               pytest.mark.filterwarnings("ignore:column .* not seen in fit:UserWarning")]
@@ -114,7 +115,7 @@ def test_filter_on_large_offsets_equals_direct(missing):
     X, Q = offset_table(len(missing), n=300, nq=40, unseen=False)
     m = Metric("euclidean", missing=missing, nominal=[2]).fit(X)
     st, rows = m._fitted(), m.encode(Q)
-    d0, i0 = m._knn_rows(rows, 9, False, 1, method="direct")
+    d0, i0 = knn_rows(m, rows, 9, False, 1, method="direct")
     for dtype in (np.float32, np.float64):
         for nj in (1, 2):
             res = _gemm.knn(st.plan, rows, st.train, CRows(rows), st.crows(), 9, nj,

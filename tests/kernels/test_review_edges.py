@@ -68,6 +68,13 @@ def _paths(m, Q, direct, query, leaves=(1, 2, 5, 10 ** 6)):
     return out
 
 
+def knn_rows(m, rows, k, exclude_self, threads, method="auto"):
+    """The metric's brute-force k-NN of encoded ``rows`` by ``method``: ``(dist, ind)``."""
+    f = m._fitted()._search_index()._brute.knn(rows, k, threads, exclude_self=exclude_self,
+                                               method=method)
+    return f.dist, f.ind
+
+
 def radius_rows(m, rows, r, threads, method):
     """Brute-force radius lists of encoded ``rows`` over the training rows by ``method``."""
     f = brute_radius(m.plan_, rows, m.train_, m._ctrain(), r, threads, method=method)
@@ -76,7 +83,7 @@ def radius_rows(m, rows, r, threads, method):
 
 def knn_paths(m, Q, k):
     """``{path: (distances, indices)}`` over every brute-force, filter and tree path."""
-    return _paths(m, Q, lambda rows, nj, how: m._knn_rows(rows, k, False, nj, method=how),
+    return _paths(m, Q, lambda rows, nj, how: knn_rows(m, rows, k, False, nj, method=how),
                   lambda obj, nj: obj.kneighbors(Q, k, n_jobs=nj))
 
 
@@ -380,7 +387,7 @@ def test_filter_ties_and_radius_at_returned_distances(name, missing):
     cQ, cR = CRows(rows), st.crows()
     tiles = dict(r_chunk=8, r_tile=64, q_block=16)
     for k in (1, 7, 300):
-        d0, i0 = m._knn_rows(rows, k, False, 1, method="direct")
+        d0, i0 = knn_rows(m, rows, k, False, 1, method="direct")
         for dtype, kw, nj in ((np.float32, {}, 2), (np.float32, tiles, 1),
                               (np.float64, {}, 1), (np.float64, tiles, 2)):
             res = _gemm.knn(st.plan, rows, st.train, cQ, cR, k, nj, dtype=dtype, **kw)
@@ -411,7 +418,7 @@ def test_filter_extreme_magnitudes_equal_direct(missing):
     for nj in (1, 2):
         res = _gemm.knn(st.plan, rows, st.train, CRows(rows), st.crows(), 9, nj)
         assert res is not None
-        d0, i0 = m._knn_rows(rows, 9, False, 1, method="direct")
+        d0, i0 = knn_rows(m, rows, 9, False, 1, method="direct")
         assert np.array_equal(res[0], d0) and np.array_equal(res[1], i0)
     assert_paths_identical(m, Q, 9)
 
@@ -454,7 +461,7 @@ def test_public_entry_points_above_the_filter_threshold(p, missing):
     m = Metric("minkowski", p=p, missing=missing, nominal=[2, 3]).fit(X)
     rows = m.encode(Q)
     assert rows.n * m.n_train_ >= GEMM_MIN_PAIRS
-    d0, i0 = m._knn_rows(rows, 10, False, 1, method="direct")
+    d0, i0 = knn_rows(m, rows, 10, False, 1, method="direct")
     idx = NeighborsIndex(m).fit()
     for d, i in (m.kneighbors(Q, 10, n_jobs=2), idx.kneighbors(Q, 10, n_jobs=2)):
         assert np.array_equal(d, d0) and np.array_equal(i, i0)

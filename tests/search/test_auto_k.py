@@ -8,6 +8,7 @@ import pytest
 
 import hdist
 from hdist._search import choice
+from test_gemm import knn_rows
 
 
 def _low_dim(n, seed=0):
@@ -55,7 +56,7 @@ def test_auto_choice_weighs_k():
                                                                           "brute")
     cache = {}
     rule = choice.k_rule(plan, m.train_, m._ctrain(), 300,
-                         lambda q, k: m._knn_rows(q, k, False, 1), cache)
+                         lambda q, k: knn_rows(m, q, k, False, 1), cache)
     assert rule[0] in ("kd_tree", "brute") and list(cache) == [512]
     assert choice.k_rule(plan, m.train_, m._ctrain(), 5, None, cache) is None
 

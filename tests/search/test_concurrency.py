@@ -23,6 +23,7 @@ import pytest
 import hdist
 from hdist import Metric, NeighborsIndex
 from hdist._kernels import omp_max_threads
+from test_gemm import knn_rows
 
 pytestmark = [pytest.mark.sanitize, pytest.mark.smoke]
 
@@ -154,8 +155,8 @@ _LONG_CALLS = {
     "pairwise": lambda m, i, Q: m["wide"].pairwise(m["wide_X"], n_jobs=2),
     # p = 2: the matrix-product filter, in two worker threads (rows encoded beforehand, so
     # that the signal lands in the threaded phase)
-    "kneighbors-gemm": lambda m, i, Q: m["gemm"]._knn_rows(m["gemm_rows"], 5, False, 2,
-                                                           method="gemm"),
+    "kneighbors-gemm": lambda m, i, Q: knn_rows(m["gemm"], m["gemm_rows"], 5, False, 2,
+                                                method="gemm"),
     "kd-tree": lambda m, i, Q: i.kneighbors(Q, 5, n_jobs=2),
 }
 
@@ -176,8 +177,8 @@ def long_setup():
     metrics["gemm"], metrics["gemm_X"] = Metric("heom").fit(deep), deep
     metrics["gemm_rows"] = metrics["gemm"].encode(deep)
     expected["gemm"] = metrics["gemm"].kneighbors(deep[:7], 4, n_jobs=1)
-    metrics["gemm"]._knn_rows(metrics["gemm_rows"].take(np.arange(64)), 4, False, 2,
-                              method="gemm")     # reference-side features cached
+    knn_rows(metrics["gemm"], metrics["gemm_rows"].take(np.arange(64)), 4, False, 2,
+             method="gemm")     # reference-side features cached
     expected["index"] = index.kneighbors(small, 4, n_jobs=1)
     return metrics, index, Q, small, expected
 

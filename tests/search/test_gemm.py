@@ -17,6 +17,15 @@ from hdist._search.searchers import brute_radius
 pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
 
 
+def knn_rows(metric, rows, k, exclude_self, n_jobs, method="auto"):
+    """Brute-force k-NN ``(dist, ind)`` of encoded ``rows`` over the training rows by
+    ``method`` ("auto", "direct" or "gemm"), through the brute-force searcher of the
+    metric's own searches (which keeps the matrix-product filter's features)."""
+    f = metric._fitted()._search_index()._brute.knn(rows, k, n_jobs, exclude_self=exclude_self,
+                                                    method=method)
+    return f.dist, f.ind
+
+
 def radius_rows(metric, rows, r, exclude_self, n_jobs, self_offset=0, method="auto"):
     """Brute-force radius lists ``(dists, inds)`` of encoded ``rows`` over the training
     rows (:func:`hdist._search.searchers.brute_radius`)."""
@@ -39,7 +48,7 @@ def mixed(n, n_cont=4, n_nom=4, missing=0.0, seed=0, levels=(2, 12), scale=1.0,
 
 def both_paths(metric, Q, k, n_jobs=2, exclude_self=False, **kw):
     rows = metric.train_ if Q is None else metric.encode(Q)
-    d1, i1 = metric._knn_rows(rows, k, exclude_self, n_jobs, "direct")
+    d1, i1 = knn_rows(metric, rows, k, exclude_self, n_jobs, "direct")
     res = _gemm.knn(metric.plan_, rows, metric.train_, CRows(rows), metric._ctrain(), k,
                     n_jobs, exclude_self, **kw)
     assert res is not None, "the filter should apply to this plan"
@@ -98,8 +107,8 @@ def test_extreme_magnitudes(scale):
     X, y, nom = mixed(600, scale=scale, seed=7)
     m = hdist.get_metric("hvdm", nominal=nom, normalization="none").fit(X[:400], y[:400])
     rows = m.encode(X[400:])
-    d1, i1 = m._knn_rows(rows, 5, False, 2, "direct")
-    d2, i2 = m._knn_rows(rows, 5, False, 2, "gemm")
+    d1, i1 = knn_rows(m, rows, 5, False, 2, "direct")
+    d2, i2 = knn_rows(m, rows, 5, False, 2, "gemm")
     np.testing.assert_array_equal(i1, i2)
     np.testing.assert_array_equal(d1, d2)
 
@@ -111,8 +120,8 @@ def test_unseen_overlap_values_fall_back():
     Q[::3, nom[0]] = 1000.0 + np.arange(len(Q[::3]))   # unseen values
     rows = m.encode(Q)
     assert _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), 3, 2) is None
-    d1, i1 = m._knn_rows(rows, 3, False, 2, "direct")
-    d2, i2 = m._knn_rows(rows, 3, False, 2, "auto")
+    d1, i1 = knn_rows(m, rows, 3, False, 2, "direct")
+    d2, i2 = knn_rows(m, rows, 3, False, 2, "auto")
     np.testing.assert_array_equal(i1, i2)
     np.testing.assert_array_equal(d1, d2)
 
@@ -150,8 +159,8 @@ def test_wide_one_hot_falls_back_before_allocating():
     assert m.plan_.components[1].n_values > _gemm.MAX_DIM
     rows = m.encode(X[1500:])
     assert _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), 3, 2) is None
-    d1, i1 = m._knn_rows(rows, 3, False, 2, "direct")
-    d2, i2 = m._knn_rows(rows, 3, False, 2, "auto")
+    d1, i1 = knn_rows(m, rows, 3, False, 2, "direct")
+    d2, i2 = knn_rows(m, rows, 3, False, 2, "auto")
     np.testing.assert_array_equal(i1, i2)
     np.testing.assert_array_equal(d1, d2)
 
@@ -179,7 +188,7 @@ def assert_same_lists(a, b):
 def kth_radius(metric, Q, k):
     """A radius holding about k rows per query: the median k-th distance, which is
     also a distance some pair has exactly (an inclusive boundary to get right)."""
-    d, _ = metric._knn_rows(metric.encode(Q), k, False, 1, "direct")
+    d, _ = knn_rows(metric, metric.encode(Q), k, False, 1, "direct")
     return float(np.sort(d[:, -1])[len(d) // 2])
 
 

@@ -14,7 +14,7 @@ from hdist._search import gemm_filter as _gemm
 from hdist import _kernels
 from hdist._kernels import CRows, gemm_radius_select, gemm_select, miss_codes
 
-from test_gemm import radius_rows
+from test_gemm import knn_rows, radius_rows
 
 
 def table(n, seed, levels, missing):
@@ -61,7 +61,7 @@ def test_knn_with_missing_reference_values_equals_direct(name, levels, n_jobs):
     X = table(700, 63, levels, 0.25)
     m = hdist.Metric(name, nominal=[2, 3, 4]).fit(X[:500], np.arange(500) % 3)
     rows = m.encode(X[500:])
-    d1, i1 = m._knn_rows(rows, 9, False, n_jobs, "direct")
+    d1, i1 = knn_rows(m, rows, 9, False, n_jobs, "direct")
     res = _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), 9, n_jobs,
                     r_chunk=16, r_tile=128, q_block=32)
     assert res is not None
@@ -200,7 +200,7 @@ def test_chunks_of_any_length_against_the_masks(r_chunk, dtype, missing):
     X = table(900, 65, 3, missing)
     m = hdist.Metric("hvdm", nominal=[2, 3, 4]).fit(X[:700], np.arange(700) % 3)
     rows = m.encode(X[700:])
-    d1, i1 = m._knn_rows(rows, 12, False, 1, "direct")
+    d1, i1 = knn_rows(m, rows, 12, False, 1, "direct")
     res = _gemm.knn(m.plan_, rows, m.train_, CRows(rows), m._ctrain(), 12, 2,
                     r_chunk=r_chunk, r_tile=2 * r_chunk + 3, q_block=64, dtype=dtype)
     np.testing.assert_array_equal(i1, res[1])

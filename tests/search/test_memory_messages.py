@@ -15,6 +15,7 @@ import pytest
 import hdist
 from hdist._search import gemm_filter as _gemm
 from hdist._search import memory as _memory
+from test_gemm import knn_rows
 
 
 def _frame(n, seed=0):
@@ -123,12 +124,12 @@ def test_threads_sharing_a_metric_build_the_filter_features_once(monkeypatch):
             live.pop()
     monkeypatch.setattr(_gemm, "_features", counting)
     Q = X.iloc[:64]
-    want = m._knn_rows(m.encode(Q), 5, False, 1, method="direct")
+    want = knn_rows(m, m.encode(Q), 5, False, 1, method="direct")
     out, errors = [], []
 
     def work():
         try:
-            out.append(m._knn_rows(m.encode(Q), 5, False, 1, method="gemm"))
+            out.append(knn_rows(m, m.encode(Q), 5, False, 1, method="gemm"))
         except Exception as e:          # pragma: no cover - reported below
             errors.append(e)
     threads = [threading.Thread(target=work) for _ in range(8)]

@@ -36,6 +36,7 @@ from hypothesis.extra import numpy as hnp
 
 import hdist
 from hdist.metrics import METRICS, Metric
+from test_gemm import knn_rows
 
 # kinds are inferred here from random or small tables of whole numbers on purpose; the
 # warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
@@ -349,6 +350,6 @@ def test_search_paths_agree(name, data):
             np.testing.assert_array_equal(rd[q], D[q, keep], err_msg=label)
     # the matrix-product filter (p = 2 plans) returns exactly the direct kernel's answer
     rows = metric.train_ if use_train else metric.encode(case.Q)
-    dg, ig = metric._knn_rows(rows, k, exclude, n_jobs, method="gemm")
+    dg, ig = knn_rows(metric, rows, k, exclude, n_jobs, method="gemm")
     np.testing.assert_array_equal(ig, Ik)
     np.testing.assert_array_equal(dg, Dk)

@@ -17,6 +17,7 @@ from hdist import Metric, NeighborsIndex
 from hdist.cluster import KMedoids, KModes, KPrototypes
 from hdist.neighbors import (KNeighborsClassifier, KNeighborsRegressor,
                              KNeighborsTransformer, NearestNeighbors)
+from test_gemm import knn_rows
 
 # kinds are inferred here from random or small tables of whole numbers on purpose; the
 # warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
@@ -59,7 +60,7 @@ def queries(m, X, Q):
     out = [m.pairwise(Q), m.pairwise(Q, X), m.pairwise(Q, reduced=True)]
     out += list(m.kneighbors(None, 3))
     out += list(m.kneighbors(Q, 4))
-    out += list(m._knn_rows(m.encode(Q), 2, False, 2, method="gemm"))
+    out += list(knn_rows(m, m.encode(Q), 2, False, 2, method="gemm"))
     D, I = m.radius_neighbors(Q, 0.0)
     out += [np.concatenate(list(D)), np.concatenate(list(I))]
     D, I = m.radius_neighbors(None, 0.8)

@@ -16,6 +16,8 @@ import pytest
 import hdist
 from hdist._kernels import CRows, knn
 
+from test_gemm import knn_rows
+
 # kinds are inferred here from random or small tables of whole numbers on purpose; the
 # warning for code-like numbers is asserted in tests/core/test_kinds.py and test_edge_inputs.py
 pytestmark = pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")
@@ -53,7 +55,7 @@ def _paths(m, Q, k):
         out["direct-" + strategy] = knn(m.plan_.cplan, cQ, m._ctrain(), k, 2,
                                         tile=7, strategy=strategy)
     if m.plan_.pmode == 2:
-        out["gemm"] = m._knn_rows(rows, k, False, 2, "gemm")
+        out["gemm"] = knn_rows(m, rows, k, False, 2, "gemm")
     algos = ["kd_tree"]
     if m.plan_.p >= 1 and not m.plan_.has_ignore:
         algos.append("ball_tree")
