@@ -7,10 +7,40 @@ import numbers
 import numpy as np
 
 
-def _check_number(name, v, lo=None, lo_open=True, allow_inf=False):
-    """``v`` as a float, refused with an error naming ``name`` unless it is a real number,
-    not NaN, finite (``allow_inf``: or +inf) and above ``lo`` (at least, with
-    ``lo_open=False``)."""
+def check_number(name, v, lo=None, lo_open=True, allow_inf=False):
+    """A numeric argument as a float, refused with an error naming it.
+
+    Parameters
+    ----------
+    name : str
+        The argument's name in the error messages.
+    v : object
+        The value given.
+    lo : float or None, default=None
+        The bound below (None: no bound).
+    lo_open : bool, default=True
+        ``v`` must be above ``lo`` (False: at least ``lo``).
+    allow_inf : bool, default=False
+        Accept +inf.
+
+    Returns
+    -------
+    float
+        ``v`` as a float.
+
+    Raises
+    ------
+    TypeError
+        ``v`` is not a real number (a bool is not one).
+    ValueError
+        ``v`` is NaN, infinite (unless ``allow_inf`` and +inf) or not above ``lo``.
+
+    Examples
+    --------
+    >>> from hdist._search.checks import check_number
+    >>> check_number("r", 2)
+    2.0
+    """
     if isinstance(v, bool) or not isinstance(v, numbers.Real):
         raise TypeError("%s must be a number, got %r" % (name, v))
     v = float(v)
@@ -23,14 +53,43 @@ def _check_number(name, v, lo=None, lo_open=True, allow_inf=False):
     return v
 
 
+_check_number = check_number
+
+
 def _tallies(ties):
     """Whether a search's ``ties`` is a tally of the tied rows (``votes.TieTally``), not
     a yes/no for lists of them."""
     return ties is not None and ties is not False and ties is not True
 
 
-def _check_k(k, n):
-    """``k`` as an int in ``[1, n]`` (``n``: the rows a query can find)."""
+def check_k(k, n):
+    """A number of neighbors as an int in ``[1, n]``, refused with an error naming ``k``.
+
+    Parameters
+    ----------
+    k : int
+        The number of neighbors asked.
+    n : int
+        The rows a query can find.
+
+    Returns
+    -------
+    int
+        ``k`` as an int.
+
+    Raises
+    ------
+    TypeError
+        ``k`` is not an integer (a bool is not one).
+    ValueError
+        ``k`` is below 1 or above ``n``.
+
+    Examples
+    --------
+    >>> from hdist._search.checks import check_k
+    >>> check_k(3, 10)
+    3
+    """
     if isinstance(k, bool) or not isinstance(k, numbers.Integral):
         raise TypeError("k must be an int, got %r" % (k,))
     k = int(k)
@@ -39,6 +98,9 @@ def _check_k(k, n):
     if k > n:
         raise ValueError("k = %d is larger than the %d available training rows" % (k, n))
     return k
+
+
+_check_k = check_k
 
 
 def _check_out(out, shape):

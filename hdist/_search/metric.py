@@ -17,6 +17,7 @@ docs/metrics.md lists every formula and its source.
 """
 from __future__ import annotations
 
+import copy
 import math
 
 import numpy as np
@@ -340,11 +341,34 @@ class Metric:
                 sw = sw[keep]
         return self._fit_weighted(X, y, sw, keep, progress)
 
-    def _fit_summary(self, X, y, W):
-        """Fit from a summary table (``hdist.dask.fit_metric``): column ``j``'s statistics
-        see row ``i`` with weight ``W[i, j]`` (rows that hold other columns' values have
-        weight 0 there), so per-column value counts stand for the rows they count.  The
-        rows are not kept as training rows."""
+    def fit_summary(self, X, y, W):
+        """Fit from a summary table instead of training rows (``hdist.dask.fit_metric``).
+
+        Column ``j``'s statistics see row ``i`` with weight ``W[i, j]`` (rows that hold
+        other columns' values have weight 0 there), so per-column value counts stand for
+        the rows they count.  The rows are not kept as training rows.
+
+        Parameters
+        ----------
+        X : DataFrame or array-like of shape (n, m)
+            The summary table: the values the weights count.
+        y : array-like of shape (n,) or None
+            Class labels of the rows (None: no labels).
+        W : array-like of shape (n, m)
+            Finite, non-negative per-column weights of the rows.
+
+        Returns
+        -------
+        Metric
+            ``self``, fitted.
+
+        Raises
+        ------
+        ValueError
+            The preset compares pairs of columns jointly (co-occurrence statistics, which
+            per-column counts cannot give), or ``W`` is not a finite, non-negative
+            ``[rows, columns]`` array.
+        """
         if self.info.nominal in ("hds", "add"):
             raise ValueError("metric %r compares pairs of columns jointly (co-occurrence "
                              "statistics), which per-column counts cannot fit" % self.name)
@@ -355,6 +379,8 @@ class Metric:
         self.check_params()
         self._forget_fit()
         return self._fit_weighted(X, y, W, None, None)
+
+    _fit_summary = fit_summary
 
     def _fit_weighted(self, X, y, sw, keep, progress):
         """``fit`` after its checks: ``sw`` is None, the weights ``[n]`` of the rows
@@ -532,10 +558,45 @@ class Metric:
         return _check_weights(w, schema.names_)
 
     # -- use ------------------------------------------------------------------------
-    def _check_fitted(self):
+    def check_fitted(self):
+        """Refuse a metric that is not fitted.
+
+        Raises
+        ------
+        NotFittedError
+            ``fit`` (or ``fit_summary``) has not run, or ``set_params`` reset the fit.
+        """
         if not hasattr(self, "plan_"):
             raise NotFittedError("this %s metric is not fitted yet; call fit(X, y) first"
                                  % self.name) from None
+
+    _check_fitted = check_fitted
+
+    def without_training_rows(self):
+        """A copy of this fitted metric without its training rows.
+
+        The copy shares the Plan and every statistic (what encoding and the distances
+        need) and holds no training row, so it is cheap to send to other processes; it
+        measures ``pairwise`` and encodes as this metric does.  This metric is not
+        changed.
+
+        Returns
+        -------
+        Metric
+            The copy; its ``train_`` has no row (``n_train_`` is this metric's).
+
+        Raises
+        ------
+        NotFittedError
+            The metric is not fitted.
+        """
+        self.check_fitted()
+        state = self._fitted()
+        slim = copy.copy(self)
+        slim.__dict__ = dict(self.__dict__)
+        slim.__dict__["_fit"] = FitState(state.plan, state.train.take(np.zeros(0, np.intp)),
+                                         state.y[:0] if state.y is not None else None)
+        return slim
 
     def encode(self, X, unseen=None, what="X"):
         """Rows of ``X`` encoded for the kernels (:class:`hdist._core.plan.Rows`)."""

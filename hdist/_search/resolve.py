@@ -27,8 +27,10 @@ def resolve_metric(metric, metric_params=None, *, what="metric", defaults=None,
         A preset name of ``hdist.METRICS`` (any case) or a Metric, fitted or not.
     metric_params : dict or None, default=None
         Parameters of the metric (``p``, ``nominal``, ``missing``, ...).
-    what : str, default="metric"
+    what : str or None, default="metric"
         The argument's name in error messages (``"--metric"`` on the command line).
+        None: an unknown preset name is refused with the Metric's own message (no
+        prefix), and the other messages name ``metric``.
     defaults : dict or None, default=None
         Parameters the caller sets unless ``metric_params`` or the given Metric sets them;
         a key the preset does not accept is left out.  Never applied to a fitted Metric
@@ -63,6 +65,9 @@ def resolve_metric(metric, metric_params=None, *, what="metric", defaults=None,
         metric_params = {}
     elif not isinstance(metric_params, dict):
         raise TypeError("metric_params must be a dict or None, got %r" % (metric_params,))
+    if what is not None and not isinstance(what, str):
+        raise TypeError("what must be a str or None, got %r" % (what,))
+    name_of = "metric" if what is None else what
     if defaults is not None and not isinstance(defaults, dict):
         raise TypeError("defaults must be a dict or None, got %r" % (defaults,))
     if isinstance(metric, Metric):
@@ -70,19 +75,21 @@ def resolve_metric(metric, metric_params=None, *, what="metric", defaults=None,
             if metric_params:
                 raise ValueError("metric_params cannot change the fitted Metric given as "
                                  "%s; pass the parameters to Metric(...) and fit it again"
-                                 % what)
+                                 % name_of)
             return metric
         name, given = metric.name, metric.params
     elif isinstance(metric, str):
         name, given = metric, {}
     else:
         raise TypeError("%s must be a metric name or an hdist.Metric, got %r"
-                        % (what, metric))
+                        % (name_of, metric))
     info = METRICS.get(name.lower())
     if info is None:
         try:
             Metric(name)            # the Metric's own message: the presets to choose from
         except ValueError as exc:
+            if what is None:
+                raise
             raise ValueError("%s: %s" % (what, exc)) from None
     merged = {k: v for k, v in (defaults or {}).items() if k in info.params}
     merged.update(given)

@@ -73,3 +73,15 @@ def test_what_names_the_argument():
         resolve_metric("nope", what="--metric")
     with pytest.raises(TypeError, match="defaults must be a dict"):
         resolve_metric("heom", defaults=[("p", 1)])
+
+
+def test_no_what_leaves_the_metric_message_unprefixed():
+    with pytest.raises(ValueError) as got:
+        resolve_metric("nope", what=None)
+    with pytest.raises(ValueError) as own:
+        hdist.Metric("nope")
+    assert str(got.value) == str(own.value)
+    with pytest.raises(TypeError, match="^metric must be a metric name"):
+        resolve_metric(1.5, what=None)
+    with pytest.raises(TypeError, match="what must be a str or None"):
+        resolve_metric("heom", what=3)
