@@ -38,7 +38,6 @@ from .fitted import FitState, _check_empty_columns, _kept_labels
 from .memory import (PAIRWISE_REMEDY, check_result_size, memory_limit,  # noqa: F401
                      nbytes_text, out_of_memory)
 from .scoring import balanced_accuracy  # noqa: F401  (re-exported)
-from .searchers import brute_knn
 
 #: shown as names of this module, which hdist.metrics publishes (help, repr, pickles)
 Explanation.__module__ = balanced_accuracy.__module__ = __name__
@@ -701,23 +700,6 @@ class Metric:
         d, i, _, self.search_ = index._search_knn(rows, k, bool(exclude_self),
                                                   effective_n_jobs(n_jobs), progress, ties)
         return d, i
-
-    def _knn_rows(self, rows, k, exclude_self, threads, method="auto", R=None, cR=None,
-                  cache=None, ties=False):
-        """``(dist, ind)`` of a brute-force k-NN of encoded query ``rows`` against the
-        encoded rows ``R`` (``cR``: their kernel view; ``cache``: the matrix-product
-        filter's features of them; None: the training rows):
-        :func:`hdist._search.searchers.brute_knn`, whose result also says which path
-        ran.  ``method``: "auto", "direct" or "gemm"."""
-        state = self._fitted()
-        if R is None:           # the training rows, through the searcher that keeps them
-            found = state._search_index()._brute.knn(rows, k, threads,
-                                                     exclude_self=exclude_self, ties=ties,
-                                                     method=method)
-        else:
-            found = brute_knn(state.plan, rows, R, cR, k, threads, exclude_self=exclude_self,
-                              ties=ties, method=method, cache=cache)
-        return found.dist, found.ind
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
                          n_jobs=None, progress=None):

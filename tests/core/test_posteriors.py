@@ -8,6 +8,8 @@ import pytest
 
 import ref_posteriors as ref
 from hdist import Metric
+from hdist._kernels import CRows
+from hdist._search.searchers import brute_knn
 from hdist._core import posteriors as post
 from hdist._core.statistics import mean_abs_difference, normalization_delta
 from hdist.discretize import MDLP, EqualFrequency
@@ -419,7 +421,8 @@ def test_matrix_product_path_and_threads_agree_with_the_direct_kernel(name):
     m = Metric(name).fit(train, y)
     d, i = m.kneighbors(queries, 5, n_jobs=2)
     rows = m.encode(queries, what="Q")
-    d1, i1 = m._knn_rows(rows, 5, False, 1, method="direct")
+    found = brute_knn(m.plan_, rows, m.train_, CRows(m.train_), 5, 1, method="direct")
+    d1, i1 = found.dist, found.ind
     np.testing.assert_array_equal(i, i1)
     np.testing.assert_array_equal(d, d1)
     d2, i2 = m.kneighbors(queries, 5, n_jobs=1)

@@ -11,6 +11,8 @@ import pytest
 
 import hdist
 from hdist.cluster import KModes, KPrototypes
+from hdist._kernels import CRows
+from hdist._search.searchers import brute_knn
 
 from reference import reference_metric, rows_of
 
@@ -222,9 +224,11 @@ def test_constant_column_same_answer_on_every_path(preset):
     Q = X.iloc[:400].copy()
     Q["c"] = rng.normal(size=400) * 100            # the constant column varies in queries
     m = hdist.Metric(preset, missing="max").fit(X, y)
-    direct = m._knn_rows(m.encode(Q), 5, False, 2, method="direct")
-    gemm = m._knn_rows(m.encode(Q), 5, False, 2, method="gemm")
-    for got in (gemm,) + tuple(hdist.NeighborsIndex(m, algorithm=a).fit().kneighbors(Q, 5)
+    rows, ct = m.encode(Q), CRows(m.train_)
+    direct = brute_knn(m.plan_, rows, m.train_, ct, 5, 2, method="direct")
+    direct = direct.dist, direct.ind
+    gemm = brute_knn(m.plan_, rows, m.train_, ct, 5, 2, method="gemm")
+    for got in ((gemm.dist, gemm.ind),) + tuple(hdist.NeighborsIndex(m, algorithm=a).fit().kneighbors(Q, 5)
                                for a in ("brute", "kd_tree", "ball_tree")):
         np.testing.assert_array_equal(got[0], direct[0])
         np.testing.assert_array_equal(got[1], direct[1])

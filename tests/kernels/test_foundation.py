@@ -26,6 +26,7 @@ from hypothesis import given, strategies as st
 import hdist
 from hdist import Metric
 from hdist import _kernels
+from hdist._search.searchers import brute_knn
 
 import strategies as S
 from reference import (CONTINUOUS, INF, MISSING_SYMBOL, NEEDS_Y, NOMINAL,
@@ -692,20 +693,23 @@ def test_gemm_filter_equals_direct_kernel(preset, params):
     y = S.random_labels(9, train.n)
     m = Metric(preset, nominal=train.override(), **params).fit(train.frame(), y)
     rows = m.encode(queries.frame())
-    want = m._knn_rows(rows, 6, False, 1, method="direct")
     cq, ct = _kernels.CRows(rows), _kernels.CRows(m.train_)
+    found = brute_knn(m.plan_, rows, m.train_, ct, 6, 1, method="direct")
+    want = found.dist, found.ind
     for nj, dtype, q_block, r_tile in [(1, np.float32, 256, 4096), (2, np.float64, 7, 64),
                                        (3, np.float32, 16, 200)]:
         got = _gemm.knn(m.plan_, rows, m.train_, cq, ct, 6, nj, q_block=q_block,
                         r_tile=r_tile, dtype=dtype)
         assert got is not None
         assert np.array_equal(got[0], want[0]) and np.array_equal(got[1], want[1])
-    got = m._knn_rows(m.train_, 4, True, 2, method="gemm")
-    direct = m._knn_rows(m.train_, 4, True, 1, method="direct")
-    assert np.array_equal(got[0], direct[0]) and np.array_equal(got[1], direct[1])
+    got = brute_knn(m.plan_, m.train_, m.train_, ct, 4, 2, exclude_self=True, method="gemm")
+    direct = brute_knn(m.plan_, m.train_, m.train_, ct, 4, 1, exclude_self=True,
+                       method="direct")
+    assert np.array_equal(got.dist, direct.dist) and np.array_equal(got.ind, direct.ind)
     # the public method with enough pairs to take the filter, against the reference
     D, I = m.kneighbors(big_q.frame(), 6)
-    Dd, Id = m._knn_rows(m.encode(big_q.frame()), 6, False, 1, method="direct")
+    found = brute_knn(m.plan_, m.encode(big_q.frame()), m.train_, ct, 6, 1, method="direct")
+    Dd, Id = found.dist, found.ind
     assert np.array_equal(D, Dd) and np.array_equal(I, Id)
     r = reference_metric(preset, train.kinds, **params).fit(train.columns, y)
     sub = [0, 97, 179]
