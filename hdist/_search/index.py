@@ -35,6 +35,7 @@ from .checks import _check_k, _check_number
 from .choice import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa: F401
                      AUTO_SURE_DIMS, auto_algorithm, auto_choice)
 from .metric import Metric
+from .resolve import resolve_metric
 from .rowindex import RowIndex, search_record
 from .searchers import SEARCHERS, InvertedLists, balanced_depth
 from .triangle import ball_tree_refusal  # noqa: F401  (re-exported)
@@ -85,9 +86,9 @@ class NeighborsIndex(RowIndex):
     Parameters
     ----------
     metric : str or Metric, default "heom"
-        A preset name (``hdist.METRICS``), an unfitted :class:`Metric` (fitted on ``X``
-        by :meth:`fit`; the object passed is not modified) or a fitted one (its learned
-        statistics are used as they are).
+        A preset name (``hdist.METRICS``), an unfitted :class:`Metric` (a copy of it is
+        fitted on ``X`` by :meth:`fit`; the object passed is not modified) or a fitted one
+        (its learned statistics are used as they are).
     algorithm : {"auto", "brute", "kd_tree", "ball_tree", "ivf"}, default "auto"
         ``"auto"`` or a searcher of :data:`hdist._search.searchers.SEARCHERS`.
         ``"kd_tree"`` serves every metric; ``"ball_tree"`` only metrics that satisfy the
@@ -102,7 +103,12 @@ class NeighborsIndex(RowIndex):
     leaf_size : int, default 32
         Rows per tree leaf (a node with more rows is split).
     metric_params : dict, optional
-        Parameters of the metric when ``metric`` is a name.
+        Parameters of the metric, resolved by
+        :func:`hdist._search.resolve.resolve_metric`: with a name,
+        ``Metric(name, **metric_params)``; with an unfitted Metric, a copy of it with
+        ``metric_params`` set over its own parameters; with a fitted Metric it must be
+        empty or None (a ValueError otherwise: changing a parameter needs a new fit),
+        and the fitted Metric is used as it is.
     n_lists : int, optional
         ``"ivf"``: number of lists; default ``round(4 sqrt(n))`` (at most n).  More than
         the indexed rows is a ValueError.  Centres that end with no row (duplicate
@@ -182,9 +188,10 @@ class NeighborsIndex(RowIndex):
         if not isinstance(metric, (str, Metric)):
             raise TypeError("metric must be a preset name or an hdist.Metric, got %r"
                             % (metric,))
-        if metric_params is not None and not isinstance(metric, str):
-            raise ValueError("metric_params is only used with a metric name; pass the "
-                             "parameters to Metric(...) instead")
+        if metric_params is not None and not isinstance(metric_params, dict):
+            raise TypeError("metric_params must be a dict or None, got %r" % (metric_params,))
+        if metric_params and hasattr(metric, "plan_"):
+            resolve_metric(metric, metric_params)       # refuses, naming metric_params
         _ivf.check_params(n_lists, n_probe, target_recall)
         if algorithm != "ivf":
             for name, v in (("n_lists", n_lists), ("n_probe", n_probe),
@@ -223,13 +230,7 @@ class NeighborsIndex(RowIndex):
         included); with a fitted metric it is an error.  ``progress``: ``True`` (tqdm bars) or a callable receiving
         ``(done, total)``: the metric's fit in steps (:meth:`hdist.Metric.fit`), then the
         tree build in rows placed in leaves, each ending with ``(total, total)``."""
-        m = self.metric
-        if isinstance(m, str):
-            metric = Metric(m, **(self.metric_params or {}))
-        elif hasattr(m, "plan_"):
-            metric = m
-        else:
-            metric = Metric(m.name, **m.params)
+        metric = resolve_metric(self.metric, self.metric_params, what=None)
         if hasattr(metric, "plan_"):
             if sample_weight is not None:
                 raise ValueError("sample_weight is used to fit the metric, but the metric "

@@ -540,7 +540,7 @@ def test_errors():
     with pytest.raises(TypeError, match="metric"):
         NeighborsIndex(3)
     with pytest.raises(ValueError, match="metric_params"):
-        NeighborsIndex(Metric("heom"), metric_params={"p": 1})
+        NeighborsIndex(Metric("heom").fit(X), metric_params={"p": 1})
     with pytest.raises(RuntimeError, match="not fitted"):
         NeighborsIndex("heom").kneighbors(Q)
     with pytest.raises(ValueError, match="X is needed"):

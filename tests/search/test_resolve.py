@@ -85,3 +85,25 @@ def test_no_what_leaves_the_metric_message_unprefixed():
         resolve_metric(1.5, what=None)
     with pytest.raises(TypeError, match="what must be a str or None"):
         resolve_metric("heom", what=3)
+
+
+def test_the_index_resolves_its_metric_by_the_same_precedence():
+    y = [0, 1, 0, 1]
+    by_name = hdist.NeighborsIndex("hvdm", metric_params={"p": 1.0}).fit(X, y)
+    assert by_name.metric_.name == "hvdm" and by_name.metric_.params == {"p": 1.0}
+    given = hdist.Metric("hvdm", vdm="N1", p=3.0)
+    merged = hdist.NeighborsIndex(given, metric_params={"vdm": "N3"}).fit(X, y)
+    assert merged.metric_ is not given and not hasattr(given, "plan_")
+    assert merged.metric_.params == {"vdm": "N3", "p": 3.0}
+    want = hdist.Metric("hvdm", vdm="N3", p=3.0).fit(X, y).pairwise(X)
+    np.testing.assert_array_equal(merged.metric_.pairwise(X), want)
+    fitted = hdist.Metric("heom").fit(X)
+    assert hdist.NeighborsIndex(fitted).fit().metric_ is fitted
+    assert hdist.NeighborsIndex(fitted, metric_params={}).fit().metric_ is fitted
+    with pytest.raises(ValueError, match="metric_params cannot change the fitted Metric"):
+        hdist.NeighborsIndex(fitted, metric_params={"p": 1.0})
+    with pytest.raises(TypeError, match="metric_params must be a dict or None"):
+        hdist.NeighborsIndex("heom", metric_params=[("p", 1.0)])
+    with pytest.raises(ValueError) as got:
+        hdist.NeighborsIndex("nope").fit(X)
+    assert str(got.value).startswith("unknown metric 'nope'")
