@@ -32,7 +32,7 @@ from datadir import ROOT
 # code-like numbers is asserted in tests/core/test_kinds.py)
 pytestmark = [pytest.mark.filterwarnings("ignore:column .* not seen in fit:UserWarning"),
               pytest.mark.filterwarnings("ignore::hdist.metrics.ColumnKindWarning")]
-pytestmark += [pytest.mark.kernels]
+pytestmark += [pytest.mark.kernels, pytest.mark.sanitize]
 
 P_VALUES = (0.5, 0.3, 1.0, 3.0, 7.0, math.inf)
 POLICIES = ("one", "max", "ignore")

@@ -21,7 +21,7 @@ from hdist import _kernels
 from reference import reference_metric
 from test_tile_ignore import _pair_kernel
 
-pytestmark = [pytest.mark.kernels]
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize]
 
 N_CONT, N_NOM = 9, 9
 KINDS = ["continuous"] * N_CONT + ["nominal"] * N_NOM

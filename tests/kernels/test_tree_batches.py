@@ -19,7 +19,7 @@ from reference import CONTINUOUS, NOMINAL, reference_metric
 from test_trees import brute_index, mixed_data, nominal_data
 from test_tree_tiles import CASES
 
-pytestmark = [pytest.mark.kernels, pytest.mark.trees]
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize, pytest.mark.trees]
 
 
 def tree_knn(idx, rows, k, threads, batch, unit, exclude_self=False):

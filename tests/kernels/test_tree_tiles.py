@@ -21,7 +21,7 @@ from hdist._search.index import ball_tree_refusal
 from test_trees import assert_same_knn, assert_same_radius, brute_index, mixed_data, \
     nominal_data
 
-pytestmark = [pytest.mark.kernels, pytest.mark.trees]
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize, pytest.mark.trees]
 
 #: (preset, parameters): p = 1, 2, inf, 0.5, table attributes, the "ignore" policy
 CASES = [
