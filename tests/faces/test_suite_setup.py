@@ -84,15 +84,6 @@ def test_an_unexpected_column_kind_warning_fails_the_test():
 
 #: the marks every test module of a folder carries
 FOLDER_MARKS = {"kernels": {"kernels", "sanitize"}}
-#: modules of a folder not yet run in one of its stages, by mark: each must exist and lack
-#: the mark (run them in the stage, then take them off this table)
-NOT_YET = {
-    # the bounds-checked and sanitizer builds ran a list of files kept by hand, which these
-    # modules (written after it) never joined; they pass at the baseline instruction set
-    "sanitize": {"kernels/test_offsets.py", "kernels/test_review_edges.py",
-                 "kernels/test_tile_runs.py", "kernels/test_tree_batches.py",
-                 "kernels/test_tree_tiles.py"},
-}
 
 
 def stage_marks(path):
@@ -150,20 +141,10 @@ def test_every_module_carries_the_marks_of_its_stages():
         need = set(FOLDER_MARKS.get(path.parent.name, ()))
         if path.parent.name == "kernels" and path.stem.startswith("test_tree"):
             need.add("trees")
-        need -= {mark for mark, names in NOT_YET.items() if _name(path) in names}
         lacking = need - stage_marks(path)
         if lacking:
             wrong.append("%s lacks %s" % (_name(path), ", ".join(sorted(lacking))))
     assert not wrong, wrong
-
-
-def test_modules_not_yet_in_a_stage_exist_and_lack_its_mark():
-    present = {_name(path): stage_marks(path) for path in _test_modules()}
-    for mark, names in NOT_YET.items():
-        for name in names:
-            assert name in present, name
-            assert mark not in present[name], "%s carries %s: take it off NOT_YET" % (
-                name, mark)
 
 
 def test_every_stage_mark_selects_modules():

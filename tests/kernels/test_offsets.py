@@ -24,7 +24,7 @@ from reference import CONTINUOUS, NOMINAL
 from test_review_edges import (close, exact_distances, knn_paths, knn_rows,
                                radius_paths)
 
-pytestmark = [pytest.mark.kernels,
+pytestmark = [pytest.mark.kernels, pytest.mark.sanitize,
               pytest.mark.filterwarnings("ignore:column .* not seen in fit:UserWarning")]
 
 #: |min| far above the values that matter; a column of large values with a tiny spread
