@@ -18,32 +18,29 @@ docs/metrics.md lists every formula and its source.
 from __future__ import annotations
 
 import copy
-import math
 
 import numpy as np
 
 from .._core import cooccurrence as _cooccurrence, posteriors as _posteriors, progress as _progress
-from .._core import statistics as est
-from .._core.plan import (DiffComponent, EmbedComponent, OverlapComponent, Plan,
-                          TableComponent, IGNORE, MAX, ONE, SYMBOL)
+from .._core.plan import OverlapComponent, Plan, SYMBOL, TableComponent
 from .._core.presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
 from .._core.schema import NA_VALUES, ColumnKindWarning  # noqa: F401  (re-exported)
 from .._core.schema import (CONTINUOUS, NotFittedError, Schema, check_sample_weight,
                             column_weights, encode_labels, n_rows, take_rows)
 from .._core.threads import effective_n_jobs
+from . import params as _params
 from .checks import (_check_k, _check_number, _check_out,  # noqa: F401
                      _check_weights)
+from .components import attribute_weights, continuous_component, nominal_component
 from .explain import Explanation, _one_row, explain_pair  # noqa: F401  (re-exported)
 from .fitted import FitState, _check_empty_columns, _kept_labels
 from .memory import (PAIRWISE_REMEDY, check_result_size, memory_limit,  # noqa: F401
                      nbytes_text, out_of_memory)
+from .params import POLICIES, is_mi  # noqa: F401  (re-exported)
 from .scoring import balanced_accuracy  # noqa: F401  (re-exported)
 
 #: shown as names of this module, which hdist.metrics publishes (help, repr, pickles)
 Explanation.__module__ = balanced_accuracy.__module__ = __name__
-
-POLICIES = (ONE, MAX, IGNORE, SYMBOL)
-
 
 #: implementations of the kinds beyond "diff", "overlap" and "vdm" (hdist._core.presets.TABLE):
 #: continuous kind -> (factory(metric, j, name, x, policy, y, C) -> (component, fitted
@@ -55,11 +52,6 @@ _NOM_EXTRA = dict(_cooccurrence.FACTORIES)
 #: preset name -> callable(metric) validating its own parameters; run at the start of
 #: ``fit`` so that a bad value is refused even when no column would use it
 PARAM_CHECKS = {**_posteriors.CHECKS, **_cooccurrence.CHECKS}
-
-
-def _is_mi(weights):
-    """True when ``weights`` asks for mutual-information weights (may be an array)."""
-    return isinstance(weights, str) and weights == "mi"
 
 
 def get_metric(name, **params):
@@ -248,71 +240,12 @@ class Metric:
             return self.params[key]
         return self.info.defaults.get(key)
 
-    # -- validation -------------------------------------------------------------
-    def _policies(self):
-        miss = self._param("missing")
-        if isinstance(miss, str):
-            pc = pn = miss
-        elif isinstance(miss, dict):
-            bad = set(miss) - {"continuous", "nominal"}
-            if bad:
-                raise ValueError("missing: keys must be 'continuous' and/or 'nominal', got %r"
-                                 % sorted(bad))
-            pc = miss.get("continuous", ONE)
-            pn = miss.get("nominal", ONE)
-        else:
-            raise TypeError("missing must be a policy name or a dict, got %r" % (miss,))
-        for v in (pc, pn):
-            if v not in POLICIES:
-                raise ValueError("missing policy must be one of %s, got %r" % (POLICIES, v))
-        return pc, pn
-
-    def _p(self):
-        p = self._param("p")
-        p = _check_number("p", p, lo=0.0, allow_inf=True)
-        if self.name == "fractional" and not p < 1.0:
-            raise ValueError("fractional metric needs 0 < p < 1, got %r" % p)
-        return p
-
     # -- fit ------------------------------------------------------------------
     def check_params(self):
         """Validate the parameter values without data (``fit`` calls it first); raises
         a TypeError / ValueError naming the parameter.  Values that can only be
         checked against the columns (per-column ``weights``) are checked by ``fit``."""
-        info = self.info
-        p = self._p()
-        pol_c, pol_n = self._policies()
-        agg = self._param("aggregate")
-        if agg not in ("sum", "mean"):
-            raise ValueError("aggregate must be 'sum' or 'mean', got %r" % (agg,))
-        if self.params.get("unseen", "zero") not in ("zero", "prior"):
-            raise ValueError("unseen must be 'zero' or 'prior', got %r" % self.params["unseen"])
-        norm = self._param("normalization")
-        if "normalization" in info.params and norm not in est.NORMALIZATIONS:
-            raise ValueError("normalization must be one of %s, got %r"
-                             % (est.NORMALIZATIONS, norm))
-        trim = self._param("trim")
-        if "trim" in info.params:
-            trim = _check_number("trim", trim, lo=0.0, lo_open=False)
-            if not trim < 0.5:
-                raise ValueError("trim must be in [0, 0.5), got %r" % trim)
-        if "vdm" in info.params and self._param("vdm") not in est.VDM_NORMS:
-            raise ValueError("vdm must be one of %s, got %r" % (est.VDM_NORMS, self._param("vdm")))
-
-        check = PARAM_CHECKS.get(self.name)
-        if check is not None:
-            try:
-                check(self)
-            except (TypeError, ValueError) as exc:
-                raise type(exc)("metric %r: %s" % (self.name, exc)) from None
-        na = self._param("na_values")
-        if na is not None and (isinstance(na, str) or not all(isinstance(v, str) for v in na)):
-            raise TypeError("na_values must be None or a list of strings (the text read as "
-                            "missing), got %r" % (na,))
-        w = self._param("weights")
-        if isinstance(w, str) and w != "mi":
-            raise ValueError("weights must be None, 'mi', an array or a dict, got %r" % w)
-        return p, pol_c, pol_n, agg, norm, trim
+        return _params.check_params(self, PARAM_CHECKS.get(self.name))
 
     def fit(self, X, y=None, sample_weight=None, *, progress=None):
         """Learn the schema and every per-attribute statistic from training rows.
@@ -399,7 +332,7 @@ class Metric:
             raise ValueError("X has %d row(s)%s; at least 2 training rows are needed"
                              % (n, "" if sw is None else " of positive sample_weight"))
         _check_empty_columns(schema, cont, nom, pol_c, pol_n)
-        needs_y = info.needs_y or _is_mi(self._param("weights")) or \
+        needs_y = info.needs_y or is_mi(self._param("weights")) or \
             _CONT_EXTRA.get(info.continuous, (None, False))[1]
         ycodes = classes = y_all = None
         if y is not None:
@@ -424,20 +357,21 @@ class Metric:
                 nom_pos.append(-1)
                 x = cont[:, ic]
                 ic += 1
-                components.append(self._continuous_component(j, name, x, pol_c, norm, trim,
-                                                             ycodes, C, column_weights(sw, j)))
+                components.append(continuous_component(
+                    self, _CONT_EXTRA, j, name, x, pol_c, norm, trim, ycodes, C,
+                    column_weights(sw, j)))
             else:
                 cont_pos.append(-1)
                 nom_pos.append(inom)
                 codes = nom[:, inom]
                 inom += 1
                 V = len(schema.categories_[j]) + (1 if pol_n == SYMBOL else 0)
-                components.append(self._nominal_component(j, name, codes, V, pol_n, ycodes, C,
-                                                          nom, schema, cont,
-                                                          column_weights(sw, j)))
+                components.append(nominal_component(
+                    self, _NOM_EXTRA, j, name, codes, V, pol_n, ycodes, C, nom, schema, cont,
+                    column_weights(sw, j)))
             if report is not None and j + 1 < m_attr:
                 report(m_attr + j + 1, 2 * m_attr)
-        weights = self._weights(schema, cont, nom, ycodes, C, sw)
+        weights = attribute_weights(self, schema, cont, nom, ycodes, C, sw)
         plan = Plan(components, weights, p, agg == "mean", cont_pos, nom_pos,
                     names=schema.names_)
         self.schema_ = schema
@@ -486,75 +420,6 @@ class Metric:
                              "set) after the %s was fitted, so its rows and the metric's "
                              "statistics no longer belong together; call fit again"
                              % (owner, owner))
-
-    def _continuous_component(self, j, name, x, policy, norm, trim, y, C, sw=None):
-        kind = self.info.continuous
-        if kind is None:
-            raise ValueError("metric %r compares nominal attributes only, but column %r is "
-                             "continuous; declare it nominal (nominal=[...]) or use hvdm"
-                             % (self.name, name))
-        if policy == SYMBOL:
-            policy = ONE
-        present = x[~np.isnan(x)]
-        if present.size == 0:
-            # no observed training value (allowed under "one" / "ignore"): every training
-            # row is missing there, and observed query values compare as equal (no spread)
-            if kind == "diff":
-                self.delta_[name] = math.inf
-            return DiffComponent(j, math.inf, 0.0, 0.0, policy)
-        lo, hi = float(present.min()), float(present.max())
-        if kind == "diff":
-            delta = est.normalization_delta(x, norm, trim, sw)
-            if hi == lo and norm != "none":
-                # a column constant in training has no spread to normalize by: observed
-                # values compare as equal (Weka's normalization maps them all to 0), so
-                # range-normalized metrics stay within their bounds (Gower's in [0, 1]);
-                # a missing value still counts 1 ("max" has no largest difference here)
-                delta = math.inf
-                if policy == MAX:
-                    policy = ONE
-            self.delta_[name] = delta
-            return DiffComponent(j, delta, lo, hi, policy)
-        factory = _CONT_EXTRA[kind][0]
-        comp, estimator = factory(self, j, name, x, policy, y, C, sample_weight=sw)
-        self.__dict__.setdefault("estimators_", {})[name] = estimator
-        return comp
-
-    def _nominal_component(self, j, name, codes, V, policy, y, C, nom, schema, cont=None,
-                           sw=None):
-        kind = self.info.nominal
-        sym_codes = np.where(codes < 0, V - 1, codes) if policy == SYMBOL else codes
-        if kind == "overlap":
-            return OverlapComponent(j, V, policy)
-        if kind == "vdm":
-            unseen = self._param("unseen")
-            P = est.class_probabilities(sym_codes, y, V, C, empty=unseen, w=sw)
-            self.vdm_probabilities_[name] = P
-            q, f = est.vdm_scale(self._param("vdm"), C)
-            if (V + 1) ** 2 <= est.TABLE_BUDGET:
-                T = est.vdm_table(P, self._param("vdm"))
-                self.value_tables_[name] = T
-                return TableComponent(j, T, policy, V, embedding=P * f if q == 2 else None)
-            comp = EmbedComponent(j, C, q, est.ProbabilityRows(P, f), policy, nominal=True)
-            comp.n_values = V   # learned values (symbol included), as tables have
-            return comp
-        factory = _NOM_EXTRA[kind]
-        comp, self.value_tables_[name] = factory(self, j, name, sym_codes, V, policy, nom,
-                                                 schema, cont, sample_weight=sw)
-        return comp
-
-    def _weights(self, schema, cont, nom, y, C, sw=None):
-        m = schema.n_features_in_
-        w = self._param("weights")
-        if w is None:
-            return np.ones(m)
-        if isinstance(w, str):
-            if w == "mi":
-                from .._core.information import mi_weights
-                w, self.mutual_information_ = mi_weights(self, schema, cont, nom, y, C, sw)
-                return w
-            raise ValueError("weights must be None, 'mi', an array or a dict, got %r" % w)
-        return _check_weights(w, schema.names_)
 
     # -- use ------------------------------------------------------------------------
     def check_fitted(self):

@@ -32,7 +32,7 @@ ORDER = {
               "information", "posteriors", "cooccurrence", "config", "__init__"],
     "_search": ["checks", "memory", "explain", "scoring", "operations", "gemm_filter",
                 "triangle", "ivf", "searchers", "cuda", "choice", "rowindex", "fitted",
-                "metric", "resolve", "index", "votes", "__init__"],
+                "params", "components", "metric", "resolve", "index", "votes", "__init__"],
     "_estimators": ["neighbors", "embedding", "prototypes", "impute", "cluster", "__init__"],
     "": ["_version", "_face", "_moved", "metrics", "discretize", "neighbors", "embedding",
          "prototypes", "impute", "cluster", "datasets", "dask", "plot", "cli", "__init__",
