@@ -68,7 +68,7 @@ from sklearn.utils.validation import _check_feature_names_in, _num_samples, chec
 
 from .._search import votes as _knn
 from .neighbors import _check_table
-from .._search.index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm
+from .._search.index import AUTO_PILOT_QUERIES, NeighborsIndex, auto_algorithm, make_index
 from .._core.information import _discretized, _mi_codes
 from .._core.schema import CONTINUOUS, MixedTableTags, check_sample_weight, records_frame
 from .._search.resolve import resolve_metric
@@ -175,6 +175,10 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
     ----------
     metric_ : hdist.Metric
         The fitted metric.
+    index_ : hdist.NeighborsIndex
+        The fitted index over every training row under ``metric_`` (read-only); a
+        column's donors are searched in an index of their own when its attribute weights
+        differ.
     n_samples_fit_ : int
     statistics_ : ndarray of object, shape ``(n_features_in_,)``
         The column's training mean (median) or mode: the value a row with no observed
@@ -380,8 +384,8 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
                                  % metric.name)
             labels = y
         metric.fit(X, labels, sample_weight=sw)
-        index = _knn.make_index(metric, self.algorithm, int(self.leaf_size),
-                                self.algorithm_params)
+        index = make_index(metric, self.algorithm, int(self.leaf_size),
+                           self.algorithm_params)
         index.fit(None)
         self._index = index
         self.metric_ = metric
@@ -439,6 +443,19 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         self.n_samples_fit_ = n
         return self
 
+    @property
+    def index_(self):
+        """The fitted :class:`hdist.NeighborsIndex` over every training row under
+        ``metric_`` (read-only; shared, not copied).
+
+        Raises
+        ------
+        NotFittedError
+            The imputer is not fitted.
+        """
+        check_is_fitted(self, "metric_")
+        return self._index
+
     def _mi_weights(self, values, present, sw):
         """``[m, m]``: column ``j`` holds the attribute weights of the search for the donors
         of column ``j``: the metric's weight of each attribute ``a`` times the mutual
@@ -493,8 +510,8 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
             warnings.simplefilter("ignore")
             metric.fit(X, labels, sample_weight=sw)
         rows = np.flatnonzero(self._present[:, j])
-        index = _knn.make_index(metric, self.algorithm, int(self.leaf_size),
-                                self.algorithm_params)
+        index = make_index(metric, self.algorithm, int(self.leaf_size),
+                           self.algorithm_params)
         index.fit(_take(X, rows))
         return index, rows
 

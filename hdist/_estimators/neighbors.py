@@ -33,6 +33,7 @@ from sklearn.utils.validation import (_num_samples, check_array, check_is_fitted
                                       column_or_1d)
 
 from .._search import votes as _knn
+from .._search.index import make_index
 from .._core.schema import (MixedTableTags, check_label_types, check_sample_weight,
                             check_target, missing_mask)
 from .._core.config import extend_doc
@@ -68,6 +69,8 @@ _PARAMS_DOC = """
 _ATTRIBUTES_DOC = """
     metric_ : hdist.Metric
         The metric fitted on the training rows (and ``y`` when it learns from classes).
+    index_ : hdist.NeighborsIndex
+        The fitted index over the training rows that the queries search (read-only).
     n_samples_fit_ : int
         Number of training rows.
     n_features_in_ : int
@@ -192,13 +195,26 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
         if metric is None:
             metric = self._resolve_metric()
         metric.fit(X, labels, sample_weight=self._sample_weight, progress=progress)
-        index = _knn.make_index(metric, self.algorithm, int(self.leaf_size),
-                                self.algorithm_params)
+        index = make_index(metric, self.algorithm, int(self.leaf_size),
+                           self.algorithm_params)
         index.fit(None, progress=progress)
         self._index = index
         self.metric_ = metric
         self.n_samples_fit_ = n
         return X
+
+    @property
+    def index_(self):
+        """The fitted :class:`hdist.NeighborsIndex` over the training rows, which the
+        queries search (read-only; shared, not copied).
+
+        Raises
+        ------
+        NotFittedError
+            The estimator is not fitted.
+        """
+        check_is_fitted(self)
+        return self._index
 
     # -- queries ------------------------------------------------------------------------
     def _query(self, X, k, progress=None, ties=False):
@@ -632,6 +648,10 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
     loo_scores_ : ndarray [n_neighbors]
         Leave-one-out mean absolute error of k = 1..n_neighbors (``select_k="loo"``
         only).
+    n_outputs_ : int or None
+        Columns of a 2-D target ``y`` (``y.shape[1]``; ``predict`` then returns
+        ``[n_queries, n_outputs_]``), or ``None`` for a 1-D ``y`` (``predict`` returns
+        ``[n_queries]``).
     {shared_attributes}
 
     See Also
@@ -679,6 +699,7 @@ class KNeighborsRegressor(RegressorMixin, _SupervisedBase):
         if y.ndim not in (1, 2):
             raise ValueError("y must be 1-D or 2-D, got shape %s" % (y.shape,))
         self._y = y
+        self.n_outputs_ = y.shape[1] if y.ndim == 2 else None
         metric = self._resolve_metric()
         labels = y if _knn.needs_labels(metric) else None
         self._fit_index(X, labels, sample_weight, progress, metric)

@@ -57,7 +57,7 @@ from .._core.schema import (CONTINUOUS, MixedTableTags, check_label_types,
                             check_sample_weight, check_target, missing_mask)
 from .._core.threads import effective_n_jobs
 from .._search import operations as _ops
-from .._search.metric import balanced_accuracy
+from .._search.scoring import balanced_accuracy
 from .._search.resolve import resolve_metric
 
 __all__ = ["PrototypeClassifier", "PrototypeExplanation"]
@@ -1321,7 +1321,7 @@ class PrototypeClassifier(MixedTableTags, ClassifierMixin, BaseEstimator):
     def explain(self, x):
         """The prototype that wins row ``x`` and the per-attribute terms of their
         distance (:meth:`hdist.Metric.explain`)."""
-        from .._search.metric import _one_row
+        from .._search.explain import _one_row
         schema = self.metric_.schema_
         check_is_fitted(self, "prototypes_")
         self.metric_._check_same_fit(self._fit_state, "PrototypeClassifier")
