@@ -33,8 +33,8 @@ import numpy as np
 
 from .._core.config import extend_doc
 
-__all__ = ["list_datasets", "describe", "load_dataset", "load_adult", "load_credit_a",
-           "load_german", "load_iris", "load_wine", "load_credit_data"]
+__all__ = ["list_datasets", "splits", "summary", "describe", "load_dataset", "load_adult",
+           "load_credit_a", "load_german", "load_iris", "load_wine", "load_credit_data"]
 
 _DATA = os.path.join(os.path.dirname(__file__), "data")
 
@@ -366,9 +366,79 @@ def load_credit_data(*, as_frame=True):
     return load_dataset("credit_data", as_frame=as_frame)
 
 
+def splits(name):
+    """The splits of a bundled dataset, in the order :func:`describe` lists them.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`list_datasets` (or an alias :func:`load_dataset` takes; a split's
+        alias such as ``adult_test`` names its whole dataset here).
+
+    Returns
+    -------
+    list of (str or None)
+        The ``split`` values :func:`load_dataset` and :func:`summary` take: ``[None]``
+        for a dataset without splits.
+
+    Raises
+    ------
+    TypeError
+        ``name`` is not a string.
+    ValueError
+        Unknown name.
+
+    See Also
+    --------
+    summary : the facts of one split.
+
+    Examples
+    --------
+    >>> from hdist.datasets import splits
+    >>> splits("adult"), splits("iris")
+    (['train', 'test'], [None])
+    """
+    key, _ = _resolve(name)
+    return list(_DATASETS[key].files)
+
+
 def summary(name, split=None):
-    """Facts from a dataset's schema: rows, nominal / continuous / ordinal attribute
-    counts, missing cells, the class column and its levels."""
+    """Facts from a dataset's schema, read without loading its rows.
+
+    Parameters
+    ----------
+    name : str
+        One of :func:`list_datasets` (or an alias :func:`load_dataset` takes).
+    split : {"train", "test"} or None, default=None
+        For ``adult`` only (default ``"train"``); :func:`splits` lists them.
+
+    Returns
+    -------
+    dict
+        ``name``: the file's name (``adult_train``, ``credit-a``, ...); ``rows``;
+        ``nominal``, ``continuous``, ``ordinal``: the attributes of each kind (the class
+        left out); ``missing``: missing cells of the attributes; ``target``: the class
+        column; ``classes``: its levels; ``features``: the attribute names, in the order
+        of :func:`load_dataset`'s columns.
+
+    Raises
+    ------
+    TypeError
+        ``name`` is not a string.
+    ValueError
+        Unknown name or split.
+
+    See Also
+    --------
+    describe : the same facts as text, with the source and citation.
+
+    Examples
+    --------
+    >>> from hdist.datasets import summary
+    >>> s = summary("iris")
+    >>> s["rows"], s["continuous"], s["features"][:2]
+    (150, 4, ['sepal length (cm)', 'sepal width (cm)'])
+    """
     _, stem = _resolve(name, split)
     schema = _schema(stem)
     feats = [c for c in schema["columns"] if c["name"] != schema["class"]]
@@ -383,6 +453,7 @@ def summary(name, split=None):
         "missing": sum(c.get("n_missing", 0) for c in feats),
         "target": schema["class"],
         "classes": list(target.get("levels", [])),
+        "features": [c["name"] for c in feats],
     }
 
 

@@ -159,6 +159,28 @@ def test_describe_has_shape_source_and_citation(name):
     assert ("%d nominal + %d numeric" % (s["nominal"], s["continuous"])) in text
 
 
+@pytest.mark.parametrize("name,split,stem", FILES)
+def test_splits_and_summary_name_the_files_and_their_features(name, split, stem):
+    assert split in D.splits(name)
+    s = D.summary(name, split)
+    assert s["name"] == stem
+    X, _ = D.load_dataset(name, split=split)
+    assert s["features"] == list(X.columns)
+    assert len(s["features"]) == s["nominal"] + s["continuous"] + s["ordinal"]
+
+
+def test_splits_of_every_dataset_and_alias():
+    assert {n: D.splits(n) for n in D.list_datasets()} == {
+        "adult": ["train", "test"], "credit-a": [None], "credit_data": [None],
+        "german": [None], "iris": [None], "wine": [None]}
+    assert D.splits("adult_test") == D.splits("ADULT") == ["train", "test"]
+    assert D.splits("crx") == [None]
+    with pytest.raises(ValueError, match="unknown dataset"):
+        D.splits("nope")
+    with pytest.raises(TypeError, match="dataset name must be a string"):
+        D.splits(None)
+
+
 def test_without_pandas_the_numpy_form_is_returned(monkeypatch):
     monkeypatch.setattr(D, "_have_pandas", lambda: False)
     X, y, nominal = D.load_german()
