@@ -41,6 +41,7 @@ import warnings
 import numpy as np
 
 from ._search import votes as _knn
+from ._search.index import make_index
 
 EXIT_DATA = 1
 EXIT_USAGE = 2
@@ -1064,11 +1065,12 @@ def _knn_what(args):
 
 def _knn_metric(args, params, nominal, continuous, reading):
     """The unfitted metric of ``--metric`` and ``--param``, its parameters checked."""
-    from ._search.metric import Metric
+    from ._search.resolve import resolve_metric
     try:
-        metric = Metric(args.metric, nominal=nominal or None,
-                        continuous=continuous or None, na_values=list(reading.na_values),
-                        **params)
+        metric = resolve_metric(args.metric, {"nominal": nominal or None,
+                                              "continuous": continuous or None,
+                                              "na_values": list(reading.na_values),
+                                              **params}, what=None)
         metric.check_params()
     except (TypeError, ValueError) as e:
         raise CLIError("--metric %s / --param: %s" % (args.metric, e), EXIT_USAGE)
@@ -1166,7 +1168,7 @@ class _KnnJob:
         if ivf and args.algorithm != "ivf":
             raise CLIError("--n-lists and --n-probe need --algorithm ivf", EXIT_USAGE)
         try:
-            index = _knn.make_index(self.metric, args.algorithm, algorithm_params=ivf)
+            index = make_index(self.metric, args.algorithm, algorithm_params=ivf)
         except (TypeError, ValueError) as e:
             raise CLIError(str(e).replace("n_lists", "--n-lists")
                            .replace("n_probe", "--n-probe"), EXIT_USAGE)
@@ -1369,9 +1371,8 @@ def stratified_folds(y, n_folds, seed=0):
 def _cv_names(name):
     """The attribute names of a bundled dataset, in the order of :func:`_cv_data`'s
     columns."""
-    from .datasets import _resolve, _schema
-    schema = _schema(_resolve(name)[1])
-    return [c["name"] for c in schema["columns"] if c["name"] != schema["class"]]
+    from .datasets import summary
+    return summary(name)["features"]
 
 
 def _cv_data(name):
@@ -1423,7 +1424,8 @@ def cross_val_predict(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weigh
     code) or, with ``task="regression"``, the mean target of the neighbours.  Returns
     ``(predictions, note)``; ``X`` is float64 with the nominal columns ``nominal`` coded,
     every other column continuous."""
-    from ._search.metric import METRICS, Metric
+    from ._search.metric import METRICS
+    from ._search.resolve import resolve_metric
     info = METRICS[metric_name]
     note = None
     if task == "regression" and info.needs_y:
@@ -1440,8 +1442,9 @@ def cross_val_predict(metric_name, X, y, nominal, folds, k=1, n_jobs=None, weigh
         test = folds == f
         if not test.any():
             continue
-        metric = Metric(metric_name, nominal=nominal, continuous="rest")
-        index = _knn.make_index(metric)
+        metric = resolve_metric(metric_name, {"nominal": nominal, "continuous": "rest"},
+                                what=None)
+        index = make_index(metric)
         index.fit(X[~test], None if task == "regression" else y[~test])
         Xq = X[test]
         # with ties="include" the search tallies the rows tied with the k-th
@@ -1460,7 +1463,7 @@ def classification_scores(y, pred, n_classes):
     (Cohen 1960: ``(p_o - p_e) / (1 - p_e)``, NaN when ``p_e = 1``) and the confusion
     matrix (rows: true class, columns: predicted, both in class-code order) of class
     codes ``pred`` against ``y``."""
-    from ._search.metric import balanced_accuracy
+    from ._search.scoring import balanced_accuracy
     conf = np.zeros((n_classes, n_classes), dtype=np.int64)
     np.add.at(conf, (y, pred), 1)
     n = conf.sum()
@@ -1837,7 +1840,7 @@ def _info_command(args):
 
 
 def _datasets_command(args):
-    from .datasets import describe, list_datasets, summary, _DATASETS
+    from .datasets import describe, list_datasets, splits, summary
     if args.name:
         try:
             print(describe(args.name))
@@ -1847,7 +1850,7 @@ def _datasets_command(args):
     print("%-14s %-22s %6s %8s %10s %8s  %s" % ("name", "file", "rows", "nominal",
                                                  "continuous", "missing", "classes"))
     for name in list_datasets():
-        for split in _DATASETS[name].files:
+        for split in splits(name):
             s = summary(name, split)
             print("%-14s %-22s %6d %8d %10d %8d  %s"
                   % (name if split is None else "%s:%s" % (name, split), s["name"],

@@ -68,12 +68,10 @@ def _searcher(obj):
     checked to be fitted."""
     from ._search.metric import Metric
     if isinstance(obj, Metric):
-        obj._check_fitted()
+        obj.check_fitted()
         return obj
-    if hasattr(obj, "_index") and hasattr(obj, "get_params"):      # an hdist estimator
-        from sklearn.utils.validation import check_is_fitted
-        check_is_fitted(obj)
-        return obj._index
+    if hasattr(obj, "index_") and hasattr(obj, "get_params"):      # a fitted hdist estimator
+        return obj.index_
     if hasattr(obj, "kneighbors") and hasattr(obj, "metric_"):       # a NeighborsIndex
         return obj
     raise TypeError("index must be a fitted hdist Metric, NeighborsIndex or hdist "
@@ -154,9 +152,9 @@ def kneighbors(index, ddf, k=5, *, n_jobs=1, client=None):
     import pandas as pd
     searcher = _searcher(index)
     _check_ddf(ddf)
-    from ._search.metric import _check_k
+    from ._search.checks import check_k
     n_train = searcher.n_train_
-    k = _check_k(k, n_train)
+    k = check_k(k, n_train)
     meta = pd.DataFrame({c: np.zeros(0, dtype=np.int64 if c.startswith("n") else np.float64)
                          for c in _neighbor_columns(k)})
     return ddf.map_partitions(_score_neighbors, _broadcast(searcher, client), k, n_jobs,
@@ -178,7 +176,8 @@ def _apply(part, estimator, method):
             out = np.zeros((0, len(cols)))
         return pd.DataFrame(out, index=part.index, columns=cols)
     if out is None:
-        out = np.zeros((0,) + getattr(estimator, "_y", np.zeros(0)).shape[1:],
+        n_outputs = getattr(estimator, "n_outputs_", None)      # a regressor's 2-D target
+        out = np.zeros((0,) if n_outputs is None else (0, n_outputs),
                        dtype=_predict_dtype(estimator))
     if out.ndim == 2:
         return pd.DataFrame(out, index=part.index)
@@ -265,18 +264,6 @@ def predict(estimator, ddf, *, method="predict", reference=None, n_jobs=1, clien
 
 # ----------------------------------------------------------------------------------------
 # the reference set spread over the cluster
-
-
-def _slim(metric):
-    """A copy of a fitted Metric that keeps its statistics and Plan (what encoding and
-    the kernels need) but not its training rows, so sending it to workers is cheap."""
-    from ._search.metric import FitState
-    state = metric._fitted()
-    slim = copy.copy(metric)
-    slim.__dict__ = dict(metric.__dict__)
-    slim.__dict__["_fit"] = FitState(state.plan, state.train.take(np.zeros(0, np.intp)),
-                                     state.y[:0] if state.y is not None else None)
-    return slim
 
 
 def _encode_part(metric, part):
@@ -426,7 +413,8 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
     """
     import dask
     _check_ddf(reference)
-    from ._search.metric import Metric, _check_k
+    from ._search.checks import check_k
+    from ._search.metric import Metric
     if not isinstance(metric, Metric):
         metric = getattr(_searcher(metric), "metric_", None)
         if not isinstance(metric, Metric):
@@ -451,9 +439,10 @@ def kneighbors_distributed(metric, queries, k, reference, *, n_jobs=1, client=No
     if n_ref != metric.n_train_:
         raise ValueError("the metric was fitted on %d rows but reference holds %d; fit it "
                          "on the reference rows" % (metric.n_train_, n_ref))
-    k = _check_k(k, n_ref)
+    k = check_k(k, n_ref)
     offsets = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    handle = _broadcast(_slim(metric), client)
+    # the statistics and Plan only: the reference rows stay on the workers
+    handle = _broadcast(metric.without_training_rows(), client)
     encoded = [dask.delayed(_encode_part)(handle, part) for part in reference.to_delayed()]
     blocks = _query_blocks(queries, query_block, client)
     results = []
@@ -569,7 +558,7 @@ def fit_metric(metric, reference, target=None, *, client=None, split_every=8):
         metrics and by ``weights="mi"``); it is not a feature.
     client : distributed.Client, optional
         Defaults to the current client; without one the local Dask scheduler runs.
-    split_every : int, default=4
+    split_every : int, default=8
         Per-partition counts merged per task of the tree reduction.
 
     Returns
@@ -629,7 +618,7 @@ def fit_metric(metric, reference, target=None, *, client=None, split_every=8):
     counts = (client.compute(pieces[0]).result() if client is not None
               else pieces[0].compute())
     table, y, W = _summary_table(reference._meta[cols], counts)
-    fitted._fit_summary(table, None if target is None else y, W)
-    slim = _slim(fitted)
+    fitted.fit_summary(table, None if target is None else y, W)
+    slim = fitted.without_training_rows()
     slim.n_train_ = int(W.sum(axis=0).max()) if W.size else 0
     return slim

@@ -80,6 +80,52 @@ def test_regression_and_empty_partitions_without_a_client(data):
     pd.testing.assert_frame_equal(nb, neighbor_frame(d, i, Q.index))
 
 
+@pytest.mark.parametrize("columns", [None, 1, 2])
+def test_regression_targets_keep_their_shape_in_empty_partitions(data, columns):
+    """A 1-D target gives a Series, a 2-D one (one column included) a DataFrame, empty
+    partitions and the graph's meta alike; the regressor's ``n_outputs_`` says which."""
+    Xtr, _, Q = data
+    t = np.arange(len(Xtr), dtype=float)
+    if columns is not None:
+        t = np.column_stack([t * (j + 1) for j in range(columns)])
+    reg = KNeighborsRegressor(3).fit(Xtr, t)
+    assert reg.n_outputs_ == columns
+    ddf = dd.concat([dd.from_pandas(Q, npartitions=2), dd.from_pandas(Q.iloc[:0],
+                                                                      npartitions=1)])
+    import dask
+    with dask.config.set(scheduler="sync"):
+        lazy = hd.predict(reg, ddf)
+        got = lazy.compute()
+    assert isinstance(got, pd.Series if columns is None else pd.DataFrame)
+    assert isinstance(lazy, dd.Series if columns is None else dd.DataFrame)
+    assert got.shape[1:] == reg.predict(Q).shape[1:]
+    np.testing.assert_array_equal(got.to_numpy(), reg.predict(Q))
+
+
+def test_an_estimators_fitted_index_is_what_the_workers_search(data):
+    """``index_`` of the k-NN estimators and the imputer is their fitted index (read-only,
+    refused before fit), and hdist.dask.kneighbors searches it."""
+    Xtr, ytr, Q = data
+    ddf = dd.from_pandas(Q, npartitions=2)
+    import dask
+    for est in (KNeighborsClassifier(2).fit(Xtr, ytr), hdist.NearestNeighbors().fit(Xtr),
+                hdist.KNNImputer().fit(Xtr)):
+        assert isinstance(est.index_, hdist.NeighborsIndex)
+        assert est.index_.metric_ is est.metric_ and est.index_.n_train_ == len(Xtr)
+        with pytest.raises(AttributeError):
+            est.index_ = None
+        with dask.config.set(scheduler="sync"):
+            got = hd.kneighbors(est, ddf, k=2).compute()
+        d, i = est.index_.kneighbors(Q, 2)
+        pd.testing.assert_frame_equal(got, neighbor_frame(d, i, Q.index))
+    from sklearn.exceptions import NotFittedError
+    for unfitted in (KNeighborsClassifier(), hdist.KNNImputer()):
+        with pytest.raises(NotFittedError):
+            unfitted.index_
+        with pytest.raises(TypeError, match="fitted hdist Metric"):
+            hd.kneighbors(unfitted, ddf)
+
+
 def test_errors(data):
     Xtr, ytr, Q = data
     ddf = dd.from_pandas(Q, npartitions=2)
