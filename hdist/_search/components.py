@@ -99,3 +99,16 @@ def attribute_weights(metric, schema, cont, nom, y, C, sw=None):
             return w
         raise ValueError("weights must be None, 'mi', an array or a dict, got %r" % w)
     return _check_weights(w, schema.names_)
+
+
+def value_table(comp, V):
+    """The unweighted distances ``d_a(v, w)`` ``[V, V]`` between the first ``V`` values of
+    a fitted nominal component (:meth:`hdist.Metric.value_distances`): its value table,
+    the overlap's 0/1, or the distances between the values' embedded vectors."""
+    if isinstance(comp, TableComponent):
+        return np.array(comp.table[:V, :V], dtype=np.float64)
+    if isinstance(comp, OverlapComponent):
+        return 1.0 - np.eye(V)
+    E = comp.encode(np.arange(V))
+    diff = E[:, None, :] - E[None, :, :]
+    return np.abs(diff).sum(-1) if comp.q == 1 else np.sqrt((diff * diff).sum(-1))

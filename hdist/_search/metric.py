@@ -22,7 +22,7 @@ import copy
 import numpy as np
 
 from .._core import cooccurrence as _cooccurrence, posteriors as _posteriors, progress as _progress
-from .._core.plan import OverlapComponent, Plan, SYMBOL, TableComponent
+from .._core.plan import Plan, SYMBOL
 from .._core.presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
 from .._core.schema import NA_VALUES, ColumnKindWarning  # noqa: F401  (re-exported)
 from .._core.schema import (CONTINUOUS, NotFittedError, Schema, check_sample_weight,
@@ -31,9 +31,11 @@ from .._core.threads import effective_n_jobs
 from . import params as _params
 from .checks import (_check_k, _check_number, _check_out,  # noqa: F401
                      _check_weights)
-from .components import attribute_weights, continuous_component, nominal_component
+from .components import (attribute_weights, continuous_component, nominal_component,
+                         value_table)
 from .explain import Explanation, _one_row, explain_pair  # noqa: F401  (re-exported)
 from .fitted import FitState, _check_empty_columns, _kept_labels
+from .operations import distances, prepare
 from .memory import (PAIRWISE_REMEDY, check_result_size, memory_limit,  # noqa: F401
                      nbytes_text, out_of_memory)
 from .params import POLICIES, is_mi  # noqa: F401  (re-exported)
@@ -489,26 +491,21 @@ class Metric:
                 out = np.empty(shape)
         else:
             _check_out(out, shape)
-        from .._kernels import CRows, pairwise
-        cA = CRows(A)
-        cB = cA if Y is None else CRows(B)
         report = _progress.reporter(progress, A.n, "pairwise")
         if report is None:
-            pairwise(self.plan_.cplan, cA, cB, out, threads, Y is None, bool(reduced))
-            return out
+            return distances(self, A, None if Y is None else B, out=out, threads=threads,
+                             reduced=reduced)
+        pB = None if Y is None else prepare(B)
         for a, b in _progress.blocks(A.n, report):
             part = A.take(np.arange(a, b))
             if Y is None:       # the upper triangle of rows a..b, mirrored below
-                cols = A.take(np.arange(a, A.n))
-                blk = np.empty((b - a, A.n - a))
-                pairwise(self.plan_.cplan, CRows(part), CRows(cols), blk, threads, False,
-                         bool(reduced))
+                blk = distances(self, part, A.take(np.arange(a, A.n)), threads=threads,
+                                reduced=reduced)
                 for t in range(b - a):
                     out[a + t, a + t:] = blk[t, t:]
                     out[a + t:, a + t] = blk[t, t:]
             else:
-                pairwise(self.plan_.cplan, CRows(part), cB, out[a:b], threads, False,
-                         bool(reduced))
+                distances(self, part, pB, out=out[a:b], threads=threads, reduced=reduced)
         return out
 
     def _queries(self, Q):
@@ -602,15 +599,7 @@ class Metric:
         V = comp.n_values
         if len(labels) < V:
             labels.append("<missing>")
-        if isinstance(comp, TableComponent):
-            T = np.array(comp.table[:V, :V], dtype=np.float64)
-        elif isinstance(comp, OverlapComponent):
-            T = 1.0 - np.eye(V)
-        else:
-            codes = np.arange(V)
-            E = comp.encode(codes)
-            diff = E[:, None, :] - E[None, :, :]
-            T = np.abs(diff).sum(-1) if comp.q == 1 else np.sqrt((diff * diff).sum(-1))
+        T = value_table(comp, V)
         try:
             import pandas as pd
         except ImportError:
