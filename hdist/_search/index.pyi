@@ -40,7 +40,7 @@ class NeighborsIndex(RowIndex):
     n_distance_evaluations_: IntpArray
     search_: dict[str, Any]
     def __init__(self, metric: str | Metric = "heom",
-                 algorithm: Literal["auto", "brute", "kd_tree", "ball_tree", "ivf"] = "auto",
+                 algorithm: str = "auto",
                  leaf_size: int = 32, metric_params: dict[str, Any] | None = None,
                  n_lists: int | None = None, n_probe: int | None = None,
                  target_recall: float | None = None, random_state: int = 0) -> None: ...
