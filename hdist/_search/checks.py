@@ -53,9 +53,6 @@ def check_number(name, v, lo=None, lo_open=True, allow_inf=False):
     return v
 
 
-_check_number = check_number
-
-
 def _tallies(ties):
     """Whether a search's ``ties`` is a tally of the tied rows (``votes.TieTally``), not
     a yes/no for lists of them."""
@@ -98,9 +95,6 @@ def check_k(k, n):
     if k > n:
         raise ValueError("k = %d is larger than the %d available training rows" % (k, n))
     return k
-
-
-_check_k = check_k
 
 
 def _check_out(out, shape):

@@ -31,7 +31,7 @@ from .._core import progress as _progress
 from .._core.schema import NotFittedError
 from .._core.threads import effective_n_jobs
 from . import ivf as _ivf
-from .checks import _check_k, _check_number
+from .checks import check_k, check_number
 from .choice import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa: F401
                      AUTO_SURE_DIMS, auto_algorithm, auto_choice)
 from .metric import Metric
@@ -442,7 +442,7 @@ class NeighborsIndex(RowIndex):
         n = self._rows.n
         p = searcher.n_probe if n_probe is None else self._probe_arg(n_probe, searcher.lists)
         threads = effective_n_jobs(n_jobs)
-        asked = _check_k(k, math.inf)
+        asked = check_k(k, math.inf)
         if Q is None:
             if n < 2:
                 raise ValueError("recall() without Q searches the indexed rows each "
@@ -471,7 +471,7 @@ class NeighborsIndex(RowIndex):
         with _progress.timed_call() as phases:
             self._check_current()
             rows = self._query_rows(Q, exclude_self)
-            k = _check_k(k, self._rows.n - (1 if exclude_self else 0))
+            k = check_k(k, self._rows.n - (1 if exclude_self else 0))
             d, i, self.n_distance_evaluations_, self.search_ = self._search_knn(
                 rows, k, bool(exclude_self), effective_n_jobs(n_jobs), progress, ties)
         self.search_["phases"] = phases
@@ -485,7 +485,7 @@ class NeighborsIndex(RowIndex):
         :meth:`kneighbors`.  With ``"ivf"`` it is approximate: only the rows of the
         ``n_probe_`` lists of the nearest centres are scanned (no widening)."""
         self._check_current()
-        r = _check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
+        r = check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
         rows = self._query_rows(Q, exclude_self)
         dl, il, self.n_distance_evaluations_, self.search_ = self._search_radius(
             rows, r, bool(exclude_self), effective_n_jobs(n_jobs), progress)

@@ -29,8 +29,7 @@ from .._core.schema import (CONTINUOUS, NotFittedError, Schema, check_sample_wei
                             column_weights, encode_labels, n_rows, take_rows)
 from .._core.threads import effective_n_jobs
 from . import params as _params
-from .checks import (_check_k, _check_number, _check_out,  # noqa: F401
-                     _check_weights)
+from .checks import _check_out, _check_weights, check_k, check_number  # noqa: F401
 from .components import (attribute_weights, continuous_component, nominal_component,
                          value_table)
 from .explain import Explanation, _one_row, explain_pair  # noqa: F401  (re-exported)
@@ -314,11 +313,10 @@ class Metric:
         self._forget_fit()
         return self._fit_weighted(X, y, W, None, None)
 
-    _fit_summary = fit_summary
 
     def _fit_weighted(self, X, y, sw, keep, progress):
         """``fit`` after its checks: ``sw`` is None, the weights ``[n]`` of the rows
-        ``keep`` (None: all rows), or per-column weights ``[n, m]`` (``_fit_summary``)."""
+        ``keep`` (None: all rows), or per-column weights ``[n, m]`` (``fit_summary``)."""
         info = self.info
         p, pol_c, pol_n, agg, norm, trim = self.check_params()
         schema = Schema(self._param("nominal"), self._param("continuous"),
@@ -554,7 +552,7 @@ class Metric:
     def _kneighbors_timed(self, Q, k, exclude_self, n_jobs, progress, ties):
         self._check_fitted()
         rows = self._queries(Q)
-        k = _check_k(k, self.n_train_ - (1 if exclude_self else 0))
+        k = check_k(k, self.n_train_ - (1 if exclude_self else 0))
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries (%d rows),"
                              " got %d" % (self.n_train_, rows.n))
@@ -569,7 +567,7 @@ class Metric:
         (distance, index).  Returns object arrays of arrays, like scikit-learn.
         ``progress`` as for :meth:`kneighbors`."""
         self._check_fitted()
-        r = _check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
+        r = check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
         rows = self._queries(Q)
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries")

@@ -17,9 +17,6 @@ from __future__ import annotations
 
 import numpy as np
 
-# the index factory, where the estimators and the command line find it
-from .index import ALGORITHM_PARAMS, check_algorithm_params, make_index  # noqa: F401
-
 WEIGHTS = ("uniform", "distance", "dudani")
 TIES = ("index", "include")
 

@@ -17,8 +17,6 @@ The faces of their own (``cli``, ``dask``, ``plot``, ``_face``) import no privat
 import ast
 import pathlib
 
-import pytest
-
 import hdist
 
 PKG = pathlib.Path(hdist.__file__).parent
@@ -243,9 +241,6 @@ def test_the_checkers_see_private_imports_and_kernel_rows(tmp_path):
     assert kernel_rows_uses(bad) == [5, 7]
 
 
-@pytest.mark.xfail(strict=True, reason="cli.py imports _resolve, _schema and _DATASETS of "
-                   "hdist.datasets and dask.py _check_k of the Metric's module, until the "
-                   "faces use public names only")
 def test_faces_import_no_private_name():
     wrong = []
     for folder, name, path in modules():
