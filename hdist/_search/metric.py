@@ -464,7 +464,7 @@ class Metric:
 
     def encode(self, X, unseen=None, what="X"):
         """Rows of ``X`` encoded for the kernels (:class:`hdist._core.plan.Rows`)."""
-        self._check_fitted()
+        self.check_fitted()
         with _progress.phase("encode"):
             cont, nom = self.schema_.encode(X, unseen=unseen, what=what)
             return self.plan_.encode(cont, nom)
@@ -475,7 +475,7 @@ class Metric:
         ``Σ w d^p`` (no root, no mean) when ``reduced=True``.  ``progress`` as for
         :meth:`kneighbors` (rows of ``X``; with ``Y=None`` the symmetric matrix is then
         computed by blocks of rows, each pair still once)."""
-        self._check_fitted()
+        self.check_fitted()
         threads = effective_n_jobs(n_jobs)
         unseen = [dict() for _ in self.schema_.nominal_names]
         A = self.encode(X, unseen, "X")
@@ -550,7 +550,7 @@ class Metric:
         return out
 
     def _kneighbors_timed(self, Q, k, exclude_self, n_jobs, progress, ties):
-        self._check_fitted()
+        self.check_fitted()
         rows = self._queries(Q)
         k = check_k(k, self.n_train_ - (1 if exclude_self else 0))
         if exclude_self and rows.n != self.n_train_:
@@ -566,7 +566,7 @@ class Metric:
         """Training rows within distance ``r`` (inclusive) of each query row, sorted by
         (distance, index).  Returns object arrays of arrays, like scikit-learn.
         ``progress`` as for :meth:`kneighbors`."""
-        self._check_fitted()
+        self.check_fitted()
         r = check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
         rows = self._queries(Q)
         if exclude_self and rows.n != self.n_train_:
@@ -586,7 +586,7 @@ class Metric:
         Unweighted component distances between the values seen in ``fit`` (with the
         "symbol" policy, the missing symbol is the last value, labelled ``"<missing>"``).
         Returns a pandas DataFrame when pandas is installed, else ``(labels, table)``."""
-        self._check_fitted()
+        self.check_fitted()
         names = self.schema_.names_
         j = self.schema_.column(attribute)
         if self.schema_.kinds_[j] != "nominal":
