@@ -14,6 +14,7 @@ import numpy as np
 from .._core import statistics as est
 from .._core.plan import (DiffComponent, EmbedComponent, OverlapComponent, TableComponent,
                           MAX, ONE, SYMBOL)
+from .._core.schema import CONTINUOUS, column_weights
 from .checks import _check_weights
 
 def continuous_component(metric, factories, j, name, x, policy, norm, trim, y, C, sw=None):
@@ -82,6 +83,40 @@ def nominal_component(metric, factories, j, name, codes, V, policy, y, C, nom, s
     comp, metric.value_tables_[name] = factory(metric, j, name, sym_codes, V, policy, nom,
                                                schema, cont, sample_weight=sw)
     return comp
+
+
+def fit_components(metric, factories, schema, cont, nom, pol_c, pol_n, norm, trim, y, C,
+                   sw=None, step=None):
+    """The components of every column of ``schema`` (training values ``cont`` / ``nom``),
+    in column order, with each column's position among the continuous and the nominal
+    ones (-1 for the other kind): ``(components, cont_pos, nom_pos)``.  ``factories``:
+    the continuous and the nominal kinds' tables (:func:`continuous_component`,
+    :func:`nominal_component`); ``step(j)``, when given, after column ``j - 1`` of all
+    but the last."""
+    components, cont_pos, nom_pos = [], [], []
+    ic = inom = 0
+    m_attr = len(schema.names_)
+    for j, (name, kind) in enumerate(zip(schema.names_, schema.kinds_)):
+        if kind == CONTINUOUS:
+            cont_pos.append(ic)
+            nom_pos.append(-1)
+            x = cont[:, ic]
+            ic += 1
+            components.append(continuous_component(
+                metric, factories[0], j, name, x, pol_c, norm, trim, y, C,
+                column_weights(sw, j)))
+        else:
+            cont_pos.append(-1)
+            nom_pos.append(inom)
+            codes = nom[:, inom]
+            inom += 1
+            V = len(schema.categories_[j]) + (1 if pol_n == SYMBOL else 0)
+            components.append(nominal_component(
+                metric, factories[1], j, name, codes, V, pol_n, y, C, nom, schema, cont,
+                column_weights(sw, j)))
+        if step is not None and j + 1 < m_attr:
+            step(j + 1)
+    return components, cont_pos, nom_pos
 
 
 def attribute_weights(metric, schema, cont, nom, y, C, sw=None):

@@ -22,16 +22,15 @@ import copy
 import numpy as np
 
 from .._core import cooccurrence as _cooccurrence, posteriors as _posteriors, progress as _progress
-from .._core.plan import Plan, SYMBOL
+from .._core.plan import Plan
 from .._core.presets import METRICS, MetricInfo  # noqa: F401  (re-exported)
 from .._core.schema import NA_VALUES, ColumnKindWarning  # noqa: F401  (re-exported)
-from .._core.schema import (CONTINUOUS, NotFittedError, Schema, check_sample_weight,
-                            column_weights, encode_labels, n_rows, take_rows)
+from .._core.schema import (NotFittedError, Schema, check_sample_weight, encode_labels,
+                            n_rows, take_rows)
 from .._core.threads import effective_n_jobs
 from . import params as _params
 from .checks import _check_out, _check_weights, check_k, check_number  # noqa: F401
-from .components import (attribute_weights, continuous_component, nominal_component,
-                         value_table)
+from .components import attribute_weights, fit_components, value_table
 from .explain import Explanation, _one_row, explain_pair  # noqa: F401  (re-exported)
 from .fitted import FitState, _check_empty_columns, _kept_labels
 from .operations import distances, prepare
@@ -345,32 +344,13 @@ class Metric:
             raise ValueError("metric %r needs class labels: call fit(X, y)" % self.name)
         C = len(classes) if classes is not None else 0
 
-        components = []
-        cont_pos, nom_pos = [], []
-        ic = inom = 0
         self.delta_ = {}
         self.vdm_probabilities_ = {}
         self.value_tables_ = {}
-        for j, (name, kind) in enumerate(zip(schema.names_, schema.kinds_)):
-            if kind == CONTINUOUS:
-                cont_pos.append(ic)
-                nom_pos.append(-1)
-                x = cont[:, ic]
-                ic += 1
-                components.append(continuous_component(
-                    self, _CONT_EXTRA, j, name, x, pol_c, norm, trim, ycodes, C,
-                    column_weights(sw, j)))
-            else:
-                cont_pos.append(-1)
-                nom_pos.append(inom)
-                codes = nom[:, inom]
-                inom += 1
-                V = len(schema.categories_[j]) + (1 if pol_n == SYMBOL else 0)
-                components.append(nominal_component(
-                    self, _NOM_EXTRA, j, name, codes, V, pol_n, ycodes, C, nom, schema, cont,
-                    column_weights(sw, j)))
-            if report is not None and j + 1 < m_attr:
-                report(m_attr + j + 1, 2 * m_attr)
+        step = None if report is None else (lambda j: report(m_attr + j, 2 * m_attr))
+        components, cont_pos, nom_pos = fit_components(
+            self, (_CONT_EXTRA, _NOM_EXTRA), schema, cont, nom, pol_c, pol_n, norm, trim,
+            ycodes, C, sw, step)
         weights = attribute_weights(self, schema, cont, nom, ycodes, C, sw)
         plan = Plan(components, weights, p, agg == "mean", cont_pos, nom_pos,
                     names=schema.names_)
