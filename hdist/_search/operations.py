@@ -12,9 +12,12 @@ count, the results are the same; a call with fewer pairs than the kernels'
 """
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 
 from .._kernels import CRows, knn, pairwise
+from .checks import _check_out, check_k
 
 __all__ = ["PreparedRows", "distances", "nearest", "prepare"]
 
@@ -56,22 +59,68 @@ def prepare(rows):
     return rows if isinstance(rows, PreparedRows) else PreparedRows(rows)
 
 
-def _view(rows, name):
+def _rows(rows, name):
+    """``rows`` as encoded rows (the rows of a :class:`PreparedRows`), refused with a
+    TypeError naming ``name`` when they are not."""
     if isinstance(rows, PreparedRows):
-        return rows._view
+        return rows.rows
     if not hasattr(rows, "c") or not hasattr(rows, "n"):
         raise TypeError("%s must be encoded rows (hdist._core.plan.Rows or PreparedRows), "
                         "got %s" % (name, type(rows).__name__))
-    return CRows(rows)
+    return rows
 
 
-def _cplan(metric):
-    """The kernels' view of a fitted metric's Plan."""
+#: the blocks of encoded rows, each with the Plan's width of it and what it holds
+_BLOCKS = (("c", "mc", "continuous column(s)"),
+           ("cpen", "mc", "continuous missing penalties"),
+           ("o", "mo", "nominal column(s) compared by overlap"),
+           ("t", "mt", "nominal column(s) compared by a value table"),
+           ("e", "D", "embedded value(s)"))
+
+
+def _check_rows(plan, rows, name):
+    """Refuse rows whose blocks are not the shape ``plan`` reads (rows another metric
+    encoded, or arrays that disagree with the rows' count): the kernels would read past
+    them.  The error names ``name`` and the block that differs."""
+    n = rows.n
+    for block, width, what in _BLOCKS:
+        a = getattr(rows, block, None)
+        shape = getattr(a, "shape", None)
+        if shape is None or len(shape) != 2:
+            raise ValueError("%s must be encoded rows with a 2-D block %r, got %r"
+                             % (name, block, shape))
+        if shape[0] != n:
+            raise ValueError("%s claims %d rows, but its block %r holds %d rows"
+                             % (name, n, block, shape[0]))
+        if shape[1] != getattr(plan, width):
+            raise ValueError("%s has %d %s where the metric's Plan has %d: rows encoded "
+                             "by another metric (encode them with this metric's encode)"
+                             % (name, shape[1], what, getattr(plan, width)))
+
+
+def _view(plan, rows, name):
+    """The kernels' view of ``rows`` (``CRows``), after :func:`_check_rows`."""
+    enc = _rows(rows, name)
+    _check_rows(plan, enc, name)
+    return rows._view if isinstance(rows, PreparedRows) else CRows(enc)
+
+
+def _check_threads(threads):
+    """A thread count as an int >= 1, refused with an error naming ``threads``."""
+    if isinstance(threads, bool) or not isinstance(threads, numbers.Integral):
+        raise TypeError("threads must be an int, got %r" % (threads,))
+    if threads < 1:
+        raise ValueError("threads must be >= 1, got %d" % threads)
+    return int(threads)
+
+
+def _plan(metric):
+    """A fitted metric's Plan, refused with a TypeError naming ``metric``."""
     plan = getattr(metric, "plan_", None)
     if plan is None:
         raise TypeError("metric must be a fitted hdist.Metric, got %s"
                         % type(metric).__name__)
-    return plan.cplan
+    return plan
 
 
 def distances(metric, A, B=None, *, out=None, threads=1, reduced=False):
@@ -98,17 +147,17 @@ def distances(metric, A, B=None, *, out=None, threads=1, reduced=False):
     ndarray of float64 [A.n, B.n]
         ``out``.
     """
-    cplan = _cplan(metric)
-    va = _view(A, "A")
-    vb = va if B is None else _view(B, "B")
-    nb = A.n if B is None else B.n
+    plan = _plan(metric)
+    threads = _check_threads(threads)
+    va = _view(plan, A, "A")
+    vb = va if B is None else _view(plan, B, "B")
+    na = _rows(A, "A").n
+    nb = na if B is None else _rows(B, "B").n
     if out is None:
-        out = np.empty((A.n, nb))
-    elif out.shape != (A.n, nb) or out.dtype != np.float64 or \
-            not out.flags.c_contiguous:
-        raise ValueError("out must be a C-contiguous float64 array of shape %s, got %s %s"
-                         % ((A.n, nb), out.dtype, out.shape))
-    pairwise(cplan, va, vb, out, int(threads), B is None, bool(reduced))
+        out = np.empty((na, nb))
+    else:
+        _check_out(out, (na, nb))
+    pairwise(plan.cplan, va, vb, out, threads, B is None, bool(reduced))
     return out
 
 
@@ -136,7 +185,15 @@ def nearest(metric, A, B, k, *, threads=1, exclude_self=False):
     ind : ndarray of intp [A.n, k]
         Positions in ``B``.
     """
+    plan = _plan(metric)
+    threads = _check_threads(threads)
+    va = _view(plan, A, "A")
+    vb = _view(plan, B, "B")
+    na, nb = _rows(A, "A").n, _rows(B, "B").n
+    if exclude_self and na != nb:
+        raise ValueError("exclude_self=True needs A and B to be the same rows, but A has "
+                         "%d rows and B %d" % (na, nb))
+    k = check_k(k, nb - 1 if exclude_self else nb)
     if exclude_self:
-        return knn(_cplan(metric), _view(A, "A"), _view(B, "B"), k, int(threads),
-                   exclude_self=True)
-    return knn(_cplan(metric), _view(A, "A"), _view(B, "B"), k, int(threads))
+        return knn(plan.cplan, va, vb, k, threads, exclude_self=True)
+    return knn(plan.cplan, va, vb, k, threads)

@@ -58,5 +58,66 @@ def test_bad_input():
         ops.distances(m, rows, np.zeros((3, 3)))
     with pytest.raises(TypeError, match="rows must be encoded rows"):
         ops.prepare(X)
-    with pytest.raises(ValueError, match="out must be a C-contiguous float64 array"):
+    with pytest.raises(ValueError, match="^out must have shape"):
         ops.distances(m, rows, out=np.empty((2, 2)))
+
+
+def test_rows_of_another_metric_are_refused():
+    """Rows another metric encoded have other blocks than the metric's Plan reads: the
+    kernels would read past them, so both operations refuse them, naming the argument."""
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"a": rng.normal(size=40), "b": rng.choice(["x", "y", "z"], 40),
+                      "c": rng.normal(size=40)})
+    y = rng.integers(0, 2, 40)
+    m = hdist.Metric("hvdm").fit(X, y)
+    own = m.encode(X.iloc[:4])
+    for other in (hdist.Metric("heom").fit(X[["a"]]), hdist.Metric("heom").fit(X),
+                  hdist.Metric("ivdm").fit(X, y)):
+        rows = other.train_
+        with pytest.raises(ValueError, match="^A .*continuous|^A .*nominal|^A .*embedded"):
+            ops.distances(m, rows)
+        with pytest.raises(ValueError, match="^B "):
+            ops.distances(m, own, rows)
+        with pytest.raises(ValueError, match="^B "):
+            ops.distances(m, own, ops.prepare(rows))
+        with pytest.raises(ValueError, match="^A "):
+            ops.nearest(m, rows, own, 1)
+        with pytest.raises(ValueError, match="^B "):
+            ops.nearest(m, own, ops.prepare(rows), 1)
+    # rows whose arrays disagree with their own count
+    bad = m.encode(X.iloc[:4])
+    bad.n = 5
+    with pytest.raises(ValueError, match="^A .*5 rows"):
+        ops.distances(m, bad)
+
+
+def test_bad_arguments_name_themselves():
+    m, X = fitted()
+    A = m.encode(X.iloc[:5])
+    B = m.encode(X.iloc[:3])
+    with pytest.raises(TypeError, match="^out must be a numpy array"):
+        ops.distances(m, A, B, out=[[0.0] * 3] * 5)
+    with pytest.raises(ValueError, match="^out must have dtype float64"):
+        ops.distances(m, A, B, out=np.zeros((5, 3), np.float32))
+    for threads in ("a", 1.5, True, None):
+        with pytest.raises(TypeError, match="^threads must be an int"):
+            ops.distances(m, A, B, threads=threads)
+        with pytest.raises(TypeError, match="^threads must be an int"):
+            ops.nearest(m, A, B, 1, threads=threads)
+    for threads in (0, -1):
+        with pytest.raises(ValueError, match="^threads must be >= 1"):
+            ops.distances(m, A, B, threads=threads)
+        with pytest.raises(ValueError, match="^threads must be >= 1"):
+            ops.nearest(m, A, B, 1, threads=threads)
+    assert ops.distances(m, A, B, threads=np.int64(2)).shape == (5, 3)
+    for k in (2.5, True, "2", None):
+        with pytest.raises(TypeError, match="^k must be an int"):
+            ops.nearest(m, A, B, k)
+    with pytest.raises(ValueError, match="^k must be >= 1"):
+        ops.nearest(m, A, B, 0)
+    with pytest.raises(ValueError, match="k = 4 is larger"):
+        ops.nearest(m, A, B, 4)
+    with pytest.raises(ValueError, match="exclude_self.*A has 5 rows and B 3"):
+        ops.nearest(m, A, B, 1, exclude_self=True)
+    with pytest.raises(ValueError, match="k = 5 is larger"):
+        ops.nearest(m, A, A, 5, exclude_self=True)
