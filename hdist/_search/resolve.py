@@ -1,6 +1,8 @@
 """One way to name a metric: :func:`resolve_metric` turns what a user passes as
 ``metric`` (and ``metric_params``) into a :class:`~hdist.Metric`, for the estimators, the
 index and the faces alike."""
+import numpy as np
+
 from .metric import METRICS, Metric
 
 __all__ = ["resolve_metric"]
@@ -46,8 +48,8 @@ def resolve_metric(metric, metric_params=None, *, what="metric", defaults=None,
     Raises
     ------
     TypeError
-        ``metric`` is neither a string nor a Metric, ``metric_params`` is not a dict, or a
-        parameter is not one the preset takes.
+        ``metric`` is neither a string nor a Metric, ``metric_params`` is not a dict,
+        ``refit`` is not a bool, or a parameter is not one the preset takes.
     ValueError
         The name is not a preset, a parameter value is refused by the Metric, or
         ``metric_params`` is given with a fitted Metric (and ``refit`` is false).
@@ -70,6 +72,8 @@ def resolve_metric(metric, metric_params=None, *, what="metric", defaults=None,
     name_of = "metric" if what is None else what
     if defaults is not None and not isinstance(defaults, dict):
         raise TypeError("defaults must be a dict or None, got %r" % (defaults,))
+    if not isinstance(refit, (bool, np.bool_)):
+        raise TypeError("refit must be a bool, got %r" % (refit,))
     if isinstance(metric, Metric):
         if hasattr(metric, "plan_") and not refit:
             if metric_params:

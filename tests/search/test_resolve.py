@@ -107,3 +107,10 @@ def test_the_index_resolves_its_metric_by_the_same_precedence():
     with pytest.raises(ValueError) as got:
         hdist.NeighborsIndex("nope").fit(X)
     assert str(got.value).startswith("unknown metric 'nope'")
+
+
+@pytest.mark.parametrize("refit", ["yes", 1, None, 0.0])
+def test_refit_must_be_a_bool(refit):
+    with pytest.raises(TypeError, match="^refit must be a bool, got"):
+        resolve_metric("heom", refit=refit)
+    assert resolve_metric("heom", refit=np.bool_(True)).name == "heom"
