@@ -856,10 +856,10 @@ class CudaSearcher(Searcher):
                      dict(stats, device=self.dev.name,
                           kernel_seconds=self.dev.kernel_seconds()))
 
-    def pairwise(self, queries, out=None):
+    def pairwise(self, queries, out=None, reduced=False):
         """The true distances of every query row to every reference row, ``[n_q, n]``
         (the CPU's ``pairwise`` bit for bit): reduced distances on the device, finished on
-        the host."""
+        the host; ``reduced=True``: the reduced distances ``Σ w d^p`` themselves."""
         self._ensure()
         n = self._d["n"]
         nq = queries.n
@@ -882,6 +882,9 @@ class CudaSearcher(Searcher):
         def finish(handle):
             q0, q1, dm = handle
             S = self.dev.get(dm)
+            if reduced:
+                out[q0:q1] = S
+                return
             J = np.broadcast_to(np.arange(n, dtype=np.int64), S.shape)
             out[q0:q1] = self._true(queries, np.arange(q0, q1), S, J)
 

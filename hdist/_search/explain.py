@@ -48,7 +48,7 @@ def _dict_row(d, schema):
 def explain_pair(metric, x, y):
     """The :class:`Explanation` of ``d(x, y)`` under the fitted ``metric``, for two single
     rows (:meth:`hdist.Metric.explain`, which documents it)."""
-    metric._check_fitted()
+    metric.check_fitted()
     unseen = [dict() for _ in metric.schema_.nominal_names]
     rx, ry = _one_row(x, metric.schema_), _one_row(y, metric.schema_)
     A = metric.encode(rx, unseen, "x")

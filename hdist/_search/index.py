@@ -36,7 +36,7 @@ from .choice import (AUTO_BREAK_EVEN, AUTO_MIN_ROWS, AUTO_PILOT_QUERIES,  # noqa
                      AUTO_SURE_DIMS, auto_algorithm, auto_choice)
 from .metric import Metric
 from .resolve import resolve_metric
-from .rowindex import RowIndex, search_record
+from .rowindex import RowIndex, device_algorithm, search_record
 from .searchers import SEARCHERS, InvertedLists, balanced_depth
 from .triangle import ball_tree_refusal  # noqa: F401  (re-exported)
 
@@ -125,6 +125,13 @@ class NeighborsIndex(RowIndex):
         0.95 when neither it nor ``n_probe`` is given.
     random_state : int, default 0
         ``"ivf"``: seed of the sample, the first centres and the calibration rows.
+    device : {"cpu", "cuda"}, default "cpu"
+        Where the searches run.  ``"cuda"``: on a CUDA GPU by brute force (the
+        ``"cuda"`` searcher, :class:`hdist._search.cuda.CudaSearcher`: the rows are
+        uploaded once by :meth:`fit`, the results are the CPU's bit for bit;
+        docs/guide/gpu.md), with ``algorithm`` ``"auto"`` or ``"brute"`` (another
+        algorithm is a ValueError).  Without CuPy or a GPU, :meth:`fit` raises
+        :class:`hdist.neighbors.CudaUnavailableError` naming what is missing.
 
     Attributes
     ----------
@@ -177,9 +184,11 @@ class NeighborsIndex(RowIndex):
     """
 
     def __init__(self, metric="heom", algorithm="auto", leaf_size=32, metric_params=None,
-                 n_lists=None, n_probe=None, target_recall=None, random_state=0):
+                 n_lists=None, n_probe=None, target_recall=None, random_state=0, *,
+                 device="cpu"):
         if algorithm not in algorithms():
             raise ValueError("algorithm must be one of %s, got %r" % (algorithms(), algorithm))
+        device_algorithm(algorithm, device)
         if isinstance(leaf_size, bool) or not isinstance(leaf_size, numbers.Integral):
             raise TypeError("leaf_size must be an int, got %r" % (leaf_size,))
         if not 1 <= leaf_size <= sys.maxsize:
@@ -200,7 +209,7 @@ class NeighborsIndex(RowIndex):
                     raise ValueError("%s is only used with algorithm='ivf'" % name)
         if isinstance(random_state, bool) or not isinstance(random_state, numbers.Integral):
             raise TypeError("random_state must be an int, got %r" % (random_state,))
-        super().__init__(algorithm, leaf_size)
+        super().__init__(algorithm, leaf_size, device)
         self.metric = metric
         self.metric_params = metric_params
         self.n_lists = None if n_lists is None else int(n_lists)
@@ -212,8 +221,9 @@ class NeighborsIndex(RowIndex):
         if self.algorithm == "ivf":
             return "NeighborsIndex(%r, algorithm='ivf', n_lists=%r, n_probe=%r)" % (
                 self.metric, self.n_lists, self.n_probe)
-        return "NeighborsIndex(%r, algorithm=%r, leaf_size=%d)" % (
-            self.metric, self.algorithm, self.leaf_size)
+        on = "" if self.device == "cpu" else ", device=%r" % (self.device,)
+        return "NeighborsIndex(%r, algorithm=%r, leaf_size=%d%s)" % (
+            self.metric, self.algorithm, self.leaf_size, on)
 
     def _searcher_params(self):
         if self.algorithm != "ivf":
@@ -513,11 +523,14 @@ def check_algorithm_params(algorithm, params):
     return dict(params)
 
 
-def make_index(metric, algorithm="auto", leaf_size=30, algorithm_params=None):
+def make_index(metric, algorithm="auto", leaf_size=30, algorithm_params=None, device="cpu"):
     """An unfitted :class:`NeighborsIndex` over ``metric`` (the estimators' and the
     command line's).  ``algorithm_params``: its ``"ivf"`` parameters (``n_lists``,
-    ``n_probe``, ``target_recall``, ``random_state``)."""
+    ``n_probe``, ``target_recall``, ``random_state``); ``device``: ``"cpu"`` or
+    ``"cuda"`` (:data:`hdist._search.rowindex.DEVICES`)."""
     if algorithm not in algorithms():
         raise ValueError("algorithm must be one of %s, got %r" % (algorithms(), algorithm))
+    device_algorithm(algorithm, device)
     params = check_algorithm_params(algorithm, algorithm_params)
-    return NeighborsIndex(metric, algorithm=algorithm, leaf_size=leaf_size, **params)
+    return NeighborsIndex(metric, algorithm=algorithm, leaf_size=leaf_size, device=device,
+                          **params)

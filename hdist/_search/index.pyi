@@ -35,6 +35,7 @@ class NeighborsIndex(RowIndex):
     n_probe: int | None
     target_recall: float | None
     random_state: int
+    device: str
     metric_: Metric
     algorithm_: str
     n_distance_evaluations_: IntpArray
@@ -43,7 +44,8 @@ class NeighborsIndex(RowIndex):
                  algorithm: str = "auto",
                  leaf_size: int = 32, metric_params: dict[str, Any] | None = None,
                  n_lists: int | None = None, n_probe: int | None = None,
-                 target_recall: float | None = None, random_state: int = 0) -> None: ...
+                 target_recall: float | None = None, random_state: int = 0, *,
+                 device: Literal["cpu", "cuda"] = "cpu") -> None: ...
     def fit(self, X: Table | None = None, y: Any = None, sample_weight: Any = None, *,
             progress: Progress = None) -> NeighborsIndex: ...
     @property
@@ -96,4 +98,5 @@ class NeighborsIndex(RowIndex):
 def check_algorithm_params(algorithm: str,
                            params: dict[str, Any] | None) -> dict[str, Any]: ...
 def make_index(metric: str | Metric, algorithm: str = "auto", leaf_size: int = 30,
-               algorithm_params: dict[str, Any] | None = None) -> NeighborsIndex: ...
+               algorithm_params: dict[str, Any] | None = None,
+               device: str = "cpu") -> NeighborsIndex: ...

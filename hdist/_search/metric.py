@@ -36,6 +36,8 @@ from .fitted import FitState, _check_empty_columns, _kept_labels
 from .operations import distances, prepare
 from .memory import (PAIRWISE_REMEDY, check_result_size, memory_limit,  # noqa: F401
                      nbytes_text, out_of_memory)
+from .rowindex import RowIndex, device_algorithm
+from .searchers import LEAF_SIZE, SEARCHERS
 from .params import POLICIES, is_mi  # noqa: F401  (re-exported)
 from .scoring import balanced_accuracy  # noqa: F401  (re-exported)
 
@@ -414,8 +416,6 @@ class Metric:
             raise NotFittedError("this %s metric is not fitted yet; call fit(X, y) first"
                                  % self.name) from None
 
-    _check_fitted = check_fitted
-
     def without_training_rows(self):
         """A copy of this fitted metric without its training rows.
 
@@ -449,13 +449,17 @@ class Metric:
             cont, nom = self.schema_.encode(X, unseen=unseen, what=what)
             return self.plan_.encode(cont, nom)
 
-    def pairwise(self, X, Y=None, *, out=None, n_jobs=None, reduced=False, progress=None):
+    def pairwise(self, X, Y=None, *, out=None, n_jobs=None, reduced=False, progress=None,
+                 device="cpu"):
         """Distance matrix ``D[i, j] = d(X_i, Y_j)`` (``Y=None``: X against itself, each
         pair computed once).  Returns true distances, or the reduced distance
         ``Σ w d^p`` (no root, no mean) when ``reduced=True``.  ``progress`` as for
         :meth:`kneighbors` (rows of ``X``; with ``Y=None`` the symmetric matrix is then
-        computed by blocks of rows, each pair still once)."""
+        computed by blocks of rows, each pair still once).  ``device``: ``"cpu"``, or
+        ``"cuda"`` to compute the matrix on a CUDA GPU (the rows of ``Y`` uploaded, those
+        of ``X`` streamed; the CPU's matrix bit for bit, docs/guide/gpu.md)."""
         self.check_fitted()
+        on_device = device_algorithm("auto", device) != "auto"
         threads = effective_n_jobs(n_jobs)
         unseen = [dict() for _ in self.schema_.nominal_names]
         A = self.encode(X, unseen, "X")
@@ -470,6 +474,8 @@ class Metric:
         else:
             _check_out(out, shape)
         report = _progress.reporter(progress, A.n, "pairwise")
+        if on_device:
+            return self._pairwise_on(device, A, B, Y is None, out, reduced, report)
         if report is None:
             return distances(self, A, None if Y is None else B, out=out, threads=threads,
                              reduced=reduced)
@@ -486,6 +492,45 @@ class Metric:
                 distances(self, part, pB, out=out[a:b], threads=threads, reduced=reduced)
         return out
 
+    def _pairwise_on(self, device, A, B, symmetric, out, reduced, report):
+        """``pairwise`` on ``device`` (not the CPU): ``B`` uploaded to the device's
+        searcher, ``A`` streamed (by blocks of rows when ``report``); with ``symmetric``
+        (``B`` is ``A``) the lower triangle is the upper one's mirror, as the CPU's
+        symmetric matrix is."""
+        cls = SEARCHERS[device_algorithm("auto", device)]
+        reason = cls.refusal(self.plan_, B, self.schema_.names_)
+        if reason is not None:
+            raise ValueError("device=%r cannot compute this metric exactly: %s"
+                             % (device, reason))
+        searcher = cls(self.plan_, B)
+        searcher.build()
+        if report is None:
+            searcher.pairwise(A, out=out, reduced=reduced)
+        else:
+            for a, b in _progress.blocks(A.n, report):
+                searcher.pairwise(A.take(np.arange(a, b)), out=out[a:b], reduced=reduced)
+        if symmetric:
+            for i in range(1, A.n):
+                out[i, :i] = out[:i, i]
+        return out
+
+    def _search_index(self, device):
+        """The index over the training rows that the searches on ``device`` run on: the
+        fitted state's own for the CPU; for another device one over that device's
+        searcher, made once per fit (its rows uploaded once) and kept with the fit."""
+        state = self._fitted()
+        if device_algorithm("auto", device) == "auto":
+            return state._search_index()
+        with state.lock:
+            indexes = state.__dict__.setdefault("_device_indexes", {})
+            index = indexes.get(device)
+            if index is None:
+                index = RowIndex("auto", LEAF_SIZE, device)
+                index._index_rows(state.plan, state.train, self.schema_.names_,
+                                  crows=state.crows())
+                indexes[device] = index
+        return index
+
     def _queries(self, Q):
         if Q is None:
             return self.train_
@@ -493,7 +538,7 @@ class Metric:
         return self.encode(Q, None if unseen is None else [dict(d) for d in unseen], "Q")
 
     def kneighbors(self, Q=None, k=5, *, exclude_self=False, return_distance=True,
-                   n_jobs=None, progress=None):
+                   n_jobs=None, progress=None, device="cpu"):
         """The ``k`` nearest training rows of each row of ``Q`` (``None``: the training
         rows), sorted by true distance, ties broken by the smaller training index.
 
@@ -509,11 +554,14 @@ class Metric:
         queries, and a final ``(total, total)`` (docs/guide/threads.md, "Progress").  Afterwards
         ``search_`` says which search ran and why, and ``search_["phases"]`` the call's
         seconds per phase (:func:`hdist._search.rowindex.search_record`;
-        docs/guide/threads.md)."""
-        d, i = self._kneighbors(Q, k, exclude_self, n_jobs, progress)
+        docs/guide/threads.md).  ``device``: ``"cpu"``, or ``"cuda"`` to search on a CUDA
+        GPU by brute force (the training rows uploaded once per fit; the CPU's results bit
+        for bit, docs/guide/gpu.md)."""
+        d, i = self._kneighbors(Q, k, exclude_self, n_jobs, progress, device=device)
         return (d, i) if return_distance else i
 
-    def _kneighbors(self, Q, k, exclude_self=False, n_jobs=None, progress=None, ties=False):
+    def _kneighbors(self, Q, k, exclude_self=False, n_jobs=None, progress=None, ties=False,
+                    device="cpu"):
         """``kneighbors``'s ``(dist, ind)``; with ``ties=True`` each list also holds, after
         its k-th place, every other training row at the k-th distance (in index order, at
         that distance; shorter lists padded with ``inf`` and index 0), found by the same
@@ -523,35 +571,37 @@ class Metric:
         does not fit.  ``ties`` a :class:`hdist._search.votes.TieTally`: the lists are
         the k nearest and the tally counts the tied rows beyond them (the votes of
         ``ties="include"``, memory independent of the ties).  The phases of the call are
-        timed into ``search_["phases"]``."""
+        timed into ``search_["phases"]``.  ``device`` as for :meth:`kneighbors`."""
         with _progress.timed_call() as phases:
-            out = self._kneighbors_timed(Q, k, exclude_self, n_jobs, progress, ties)
+            out = self._kneighbors_timed(Q, k, exclude_self, n_jobs, progress, ties, device)
         self.search_["phases"] = phases
         return out
 
-    def _kneighbors_timed(self, Q, k, exclude_self, n_jobs, progress, ties):
+    def _kneighbors_timed(self, Q, k, exclude_self, n_jobs, progress, ties, device="cpu"):
         self.check_fitted()
+        device_algorithm("auto", device)
         rows = self._queries(Q)
         k = check_k(k, self.n_train_ - (1 if exclude_self else 0))
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries (%d rows),"
                              " got %d" % (self.n_train_, rows.n))
-        index = self._fitted()._search_index()
+        index = self._search_index(device)
         d, i, _, self.search_ = index._search_knn(rows, k, bool(exclude_self),
                                                   effective_n_jobs(n_jobs), progress, ties)
         return d, i
 
     def radius_neighbors(self, Q=None, r=1.0, *, exclude_self=False, return_distance=True,
-                         n_jobs=None, progress=None):
+                         n_jobs=None, progress=None, device="cpu"):
         """Training rows within distance ``r`` (inclusive) of each query row, sorted by
         (distance, index).  Returns object arrays of arrays, like scikit-learn.
-        ``progress`` as for :meth:`kneighbors`."""
+        ``progress`` and ``device`` as for :meth:`kneighbors`."""
         self.check_fitted()
+        device_algorithm("auto", device)
         r = check_number("r", r, lo=0.0, lo_open=False, allow_inf=True)
         rows = self._queries(Q)
         if exclude_self and rows.n != self.n_train_:
             raise ValueError("exclude_self=True needs the training rows as queries")
-        index = self._fitted()._search_index()
+        index = self._search_index(device)
         dl, il, _, self.search_ = index._search_radius(rows, r, bool(exclude_self),
                                                        effective_n_jobs(n_jobs), progress)
         D = np.empty(len(dl), dtype=object)

@@ -17,10 +17,38 @@ import numpy as np
 
 from .._core import progress as _progress
 from . import choice as _choice
+from . import cuda as _cuda  # noqa: F401  (registers the "cuda" searcher; imports no CuPy)
 from .checks import _tallies
 from .choice import AUTO_MIN_ROWS, Probe, auto_choice, k_rule, needs_pilot
 from .memory import knn_guard, radius_guard
 from .searchers import LEAF_SIZE, SEARCHERS, BruteForce, KDTree
+
+#: ``device=`` value -> the searcher that searches on it (None: the one ``algorithm``
+#: names); a device other than the CPU searches by brute force
+DEVICES = {"cpu": None, "cuda": "cuda"}
+
+
+def device_algorithm(algorithm, device):
+    """The searcher ``algorithm`` names on ``device``: ``algorithm`` itself on the CPU;
+    on another device (:data:`DEVICES`) that device's searcher, which ``algorithm`` must
+    allow (``"auto"``, ``"brute"`` or the searcher's own name).
+
+    Raises
+    ------
+    ValueError
+        ``device`` is not a key of :data:`DEVICES`, or ``algorithm`` names another
+        search structure than brute force with a device other than the CPU.
+    """
+    if not isinstance(device, str) or device not in DEVICES:
+        raise ValueError("device must be one of %s, got %r" % (tuple(DEVICES), device))
+    name = DEVICES[device]
+    if name is None:
+        return algorithm
+    if algorithm not in ("auto", "brute", name):
+        raise ValueError("device=%r searches by brute force on the device: algorithm must "
+                         "be 'auto' or 'brute' with it, got algorithm=%r"
+                         % (device, algorithm))
+    return name
 
 
 def search_record(algo, why, threads, found=None):
@@ -60,6 +88,9 @@ class RowIndex:
         ``"auto"`` or a key of :data:`hdist._search.searchers.SEARCHERS`.
     leaf_size : int, default 32
         Rows per leaf of the tree searchers.
+    device : {"cpu", "cuda"}, default "cpu"
+        Where the searches run: ``"cuda"`` is the ``"cuda"`` searcher
+        (:func:`device_algorithm`), chosen here once.
 
     Attributes
     ----------
@@ -67,8 +98,10 @@ class RowIndex:
         The algorithm in use.
     """
 
-    def __init__(self, algorithm="auto", leaf_size=LEAF_SIZE):
+    def __init__(self, algorithm="auto", leaf_size=LEAF_SIZE, device="cpu"):
+        self._asked = device_algorithm(algorithm, device)
         self.algorithm = algorithm
+        self.device = device
         self.leaf_size = int(leaf_size)
 
     def _searcher_params(self):
@@ -89,7 +122,7 @@ class RowIndex:
         self._decision = None
         self._searched = 0
         self._k_choices = {}
-        if defer and self.algorithm == "auto":
+        if defer and self._asked == "auto":
             self._searcher, self.algorithm_, self._why = self._brute, "brute", ""
             return
         self._build(self._choose(progress), progress)
@@ -97,18 +130,21 @@ class RowIndex:
     def _choose(self, progress=None):
         """The algorithm to build, with its reason in ``_why``."""
         plan, rows = self._plan, self._rows
-        if self.algorithm == "auto":
+        if self._asked == "auto":
             self._auto_n = rows.n
             self._probe = None
             algo, self._why = auto_choice(plan, rows.n, self._pilot, self._race)
             self._probe = None
             self._k_choices = {}
             return algo
-        reason = SEARCHERS[self.algorithm].refusal(plan, rows, self._names)
+        asked = self._asked
+        what = "algorithm=%r" % asked if asked == self.algorithm else "device=%r" % (
+            self.device,)
+        reason = SEARCHERS[asked].refusal(plan, rows, self._names)
         if reason is not None:
-            raise ValueError("algorithm=%r is not exact here: %s" % (self.algorithm, reason))
-        self._why = "algorithm=%r was asked for" % self.algorithm
-        return self.algorithm
+            raise ValueError("%s is not exact here: %s" % (what, reason))
+        self._why = "%s was asked for" % what
+        return asked
 
     def _pilot(self):
         """Mean distance evaluations of KD-tree queries for a few indexed rows, on a tree
@@ -128,7 +164,7 @@ class RowIndex:
         if algo == self._brute.name:
             searcher = self._brute
         else:
-            params = self._searcher_params() if algo == self.algorithm else {}
+            params = self._searcher_params() if algo == self._asked else {}
             searcher = SEARCHERS[algo](self._plan, self._rows, leaf_size=self.leaf_size,
                                        crows=self._brute.crows(), **params)
         searcher.build(progress)
@@ -174,7 +210,7 @@ class RowIndex:
         """The decision for a k-NN search of ``k`` neighbors: as made, except that
         ``"auto"`` decides a k larger than its pilot's at that k
         (:func:`hdist._search.choice.k_rule`: brute force for k near the rows)."""
-        if self.algorithm != "auto" or algo == self._brute.name:
+        if self._asked != "auto" or algo == self._brute.name:
             return searcher, algo, why
         rule = k_rule(self._plan, self._rows, self._brute.crows(), k,
                       lambda q, kk: self._brute.knn(q, kk, 1), self._k_choices)
@@ -194,7 +230,7 @@ class RowIndex:
         rows = self._rows.concat(new)
         self._rows = rows
         self._brute.insert(rows, new, n_old)
-        if self.algorithm == "auto" and (rows.n >= 2 * self._auto_n or (
+        if self._asked == "auto" and (rows.n >= 2 * self._auto_n or (
                 self._auto_n < AUTO_MIN_ROWS <= rows.n)):
             self._build(self._choose())
         elif searcher is not self._brute:
