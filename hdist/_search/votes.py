@@ -195,15 +195,18 @@ class TieTally:
     def add_lists(self, dist, ind, k):
         """Tally lists that hold the rows tied with the k-th after the k nearest
         (``dist``, ``ind`` ``[n, width]``, ``inf`` past them), for a search without the
-        compiled tally (:mod:`hdist.dask`'s)."""
-        extra = np.isfinite(dist[:, k:]).astype(np.float64)
+        compiled tally (:mod:`hdist.dask`'s, ``with_search``'s, the GPU's).  The rows
+        are tallied as the compiled tally tallies them (``hdist._kernels.TieLists``), so
+        the result has its bits: classes counted, targets summed in list order by
+        Knuth's TwoSum (``plan.pxd``'s ``two_sum_add``: the rounded sum and its error,
+        added at the end)."""
+        listed = np.isfinite(dist[:, k:])
         rows = ind[:, k:]
         if self.codes is not None:
-            acc = class_votes(self.codes[rows], extra, self.n_classes)
+            acc = class_votes(self.codes[rows], listed.astype(np.float64), self.n_classes)
         else:
-            v = self.values.reshape(len(self.values), -1)
-            acc = np.einsum("nk,nkt->nt", extra, v[rows])
-        self._lists.append((extra.sum(axis=1).astype(np.int64), acc))
+            acc = _two_sum_rows(self.values.reshape(len(self.values), -1), rows, listed)
+        self._lists.append((listed.sum(axis=1).astype(np.int64), acc))
 
     def result(self, n):
         """``(count, acc)`` of the search's ``n`` query rows: ``count`` ``[n]`` the tied
@@ -218,6 +221,27 @@ class TieTally:
             raise RuntimeError("the search tallied %d query rows, expected %d"
                                % (len(count), n))
         return count, acc
+
+
+def _two_sum_rows(v, rows, listed):
+    """``[n, t]``: per query, the sum of the targets ``v[rows[q, c]]`` of its ``listed``
+    columns, added column by column as ``plan.pxd``'s ``two_sum_add`` adds them (``hi``
+    the rounded sum, ``lo`` the accumulated errors of Knuth's TwoSum), then ``hi + lo``
+    as ``TieLists.tally`` rounds it."""
+    n, m = rows.shape[0], v.shape[1]
+    hi, lo = np.zeros((n, m)), np.zeros((n, m))
+    for c in range(rows.shape[1]):
+        on = listed[:, c]
+        q = np.flatnonzero(on)
+        if not len(q):
+            continue
+        x = v[rows[q, c]]
+        a = hi[q]
+        s = a + x
+        bb = s - a
+        lo[q] += (a - (s - bb)) + (x - bb)
+        hi[q] = s
+    return hi + lo
 
 
 def tally_votes(dist, ind, codes, tally, k, weights, n_classes):

@@ -32,10 +32,7 @@ def test_the_same_predictions_through_the_estimators_own_search(ties, weighted, 
             calls.append(k)
             return est.kneighbors(Xq, k)
         return run
-    # ties="include": the rows tied beyond k are summed from the widened lists instead of
-    # inside the search, so the sums may differ in their last bit
-    same = np.testing.assert_array_equal if ties == "index" else \
-        (lambda a, b: np.testing.assert_allclose(a, b, rtol=1e-13, atol=1e-15))
+    same = np.testing.assert_array_equal
     clf = KNeighborsClassifier(4, ties=ties, weights=weights).fit(X, y, sample_weight=sw)
     via = clf.with_search(search(clf))
     assert via is not clf and clf._search is None
@@ -45,6 +42,24 @@ def test_the_same_predictions_through_the_estimators_own_search(ties, weighted, 
     same(reg.with_search(search(reg)).predict(Q), reg.predict(Q))
     if ties == "include":
         assert max(calls) > 4          # the tied rows widened the search
+
+
+@pytest.mark.parametrize("weights", ["uniform", "distance"])
+@pytest.mark.parametrize("outputs", [1, 3])
+def test_tied_targets_are_summed_with_the_searchs_own_bits(weights, outputs):
+    """ties="include": the targets of the rows tied beyond k that with_search sums from
+    the widened lists are summed as the compiled tally sums them, so real-valued targets
+    give the estimator's own predictions bit for bit."""
+    rng = np.random.default_rng(7)
+    n = 200
+    X = pd.DataFrame({"a": rng.integers(0, 3, n) * 0.5 + 0.25,
+                      "b": rng.choice(["x", "y"], n)})
+    y = rng.normal(size=(n, outputs)) * np.array([1.0, 1e-3, 1e5][:outputs])
+    y = y[:, 0] if outputs == 1 else y
+    Q = pd.DataFrame({"a": [0.25, 0.75, 1.25, 0.5], "b": ["x", "y", "y", "x"]})
+    reg = KNeighborsRegressor(3, ties="include", weights=weights).fit(X, y)
+    via = reg.with_search(lambda Xq, k: reg.kneighbors(Xq, k))
+    np.testing.assert_array_equal(via.predict(Q), reg.predict(Q))
 
 
 def test_bad_search_and_unfitted():
