@@ -99,11 +99,12 @@ def _widened_search(search, X, k, ties, n_ref):
     rows past those ties blanked (distance ``inf``, index 0); a tally
     (:class:`~hdist._search.votes.TieTally`) gets the rows past k and the lists are cut
     to k."""
-    dist, ind = search(X, k)
+    n = n_ref if X is None else _query_count(X)
+    dist, ind = _checked_search(search, X, k, n, n_ref)
     width = k
     while ties and width < n_ref and (dist[:, -1] == dist[:, k - 1]).any():
         width = min(n_ref, 2 * width)
-        dist, ind = search(X, width)
+        dist, ind = _checked_search(search, X, width, n, n_ref)
     if width > k:
         past = dist > dist[:, k - 1:k]
         dist = np.where(past, np.inf, dist)
@@ -112,6 +113,43 @@ def _widened_search(search, X, k, ties, n_ref):
         ties.add_lists(dist, ind, k)
         return dist[:, :k], ind[:, :k]
     return dist, ind
+
+
+def _query_count(X):
+    """The number of query rows of ``X`` as ``predict`` takes it (any table)."""
+    shape = getattr(X, "shape", None)
+    return int(shape[0]) if shape is not None and len(shape) else len(X)
+
+
+def _checked_search(search, X, width, n, n_ref):
+    """``search(X, width)``'s ``(dist, ind)`` as arrays, refused with an error naming
+    ``search`` and what it returned unless they are ``[n, width]`` real distances (no
+    NaN) and integer positions in ``[0, n_ref)``."""
+    got = search(X, width)
+    if not isinstance(got, (tuple, list)) or len(got) != 2:
+        raise TypeError("search must return a pair (dist, ind), got %s"
+                        % ("a %s of %d" % (type(got).__name__, len(got))
+                           if isinstance(got, (tuple, list)) else repr(got)[:80]))
+    dist, ind = np.asarray(got[0]), np.asarray(got[1])
+    for name, a in (("dist", dist), ("ind", ind)):
+        if a.shape != (n, width):
+            raise ValueError("search returned %s of shape %s for %d query rows and k = %d;"
+                             " it must be (%d, %d)" % (name, a.shape, n, width, n, width))
+    if dist.dtype.kind not in "fiu":
+        raise TypeError("search returned dist of dtype %s; distances are real numbers"
+                        % dist.dtype)
+    if ind.dtype.kind not in "iu":
+        raise TypeError("search returned ind of dtype %s; training positions are integers"
+                        % ind.dtype)
+    dist = np.asarray(dist, dtype=np.float64)
+    if np.isnan(dist).any():
+        raise ValueError("search returned NaN distances")
+    if ind.size:
+        lo, hi = ind.min(), ind.max()
+        if lo < 0 or hi >= n_ref:
+            raise ValueError("search returned training positions outside [0, %d): %d"
+                             % (n_ref, lo if lo < 0 else hi))
+    return dist, np.asarray(ind, dtype=np.intp)
 
 
 def _check_table(X, what="X"):
@@ -411,6 +449,11 @@ class _SupervisedBase(_NeighborsBase):
             ``search`` is not callable.
         sklearn.exceptions.NotFittedError
             The estimator is not fitted.
+
+        A query of the copy raises a ValueError or TypeError naming ``search`` when
+        what it returns is not such a pair: arrays of another shape, distances that
+        are not real numbers or NaN, positions that are not integers or lie outside the
+        training rows.
         """
         if not callable(search):
             raise TypeError("search must be a callable search(X, k) -> (dist, ind), got %r"

@@ -68,3 +68,37 @@ def test_bad_search_and_unfitted():
         KNeighborsClassifier(3).fit(X, y).with_search(None)
     with pytest.raises(NotFittedError):
         KNeighborsClassifier(3).with_search(lambda X, k: None)
+
+
+def _answer(dist, ind):
+    return lambda Xq, k: (dist(len(Xq), k), ind(len(Xq), k))
+
+
+@pytest.mark.parametrize("ties", ["index", "include"])
+@pytest.mark.parametrize("search, error, match", [
+    (lambda Xq, k: None, TypeError, r"search must return a pair \(dist, ind\), got None"),
+    (lambda Xq, k: (np.zeros((len(Xq), k)),), TypeError,
+     r"search must return a pair \(dist, ind\), got a tuple of 1"),
+    (_answer(lambda n, k: np.zeros((2, k)), lambda n, k: np.zeros((2, k), int)),
+     ValueError, r"search returned dist of shape \(2, 3\) for 30 query rows and k = 3"),
+    (_answer(lambda n, k: np.zeros((n, 1)), lambda n, k: np.zeros((n, 1), int)),
+     ValueError, r"search returned dist of shape \(30, 1\) for 30 query rows and k = 3"),
+    (_answer(lambda n, k: np.zeros((n, k)), lambda n, k: np.zeros((n, k + 1), int)),
+     ValueError, r"search returned ind of shape \(30, 4\) for 30 query rows and k = 3"),
+    (_answer(lambda n, k: np.zeros((n, k)), lambda n, k: np.zeros((n, k)) + 0.5),
+     TypeError, "search returned ind of dtype float64; training positions are integers"),
+    (_answer(lambda n, k: np.full((n, k), "a"), lambda n, k: np.zeros((n, k), int)),
+     TypeError, "search returned dist of dtype <U1; distances are real numbers"),
+    (_answer(lambda n, k: np.full((n, k), np.nan), lambda n, k: np.zeros((n, k), int)),
+     ValueError, "search returned NaN distances"),
+    (_answer(lambda n, k: np.zeros((n, k)), lambda n, k: np.full((n, k), 120)),
+     ValueError, r"search returned training positions outside \[0, 120\): 120"),
+    (_answer(lambda n, k: np.zeros((n, k)), lambda n, k: np.full((n, k), -1)),
+     ValueError, r"search returned training positions outside \[0, 120\): -1"),
+])
+def test_what_search_returns_is_checked(ties, search, error, match):
+    X, y, Q = data()
+    for est in (KNeighborsClassifier(3, ties=ties).fit(X, y),
+                KNeighborsRegressor(3, ties=ties).fit(X, y.astype(float))):
+        with pytest.raises(error, match=match):
+            est.with_search(search).predict(Q)
