@@ -466,7 +466,7 @@ class NeighborsIndex(RowIndex):
             rows, self_ids = self._query_rows(Q, False), None
             avail, what = n, "the %d indexed rows" % n
         k = min(asked, avail)
-        d_ex, _ = searcher.exact(rows, k, threads, self_ids)
+        d_ex, _ = searcher.exact_knn(rows, k, threads, self_ids)
         found = searcher.knn(rows, k, threads, self_ids=self_ids, n_probe=p)
         self.n_distance_evaluations_ = found.evaluations
         self.search_ = search_record(self.algorithm_, self._why, threads, found)

@@ -497,7 +497,7 @@ class InvertedLists(Searcher):
                                               threads)
         return self._found(dl, il, scanned, probed, self.n_probe)
 
-    def exact(self, queries, k, threads, self_ids=None):
+    def exact_knn(self, queries, k, threads, self_ids=None):
         """Exact k-NN of ``queries`` (every list scanned: brute force bit for bit),
         ``(dist, ind)``; ``self_ids`` as for :meth:`knn`."""
         return _ivf.exact_excluding(self, queries, self_ids, k, threads)
