@@ -29,6 +29,7 @@ __all__ += ["discretize", "entropy", "mutual_information", "NeighborsIndex"]
 _LAZY = {
     "KNeighborsClassifier": "neighbors", "KNeighborsRegressor": "neighbors",
     "NearestNeighbors": "neighbors", "KNeighborsTransformer": "neighbors",
+    "CudaUnavailableError": "neighbors",
     "load_dataset": "datasets", "list_datasets": "datasets",
 }
 _LAZY_MODULES = ("neighbors", "datasets", "dask", "plot", "cli")

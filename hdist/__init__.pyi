@@ -27,6 +27,7 @@ from .metrics import METRICS as METRICS
 from .metrics import Explanation as Explanation
 from .metrics import Metric as Metric
 from .metrics import get_metric as get_metric
+from .neighbors import CudaUnavailableError as CudaUnavailableError
 from .neighbors import KNeighborsClassifier as KNeighborsClassifier
 from .neighbors import KNeighborsRegressor as KNeighborsRegressor
 from .neighbors import KNeighborsTransformer as KNeighborsTransformer

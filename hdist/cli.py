@@ -42,6 +42,7 @@ import numpy as np
 
 from ._search import votes as _knn
 from ._search.index import make_index
+from ._search.cuda import CudaUnavailableError
 
 EXIT_DATA = 1
 EXIT_USAGE = 2
@@ -1168,7 +1169,8 @@ class _KnnJob:
         if ivf and args.algorithm != "ivf":
             raise CLIError("--n-lists and --n-probe need --algorithm ivf", EXIT_USAGE)
         try:
-            index = make_index(self.metric, args.algorithm, algorithm_params=ivf)
+            index = make_index(self.metric, args.algorithm, algorithm_params=ivf,
+                               device=args.device)
         except (TypeError, ValueError) as e:
             raise CLIError(str(e).replace("n_lists", "--n-lists")
                            .replace("n_probe", "--n-probe"), EXIT_USAGE)
@@ -1179,6 +1181,8 @@ class _KnnJob:
                 index.fit(train, codes)
         except WeightRangeError as e:       # a --param refused once the columns are known
             raise CLIError("--metric %s / --param: %s" % (args.metric, e), EXIT_USAGE)
+        except CudaUnavailableError as e:   # --device cuda without CuPy or a GPU
+            raise CLIError("--device cuda: %s" % (e,))
         except (TypeError, ValueError) as e:
             raise CLIError("training file %r: %s" % (args.train, e))
         self.t_fit = time.perf_counter() - t_fit
@@ -1929,6 +1933,10 @@ cannot be used.""")
                     help="search structure (default auto); ivf is approximate: inverted "
                     "lists around training rows, exact distances, some true neighbors "
                     "may be missed (docs/ivf.md)")
+    kn.add_argument("--device", default="cpu", choices=["cpu", "cuda"],
+                    help="where the neighbors are searched (default cpu); cuda: on a CUDA "
+                    "GPU by brute force (needs CuPy: pip install 'hdist[cuda]'; --algorithm "
+                    "auto or brute), the same neighbors as on the CPU (docs/guide/gpu.md)")
     kn.add_argument("--n-lists", type=int, default=None,
                     help="--algorithm ivf: number of lists (default round(4 sqrt(n)))")
     kn.add_argument("--n-probe", type=int, default=None,

@@ -4,10 +4,12 @@ from ._face import publish
 from ._estimators import neighbors as _impl
 from ._estimators.neighbors import (KNeighborsClassifier, KNeighborsRegressor,
                                     NearestNeighbors, KNeighborsTransformer)  # noqa: F401
+from ._search.cuda import CudaUnavailableError
 
 __all__ = ["KNeighborsClassifier", "KNeighborsRegressor", "NearestNeighbors",
-           "KNeighborsTransformer"]
-publish(__name__, _impl, __all__)
+           "KNeighborsTransformer", "CudaUnavailableError"]
+publish(__name__, _impl, __all__[:4])
+CudaUnavailableError.__module__ = __name__     # device="cuda"'s error, public here
 
 
 def __getattr__(name):

@@ -168,6 +168,11 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         Parameters of ``algorithm="ivf"`` (``n_lists``, ``n_probe``, ``target_recall``,
         ``random_state``; :class:`hdist.NeighborsIndex`), for the donor index and each
         column's index (``n_lists`` at most the rows holding a column's value).
+    device : {"cpu", "cuda"}, default="cpu"
+        Where the donor searches run: ``"cuda"`` on a CUDA GPU by brute force
+        (``algorithm`` "auto" or "brute"; the CPU's imputations bit for bit,
+        docs/guide/gpu.md).  Checked in ``fit``; without CuPy or a GPU ``fit`` raises
+        :class:`hdist.neighbors.CudaUnavailableError`.
     n_jobs : int, default=None
         Threads for the neighbor search (``None``: every core the process may use).
 
@@ -255,11 +260,13 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
 
     #: (imputers pickled before ``algorithm_params`` existed read it as None)
     algorithm_params = None
+    #: (imputers pickled before ``device`` existed searched on the CPU)
+    device = "cpu"
 
     def __init__(self, *, n_neighbors=5, weights="uniform", metric="heom", metric_params=None,
                  attribute_weights="mi", shrinkage=4.0, continuous="mean",
                  add_indicator=False, algorithm="auto", leaf_size=30, n_jobs=None,
-                 algorithm_params=None):
+                 algorithm_params=None, device="cpu"):
         self.n_neighbors = n_neighbors
         self.weights = weights
         self.metric = metric
@@ -272,6 +279,7 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         self.leaf_size = leaf_size
         self.n_jobs = n_jobs
         self.algorithm_params = algorithm_params
+        self.device = device
 
     # -- validation ----------------------------------------------------------------------
     def _check_params(self):
@@ -383,9 +391,9 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
                 raise ValueError("metric %r learns from classes: call fit(X, y)"
                                  % metric.name)
             labels = y
-        metric.fit(X, labels, sample_weight=sw)
         index = make_index(metric, self.algorithm, int(self.leaf_size),
-                           self.algorithm_params)
+                           self.algorithm_params, self.device)
+        metric.fit(X, labels, sample_weight=sw)
         index.fit(None)
         self._index = index
         self.metric_ = metric
@@ -511,7 +519,7 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
             metric.fit(X, labels, sample_weight=sw)
         rows = np.flatnonzero(self._present[:, j])
         index = make_index(metric, self.algorithm, int(self.leaf_size),
-                           self.algorithm_params)
+                           self.algorithm_params, self.device)
         index.fit(_take(X, rows))
         return index, rows
 
@@ -651,8 +659,10 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         ``algorithm="auto"`` the index's own rule is applied once more, its pilot queries
         now being rows to impute: a KD-tree chosen on complete training rows prunes much
         less for rows with missing values (a skipped attribute bounds nothing), and brute
-        force is used when the pilot shows it (the donors are the same either way)."""
-        if self.algorithm != "auto" or ix.algorithm_ == "brute" or not rows.size:
+        force is used when the pilot shows it (the donors are the same either way).  On a
+        device other than the CPU the index searches by brute force already."""
+        if self.algorithm != "auto" or self.device != "cpu" or ix.algorithm_ == "brute" \
+                or not rows.size:
             return ix
         n = ix.n_train_
 

@@ -61,6 +61,11 @@ _PARAMS_DOC = """
     algorithm_params : dict, default=None
         Parameters of ``algorithm="ivf"``: ``n_lists``, ``n_probe``,
         ``target_recall``, ``random_state`` (:class:`hdist.NeighborsIndex`).
+    device : {"cpu", "cuda"}, default="cpu"
+        Where the neighbor searches run: ``"cuda"`` on a CUDA GPU by brute force
+        (``algorithm`` "auto" or "brute"; the CPU's results bit for bit,
+        docs/guide/gpu.md).  Checked in ``fit``; without CuPy or a GPU ``fit`` raises
+        :class:`hdist.neighbors.CudaUnavailableError`.
     n_jobs : int, default=None
         Threads for neighbor queries: ``None`` every core the process may use, ``-1``
         all, ``k`` exactly k.  Results do not depend on it."""
@@ -179,11 +184,14 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
     __metadata_request__fit = {"progress": UNUSED}
     #: (estimators pickled before ``algorithm_params`` existed read it as None)
     algorithm_params = None
+    #: (estimators pickled before ``device`` existed searched on the CPU)
+    device = "cpu"
     #: the search of a copy made by ``with_search`` (None: the estimator's own index)
     _search = None
 
     def __init__(self, n_neighbors=5, *, metric="heom", metric_params=None,
-                 algorithm="auto", leaf_size=30, n_jobs=None, algorithm_params=None):
+                 algorithm="auto", leaf_size=30, n_jobs=None, algorithm_params=None,
+                 device="cpu"):
         self.n_neighbors = n_neighbors
         self.metric = metric
         self.metric_params = metric_params
@@ -191,6 +199,7 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
         self.leaf_size = leaf_size
         self.n_jobs = n_jobs
         self.algorithm_params = algorithm_params
+        self.device = device
 
     # -- validation ------------------------------------------------------------------
     def _validate_X(self, X, reset):
@@ -232,9 +241,9 @@ class _NeighborsBase(MixedTableTags, BaseEstimator):
         self._sample_weight = check_sample_weight(sample_weight, n)
         if metric is None:
             metric = self._resolve_metric()
-        metric.fit(X, labels, sample_weight=self._sample_weight, progress=progress)
         index = make_index(metric, self.algorithm, int(self.leaf_size),
-                           self.algorithm_params)
+                           self.algorithm_params, self.device)
+        metric.fit(X, labels, sample_weight=self._sample_weight, progress=progress)
         index.fit(None, progress=progress)
         self._index = index
         self.metric_ = metric
@@ -352,10 +361,11 @@ class NearestNeighbors(_NeighborsBase):
     """
 
     def __init__(self, *, n_neighbors=5, radius=1.0, metric="heom", metric_params=None,
-                 algorithm="auto", leaf_size=30, n_jobs=None, algorithm_params=None):
+                 algorithm="auto", leaf_size=30, n_jobs=None, algorithm_params=None,
+                 device="cpu"):
         super().__init__(n_neighbors, metric=metric, metric_params=metric_params,
                          algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs,
-                         algorithm_params=algorithm_params)
+                         algorithm_params=algorithm_params, device=device)
         self.radius = radius
 
     def fit(self, X, y=None, *, progress=None):
@@ -405,10 +415,10 @@ class _SupervisedBase(_NeighborsBase):
 
     def __init__(self, n_neighbors=5, *, weights="uniform", metric="heom", metric_params=None,
                  algorithm="auto", leaf_size=30, n_jobs=None, select_k=None, ties="include",
-                 algorithm_params=None):
+                 algorithm_params=None, device="cpu"):
         super().__init__(n_neighbors, metric=metric, metric_params=metric_params,
                          algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs,
-                         algorithm_params=algorithm_params)
+                         algorithm_params=algorithm_params, device=device)
         self.weights = weights
         self.select_k = select_k
         self.ties = ties
@@ -808,10 +818,11 @@ class KNeighborsTransformer(ClassNamePrefixFeaturesOutMixin, TransformerMixin, _
     """
 
     def __init__(self, *, mode="distance", n_neighbors=5, metric="heom", metric_params=None,
-                 algorithm="auto", leaf_size=30, n_jobs=None, algorithm_params=None):
+                 algorithm="auto", leaf_size=30, n_jobs=None, algorithm_params=None,
+                 device="cpu"):
         super().__init__(n_neighbors, metric=metric, metric_params=metric_params,
                          algorithm=algorithm, leaf_size=leaf_size, n_jobs=n_jobs,
-                         algorithm_params=algorithm_params)
+                         algorithm_params=algorithm_params, device=device)
         self.mode = mode
 
     def fit(self, X, y=None, *, progress=None):

@@ -77,7 +77,29 @@ _SAFE_LO, _SAFE_HI = 1e-280, 1e280
 class CudaUnavailableError(RuntimeError):
     """``device="cuda"`` was asked where it cannot run: the message names what is missing
     (CuPy, or a GPU and its driver).  A metric the device does not serve is a
-    ``ValueError`` instead (:meth:`CudaSearcher.refusal`)."""
+    ``ValueError`` instead (:meth:`CudaSearcher.refusal`).
+
+    Raised where the rows are first uploaded: by ``fit`` of :class:`hdist.NeighborsIndex`
+    and of the estimators, and by the first search (or ``pairwise``) of a
+    :class:`hdist.Metric` with ``device="cuda"``.
+
+    See Also
+    --------
+    hdist.NeighborsIndex : its ``device`` parameter.
+    hdist.Metric.kneighbors : its ``device`` keyword.
+
+    Examples
+    --------
+    >>> import pandas as pd
+    >>> import hdist
+    >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0], "job": ["clerk", "clerk", "manager"]})
+    >>> try:
+    ...     index = hdist.NeighborsIndex("heom", device="cuda").fit(X)
+    ... except hdist.neighbors.CudaUnavailableError:    # no CuPy or no GPU here
+    ...     index = hdist.NeighborsIndex("heom").fit(X)   # the same neighbors, on the CPU
+    >>> index.kneighbors(X, 2)[1].tolist()
+    [[0, 1], [1, 0], [2, 1]]
+    """
 
 
 def emulated():
