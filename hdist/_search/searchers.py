@@ -246,7 +246,11 @@ def brute_radius(plan, queries, R, cR, r, threads, *, exclude_self=False, self_o
     :func:`brute_knn`; the filter applies to finite radii): a :class:`Found` of lists."""
     from .._kernels import CRows, radius
     cQ = CRows(queries)
-    evals = np.full(queries.n, R.n - (1 if exclude_self else 0), dtype=np.intp)
+    evals = np.full(queries.n, R.n, dtype=np.intp)
+    if exclude_self:
+        # query q skips reference row q + self_offset, where there is one
+        own = np.arange(queries.n) + self_offset
+        evals[(own >= 0) & (own < R.n)] -= 1
     if use_filter(queries.n, R.n, method, min_pairs):
         res = _gemm.radius(plan, queries, R, cQ, cR, r, threads, exclude_self, self_offset,
                            cache=cache)
