@@ -294,6 +294,12 @@ class RowIndex:
         return st
 
     def __setstate__(self, st):
+        # every RowIndex has "_asked" from its construction; an index pickled before the
+        # searchers existed kept its tree or lists itself ("_tree", "_lists") and had no
+        # "_asked": no release wrote that state, so it is refused, not converted
+        if "_asked" not in st or "_tree" in st or "_lists" in st:
+            raise ValueError("%s: this index was pickled by an earlier, unreleased hdist; "
+                             "fit it again" % type(self).__name__)
         self.__dict__.update(st)
         self._lock = threading.RLock()
         searcher = self.__dict__.get("_searcher")

@@ -109,3 +109,50 @@ def test_round_trip_answers_alike(cases, name):
     for obj in (fresh, again, pickle.loads(pickle.dumps(again))):
         for (label, call), (_, expect) in zip(calls, want):
             _same(expect, call(obj))
+
+
+class _Pickled:
+    """Pickles as ``cls`` with the instance dict ``state`` (what an earlier build wrote)."""
+
+    def __init__(self, cls, state):
+        self.cls, self.state = cls, state
+
+    def __reduce__(self):
+        import copyreg
+        return copyreg._reconstructor, (self.cls, object, None), self.state
+
+
+# the state an index pickled before RowIndex held a searcher had (its tree and lists in
+# attributes of the index itself)
+_EARLIER = ["_decision", "_fit_state", "_lists", "_rows", "_tree", "_unseen", "_why",
+            "algorithm", "algorithm_", "build_time_", "leaf_size", "metric", "metric_",
+            "metric_params", "n_distance_evaluations_", "n_lists", "n_probe",
+            "random_state", "target_recall"]
+
+
+@pytest.mark.parametrize("fitted", [True, False])
+def test_an_index_pickled_by_an_earlier_build_is_refused_at_load(fitted):
+    X, _ = _data()[:2]
+    index = hdist.NeighborsIndex("heom", algorithm="kd_tree")
+    if fitted:
+        index.fit(X)
+        state = {key: index.__dict__.get(key) for key in _EARLIER}
+    else:
+        state = {key: index.__dict__[key] for key in
+                 ("algorithm", "leaf_size", "metric", "metric_params", "n_lists", "n_probe",
+                  "random_state", "target_recall")}
+    data = pickle.dumps(_Pickled(hdist.NeighborsIndex, state))
+    with pytest.raises(ValueError, match="pickled by an earlier, unreleased hdist; fit it "
+                                         "again"):
+        pickle.loads(data)
+    # an estimator holding one is refused as well
+    clf = hdist.KNeighborsClassifier(3)
+    st = {"n_neighbors": 3, "_index": _Pickled(hdist.NeighborsIndex, state)}
+    with pytest.raises(ValueError, match="earlier, unreleased hdist"):
+        pickle.loads(pickle.dumps(_Pickled(type(clf), st)))
+    # the current state loads and answers
+    index = hdist.NeighborsIndex("heom", algorithm="kd_tree").fit(X)
+    again = pickle.loads(pickle.dumps(index))
+    np.testing.assert_array_equal(again.kneighbors(X[:5], 2)[1], index.kneighbors(X[:5], 2)[1])
+    unfitted = pickle.loads(pickle.dumps(hdist.NeighborsIndex("heom")))
+    assert unfitted.fit(X).kneighbors(X[:3], 1)[1].shape == (3, 1)
