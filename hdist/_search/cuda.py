@@ -782,8 +782,6 @@ class CudaSearcher(Searcher):
                     wi[q, k:k + len(t)] = t
             if ties is True:
                 dist, ind = wd, wi
-            elif getattr(ties, "values", None) is not None:
-                _tally_values(ties, wd, wi, k)
             else:
                 ties.add_lists(wd, wi, k)
         return Found(dist, ind, np.full(nq, n_avail, dtype=np.intp), "cuda",
@@ -912,27 +910,6 @@ class CudaSearcher(Searcher):
 
         self._stream(nq, 8 * n, launch, finish)
         return out
-
-
-def _tally_values(tally, dist, ind, k):
-    """Tally the targets of the rows listed after the k-th (``dist``/``ind`` ``[n, width]``,
-    ``inf`` past them) into a :class:`~hdist._search.votes.TieTally` of ``values`` as the
-    compiled tally sums them (``plan.pxd``'s ``two_sum_add``: each sum an unevaluated pair,
-    rounded at the end), so that a vote on the device has the CPU's bits."""
-    v = np.asarray(tally.values, dtype=np.float64)
-    v = v.reshape(len(v), -1)
-    n, m = dist.shape[0], v.shape[1]
-    listed = np.isfinite(dist[:, k:])
-    hi, lo = np.zeros((n, m)), np.zeros((n, m))
-    for c in range(listed.shape[1]):
-        x = np.where(listed[:, c, None], v[ind[:, k + c]], 0.0)
-        rows = listed[:, c]
-        s = hi + x
-        bb = s - hi
-        err = (hi - (s - bb)) + (x - bb)
-        lo = np.where(rows[:, None], lo + err, lo)
-        hi = np.where(rows[:, None], s, hi)
-    tally._lists.append((listed.sum(axis=1).astype(np.int64), hi + lo))
 
 
 def _take(qall, idx, nq):
