@@ -308,3 +308,32 @@ def test_cli_device_cuda_without_cupy(knn_files, capsys, no_cupy):
     status, _, err = _run(knn_files + ["--device", "cuda"], capsys)
     assert status == 1
     assert "--device cuda" in err and "CuPy" in err
+
+
+# -- the package ---------------------------------------------------------------------------
+
+def test_the_package_data_ships_the_device_sources():
+    """Every file the device code is compiled from (``cuda._SOURCES``: ``knn.cu``, the
+    emulation headers, ``terms.h``, ``pw.h``) matches a package-data pattern of
+    ``hdist._kernels``, so a wheel carries them; ``hdist[cuda]`` brings CuPy."""
+    import ast
+    import fnmatch
+    import pathlib
+    import re
+    from hdist._search import cuda
+    root = pathlib.Path(hdist.__file__).resolve().parents[1]
+    if not (root / "pyproject.toml").exists():
+        pytest.skip("pyproject.toml is not beside this hdist (installed wheel)")
+    text = (root / "pyproject.toml").read_text()
+
+    def listed(key):        # a one-line TOML list of strings
+        m = re.search(r"^%s = (\[.*\])$" % re.escape(key), text, re.M)
+        assert m, key
+        return ast.literal_eval(m.group(1))
+    patterns = listed('"hdist._kernels"')
+    kernels = pathlib.Path(cuda._KERNEL_DIR)
+    for path in cuda._SOURCES:
+        rel = pathlib.Path(path).relative_to(kernels).as_posix()
+        assert any(fnmatch.fnmatch(rel, p) and rel.count("/") == p.count("/")
+                   for p in patterns), rel
+    assert any(dep.startswith("cupy-cuda12x") for dep in listed("cuda"))
