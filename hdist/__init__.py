@@ -15,21 +15,22 @@ from ._core.config import show_config
 from . import discretize
 from ._core.information import entropy, mutual_information
 from ._search.index import NeighborsIndex
+from ._search.cuda import CudaUnavailableError
 from . import _moved
 _moved.install()
-for _f in (show_config, entropy, mutual_information, NeighborsIndex):
+for _f in (show_config, entropy, mutual_information, NeighborsIndex, CudaUnavailableError):
     _f.__module__ = __name__            # public here; defined in hdist._core
 del _f
 
 __all__ = ["__version__", "METRICS", "Metric", "Explanation", "get_metric", "show_config"]
-__all__ += ["discretize", "entropy", "mutual_information", "NeighborsIndex"]
+__all__ += ["discretize", "entropy", "mutual_information", "NeighborsIndex",
+            "CudaUnavailableError"]
 
 # Names served on first use, so that `import hdist` loads neither scikit-learn, pandas,
 # pyarrow, Dask nor matplotlib.
 _LAZY = {
     "KNeighborsClassifier": "neighbors", "KNeighborsRegressor": "neighbors",
     "NearestNeighbors": "neighbors", "KNeighborsTransformer": "neighbors",
-    "CudaUnavailableError": "neighbors",
     "load_dataset": "datasets", "list_datasets": "datasets",
 }
 _LAZY_MODULES = ("neighbors", "datasets", "dask", "plot", "cli")

@@ -13,6 +13,7 @@ from . import plot as plot
 from . import prototypes as prototypes
 from ._core.config import show_config as show_config
 from ._search.index import NeighborsIndex as NeighborsIndex
+from ._search.cuda import CudaUnavailableError as CudaUnavailableError
 from ._core.information import entropy as entropy
 from ._core.information import mutual_information as mutual_information
 from ._version import __version__ as __version__
@@ -27,7 +28,6 @@ from .metrics import METRICS as METRICS
 from .metrics import Explanation as Explanation
 from .metrics import Metric as Metric
 from .metrics import get_metric as get_metric
-from .neighbors import CudaUnavailableError as CudaUnavailableError
 from .neighbors import KNeighborsClassifier as KNeighborsClassifier
 from .neighbors import KNeighborsRegressor as KNeighborsRegressor
 from .neighbors import KNeighborsTransformer as KNeighborsTransformer

@@ -8,8 +8,7 @@ from ._search.cuda import CudaUnavailableError
 
 __all__ = ["KNeighborsClassifier", "KNeighborsRegressor", "NearestNeighbors",
            "KNeighborsTransformer", "CudaUnavailableError"]
-publish(__name__, _impl, __all__[:4])
-CudaUnavailableError.__module__ = __name__     # device="cuda"'s error, public here
+publish(__name__, _impl, __all__[:4])      # CudaUnavailableError belongs to hdist
 
 
 def __getattr__(name):

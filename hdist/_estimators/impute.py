@@ -172,7 +172,7 @@ class KNNImputer(MixedTableTags, TransformerMixin, BaseEstimator):
         Where the donor searches run: ``"cuda"`` on a CUDA GPU by brute force
         (``algorithm`` "auto" or "brute"; the CPU's imputations bit for bit,
         docs/guide/gpu.md).  Checked in ``fit``; without CuPy or a GPU ``fit`` raises
-        :class:`hdist.neighbors.CudaUnavailableError`.
+        :class:`hdist.CudaUnavailableError`.
     n_jobs : int, default=None
         Threads for the neighbor search (``None``: every core the process may use).
 

@@ -65,7 +65,7 @@ _PARAMS_DOC = """
         Where the neighbor searches run: ``"cuda"`` on a CUDA GPU by brute force
         (``algorithm`` "auto" or "brute"; the CPU's results bit for bit,
         docs/guide/gpu.md).  Checked in ``fit``; without CuPy or a GPU ``fit`` raises
-        :class:`hdist.neighbors.CudaUnavailableError`.
+        :class:`hdist.CudaUnavailableError`.
     n_jobs : int, default=None
         Threads for neighbor queries: ``None`` every core the process may use, ``-1``
         all, ``k`` exactly k.  Results do not depend on it."""

@@ -95,7 +95,7 @@ class CudaUnavailableError(RuntimeError):
     >>> X = pd.DataFrame({"age": [25.0, 32.0, 47.0], "job": ["clerk", "clerk", "manager"]})
     >>> try:
     ...     index = hdist.NeighborsIndex("heom", device="cuda").fit(X)
-    ... except hdist.neighbors.CudaUnavailableError:    # no CuPy or no GPU here
+    ... except hdist.CudaUnavailableError:      # no CuPy or no GPU here
     ...     index = hdist.NeighborsIndex("heom").fit(X)   # the same neighbors, on the CPU
     >>> index.kneighbors(X, 2)[1].tolist()
     [[0, 1], [1, 0], [2, 1]]

@@ -131,7 +131,7 @@ class NeighborsIndex(RowIndex):
         uploaded once by :meth:`fit`, the results are the CPU's bit for bit;
         docs/guide/gpu.md), with ``algorithm`` ``"auto"`` or ``"brute"`` (another
         algorithm is a ValueError).  Without CuPy or a GPU, :meth:`fit` raises
-        :class:`hdist.neighbors.CudaUnavailableError` naming what is missing.
+        :class:`hdist.CudaUnavailableError` naming what is missing.
 
     Attributes
     ----------
