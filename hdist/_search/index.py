@@ -17,6 +17,11 @@ attribute); the ball tree uses data rows as pivots, splits by the two far points
 prunes with the triangle inequality, so it is offered only where the metric satisfies
 it (docs/metrics.md, section 8; :func:`ball_tree_refusal`).  Rows can be inserted after the build; a tree
 whose depth grows past twice the balanced depth is rebuilt (Witten & Frank).
+
+``device="cuda"`` searches by brute force on a CUDA GPU (the ``"cuda"`` searcher of
+:mod:`hdist._search.cuda`, chosen once at construction by
+:func:`hdist._search.rowindex.device_algorithm`), with the CPU's results bit for bit
+(docs/guide/gpu.md).
 """
 from __future__ import annotations
 
