@@ -32,8 +32,9 @@ PYEOF
 echo "=== NVRTC: every device kernel for sm_70, sm_80, sm_90"
 "$PY" ci/nvrtc_check.py
 
-echo "=== tests/search/test_cuda.py on the GPU"
-HDIST_TEST_CUDA_DEVICE=gpu "$PY" -m pytest -q -p no:cacheprovider tests/search/test_cuda.py
+echo "=== tests/search/test_cuda.py and test_device.py on the GPU"
+HDIST_TEST_CUDA_DEVICE=gpu "$PY" -m pytest -q -p no:cacheprovider tests/search/test_cuda.py \
+  tests/search/test_device.py
 
 echo "=== benchmarks/bench_gpu.py"
 "$PY" benchmarks/bench_gpu.py "$@"
