@@ -16,8 +16,6 @@ from . import discretize
 from ._core.information import entropy, mutual_information
 from ._search.index import NeighborsIndex
 from ._search.cuda import CudaUnavailableError
-from . import _moved
-_moved.install()
 for _f in (show_config, entropy, mutual_information, NeighborsIndex, CudaUnavailableError):
     _f.__module__ = __name__            # public here; defined in hdist._core
 del _f

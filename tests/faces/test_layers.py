@@ -32,7 +32,7 @@ ORDER = {
                 "triangle", "ivf", "searchers", "cuda", "choice", "rowindex", "fitted",
                 "params", "components", "metric", "resolve", "index", "votes", "__init__"],
     "_estimators": ["neighbors", "embedding", "prototypes", "impute", "cluster", "__init__"],
-    "": ["_version", "_face", "_moved", "metrics", "discretize", "neighbors", "embedding",
+    "": ["_version", "_face", "metrics", "discretize", "neighbors", "embedding",
          "prototypes", "impute", "cluster", "datasets", "dask", "plot", "cli", "__init__",
          "__main__"],
 }
