@@ -13,12 +13,15 @@ import platform
 import subprocess
 import sys
 import tempfile
+import threading
 import time
+from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
 import numpy as np
 from Cython.Build import cythonize
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
+from setuptools.modified import newer_group
 
 DEBUG = os.environ.get("HDIST_DEBUG", "0") == "1"
 SANITIZE = os.environ.get("HDIST_SANITIZE", "0") == "1"
@@ -31,10 +34,14 @@ MODULES = ["plan", "tiles", "gemm", "pam", "trees"]
 if os.environ.get("HDIST_MODULES"):
     # a development rebuild of some modules only (``HDIST_MODULES=pam,trees``)
     MODULES = [m for m in MODULES if m in os.environ["HDIST_MODULES"].split(",")]
-HEADERS = ["tile.h", "tile_body.h", "terms.h", "gemm_body.h", "scan_body.h", "pw.h",
-           "gemm_scan.h", "openmp.h"]
+HEADERS = ["tile.h", "tile_types.h", "tile_body.h", "terms.h", "gemm_body.h", "scan_body.h",
+           "pw.h", "gemm_scan.h", "openmp.h", os.path.join("isa", "tile_variant.h")]
 INCLUDED = ["plan.pxd", "tiles.pxd", "ctile.pxd", "gemm_search.pxi", "gemm_filter.pxi",
             "gemm_missing.pxi", "tree_query.pxi", "tree_split.pxi", "lists.pxi"]
+#: the C files of a module's instruction-set variants (hdist/_kernels/isa/, tile_types.h),
+#: compiled beside the module's own
+VARIANTS = {"tiles": ["tile_avx2.c", "tile_avx512.c"],
+            "gemm": ["gemm_avx2.c", "gemm_avx512.c", "gemm_avx512bf.c"]}
 
 
 def _openmp_flags(compiler_type):
@@ -74,26 +81,24 @@ def _check_openmp(compiler, cflags, lflags):
     return True
 
 
-#: each module's compile time in seconds (gcc 12 -O3, a clean build on a 2-core machine
-#: shared with other jobs): the longest starts first, the others fill the other workers
-#: around it (tiles holds every instruction-set variant of the distance kernel)
-COST = {"tiles": 359, "gemm": 103, "trees": 75, "plan": 22, "pam": 9}
+#: each C file's compile time in seconds (gcc 12 -O3, one at a time on a 2-core machine
+#: shared with other jobs): the longest start first, the others fill the workers around
+#: them.  tiles and gemm compile each instruction-set variant of their kernels in a file
+#: of its own (hdist/_kernels/isa/), so that no module holds one worker for most of the build.
+COST = {"tile_avx512.c": 70, "tile_avx2.c": 43, "tiles.c": 42, "gemm.c": 20, "trees.c": 16,
+        "plan.c": 9, "pam.c": 6, "gemm_avx512.c": 1.4, "gemm_avx2.c": 0.9,
+        "gemm_avx512bf.c": 0.5}
 
 
 class BuildExt(build_ext):
-    """build_ext compiling the modules at once, one per worker (``_jobs()``), the longest
-    first, and logging each module's compile time."""
+    """build_ext compiling the C files of every module at once, ``_jobs()`` at a time, the
+    longest first, linking each module as soon as its files are compiled, and logging each
+    file's compile time."""
 
     def finalize_options(self):
         super().finalize_options()
         if self.parallel is None and sys.platform != "win32":
             self.parallel = _jobs()
-
-    def build_extension(self, ext):
-        start = time.perf_counter()
-        super().build_extension(ext)
-        print("hdist: %s compiled in %.1f s" % (ext.name, time.perf_counter() - start),
-              flush=True)
 
     def build_extensions(self):
         ctype = self.compiler.compiler_type
@@ -137,8 +142,79 @@ class BuildExt(build_ext):
                 # target follows the oldest Python numpy supports: 1.25 from numpy 2.5)
                 ("NPY_TARGET_VERSION", "NPY_1_25_API_VERSION"),
             ]
-        self.extensions.sort(key=lambda e: -COST.get(e.name.rsplit(".", 1)[-1], 0))
-        super().build_extensions()
+        self.check_extensions_list(self.extensions)
+        self._compile_and_link([ext for ext in self.extensions if self._outdated(ext)])
+
+    def _outdated(self, ext):
+        """True when module ext is to be built: one of its sources or headers is newer than
+        it (or missing), or the build is forced."""
+        return self.force or newer_group(list(ext.sources) + list(ext.depends),
+                                          self.get_ext_fullpath(ext.name), "newer")
+
+    def _compile_one(self, ext, source):
+        """Compile one C file of module ext with ext's flags: its object file's path, the
+        seconds it took and the worker (thread) that compiled it."""
+        start = time.perf_counter()
+        macros = list(ext.define_macros) + [(name,) for name in ext.undef_macros]
+        objects = self.compiler.compile([source], output_dir=self.build_temp, macros=macros,
+                                        include_dirs=ext.include_dirs, debug=self.debug,
+                                        extra_postargs=ext.extra_compile_args or [],
+                                        depends=ext.depends)
+        took = time.perf_counter() - start
+        print("hdist: %s compiled in %.1f s" % (source, took), flush=True)
+        return objects[0], took, threading.get_ident()
+
+    def _link(self, ext, objects):
+        """Link module ext from its object files, as distutils' build_extension does."""
+        self.compiler.link_shared_object(
+            list(objects) + list(ext.extra_objects or []), self.get_ext_fullpath(ext.name),
+            libraries=self.get_libraries(ext), library_dirs=ext.library_dirs,
+            runtime_library_dirs=ext.runtime_library_dirs,
+            extra_postargs=ext.extra_link_args or [],
+            export_symbols=self.get_export_symbols(ext), debug=self.debug,
+            build_temp=self.build_temp,
+            target_lang=ext.language or self.compiler.detect_language(ext.sources))
+
+    def _compile_and_link(self, exts):
+        """Compile the C files of the modules exts on a pool of ``self.parallel`` workers,
+        the longest first (COST), and link each module, here, once its files are compiled.
+        A file named by several modules is compiled once (every module has the same flags)."""
+        jobs = _jobs() if self.parallel is True else max(1, int(self.parallel or 1))
+        files = {}
+        for ext in exts:
+            if hasattr(ext, "_convert_pyx_sources_to_lang"):
+                ext._convert_pyx_sources_to_lang()
+            for source in ext.sources:
+                files.setdefault(os.path.normpath(source), (ext, source))
+        order = sorted(files, key=lambda f: -COST.get(os.path.basename(f), 0))
+        start = time.perf_counter()
+        pool = ThreadPoolExecutor(max_workers=jobs)
+        try:
+            compiled = {f: pool.submit(self._compile_one, *files[f]) for f in order}
+            waiting = {ext.name: (ext, [compiled[os.path.normpath(s)] for s in ext.sources])
+                       for ext in exts}
+            while waiting:
+                wait([f for _, fs in waiting.values() for f in fs if not f.done()],
+                     return_when=FIRST_COMPLETED)
+                for name, (ext, fs) in list(waiting.items()):
+                    if all(f.done() for f in fs):
+                        del waiting[name]
+                        with self._filter_build_errors(ext):
+                            self._link(ext, [f.result()[0] for f in fs])
+                            print("hdist: %s linked at %.1f s" % (
+                                name, time.perf_counter() - start), flush=True)
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        # the critical path: the longest time one worker spent compiling
+        busy = {}
+        for f in compiled.values():
+            if not f.cancelled() and f.exception() is None:
+                _, took, worker = f.result()
+                busy[worker] = busy.get(worker, 0.0) + took
+        if busy:
+            print("hdist: %d C files compiled in %.1f s on %d workers (the busiest compiled "
+                  "for %.1f s)" % (len(compiled), time.perf_counter() - start, jobs,
+                                   max(busy.values())), flush=True)
 
 
 #: the numpy and Cython versions the generated C files of this tree were made with
@@ -167,7 +243,8 @@ def _extensions():
     for name in MODULES:
         src = os.path.join(KDIR, name + ".pyx")
         if os.path.exists(src):
-            exts.append(Extension("hdist._kernels." + name, [src],
+            variants = [os.path.join(KDIR, "isa", f) for f in VARIANTS.get(name, [])]
+            exts.append(Extension("hdist._kernels." + name, [src] + variants,
                                   include_dirs=[np.get_include(), KDIR],
                                   depends=[os.path.join(KDIR, h) for h in HEADERS]
                                   + [os.path.join(KDIR, f) for f in INCLUDED]))

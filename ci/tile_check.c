@@ -10,6 +10,11 @@
  *
  * The data come from a fixed linear congruential generator, so every platform sees the
  * same inputs.
+ *
+ * Build it with the files of the other variants (baseline x86-64 is in tile.h):
+ *     cc -O3 ... -Ihdist/_kernels ci/tile_check.c hdist/_kernels/isa/tile_avx2.c \
+ *        hdist/_kernels/isa/tile_avx512.c -lm
+ * (ci/arm64_check.sh gives the flags; on other architectures those two files are empty).
  */
 #include "tile.h"
 #include <stdio.h>

@@ -10,124 +10,7 @@
 #ifndef HDIST_TILE_H
 #define HDIST_TILE_H
 
-#include <math.h>
-#include <stddef.h>
-#include <stdlib.h>
-#include <string.h>
-
-#include "pw.h"
-#include "terms.h"
-
-typedef ptrdiff_t hd_intp;
-
-#if defined(_MSC_VER) && !defined(__cplusplus) && !defined(inline)
-#define inline __inline     /* MSVC's C mode before C11 */
-#endif
-
-/* most reference rows per call */
-#define HD_TB 512
-
-typedef struct {
-    hd_intp mc, mo, mt, me;
-    int pmode;                 /* 0: p = inf, 1: p = 1, 2: p = 2, 3: other p, 4: p = 0.5,
-                                  5: p = 3, 6: p = 4 */
-    double p;
-    int ign;                   /* some attribute uses the "ignore" policy */
-    double w_all, w_max;
-    int ign_unit;              /* every weight counted by "ignore" is ign_w, and every sum
-                                  of n <= m of them is n ign_w exactly: the known weight is
-                                  ign_all - ign_w * (skipped count), not summed per row */
-    double ign_w, ign_all;
-    const double *c_inv;       /* continuous: d = |x - y| * c_inv */
-    const double *c_tw;        /* continuous: term = c_tw * d^p */
-    const double *c_both;
-    const double *c_rw;        /* weights counted by the "ignore" rule */
-    const unsigned char *c_ign;
-    const double *o_w, *o_miss, *o_rw;
-    const unsigned char *o_ign;
-    const double *t_tab;
-    const hd_intp *t_off;
-    const int *t_V;
-    const double *t_miss, *t_rw;
-    const unsigned char *t_ign;
-    const hd_intp *e_off;
-    const unsigned char *e_q;
-    const double *e_miss, *e_rw;
-    const unsigned char *e_ign;
-} hd_tplan;
-
-typedef struct {
-    const double *c, *cpen;
-    const int *o, *t;
-    const double *e;
-} hd_tq;
-
-typedef struct {
-    hd_intp ld;                /* distance between two attributes' rows */
-    const double *c, *cpen;    /* [mc, ld] */
-    const int *o, *t;          /* [mo, ld], [mt, ld] */
-    const double *e;           /* [D, ld] */
-} hd_tr;
-
-/* the "ignore" bookkeeping of a tile: per-row known weight kw and skipped count ns, held
- * as one value (K, NS) while every row has the same (uni) */
-typedef struct {
-    double *kw, *ns;
-    int uni;
-    double K, NS;
-} hd_ignst;
-
-typedef int (*hd_tile_fn)(const hd_tplan *, const hd_tq *, const hd_tr *, hd_intp, hd_intp,
-                          double, double *);
-
-#if defined(__GNUC__)
-#define HD_RESTRICT __restrict__
-#define HD_INLINE inline __attribute__((always_inline))
-#elif defined(_MSC_VER)
-#define HD_RESTRICT __restrict
-#define HD_INLINE __inline
-#else
-#define HD_RESTRICT
-#define HD_INLINE inline
-#endif
-
-/* the matrix-product filter's blocks: query rows per block, reference rows per panel */
-#define HD_GQB 8
-#define HD_GPW 16
-/* most columns a block of queries adds as terms of its product (hd_gemm_union) */
-#define HD_GEMM_UNION 16
-/* most columns the AVX-512 filter adds in one pass (hdist/_kernels/scan_body.h) */
-#define HD_PREP_COLS 64
-/* the first rows offered to a k-NN heap (hd_seeds, hdist/_kernels/scan_body.h): at most
- * HD_SEED_MAX, from groups of the row interleaved HD_SEED_LANES apart */
-#define HD_SEED_MAX 16
-#define HD_SEED_LANES 64
-
-/* What the filter's product adds to the estimates of a block of reference rows before
- * storing them (hdist/_kernels/gemm_body.h), per query row of a panel: the columns of the
- * attributes it misses and its table of bounds looked up by the rows' codes.  With the
- * float tables these are the values hd_prep computes from the stored estimates, in the
- * same order of additions; with bf16 set, the bfloat16 tables' (a dot product). */
-typedef struct {
-    const unsigned short *ab;     /* the codes of the block's rows (miss_codes), from its first
-                                   * (NULL: no table is added, only the columns) */
-    const float *gy;              /* the added columns, from the block's first row */
-    hd_intp gstride;              /* distance between two columns of gy */
-    hd_intp nt;                   /* rows of the block (the last panel may be partial) */
-    const float *tab[HD_GQB];     /* per query row: its 32 entries (NULL: the product alone;
-                                   * not read when ab is NULL) */
-    const unsigned short *t16[HD_GQB];  /* the same rounded down to bfloat16 (given with
-                                         * every table when bf16 is set) */
-    const hd_intp *mi[HD_GQB];    /* per query row: the columns it adds */
-    hd_intp nm[HD_GQB];           /* and their number */
-    int bf16;                     /* 1: the bfloat16 tables, with the AVX512_BF16 variant
-                                   * (set from hd_gemm_bf16(), read once per block) */
-    /* the rows' columns merged (hd_gemm_union_set, before the product): their number (-1:
-     * none, the rows add their own), attributes and coefficients */
-    hd_intp nu;
-    hd_intp ua[HD_GEMM_UNION];
-    float uc[HD_GEMM_UNION][HD_GQB];
-} hd_gadd;
+#include "tile_types.h"
 
 /* The columns the block's query rows with a table add (the first nqb rows of add),
  * merged: the attributes in increasing order (ua, at most HD_GEMM_UNION) and per
@@ -185,16 +68,8 @@ static inline void hd_gemm_union_set(hd_gadd *add, hd_intp nqb)
     add->nu = hd_gemm_union(add, nqb, add->ua, add->uc);
 }
 
-typedef void (*hd_gemm_fn)(const float *, hd_intp, const float *, hd_intp, hd_intp, float *,
-                           hd_intp, const hd_gadd *);
-
-typedef hd_intp (*hd_scan_fn)(const float *, hd_intp, hd_intp, hd_intp, hd_intp,
-                              const float *);
-typedef hd_intp (*hd_seeds_fn)(const float *, hd_intp, hd_intp, hd_intp *);
-typedef void (*hd_prep_fn)(const float *, hd_intp, hd_intp, const float *, const float *,
-                           hd_intp, const hd_intp *, hd_intp, const float *, float,
-                           const unsigned short *, const float *, float *);
-
+/* The baseline variant, compiled into each module that includes this file; the others are
+ * in hdist/_kernels/isa/ (tile_types.h). */
 #define HD_SFX(name) name##_base
 #define HD_GEMM_ISA 0
 #include "tile_body.h"
@@ -214,96 +89,42 @@ typedef void (*hd_prep_fn)(const float *, hd_intp, hd_intp, const float *, const
 #undef HD_SFX
 #undef HD_T
 
-#if defined(__GNUC__) && !defined(__clang__) && defined(__x86_64__) && !defined(HDIST_NO_DISPATCH)
-#define HD_X86_DISPATCH 1
-#include <immintrin.h>
-#pragma GCC push_options
-#pragma GCC target("avx2")
-#define HD_SFX(name) name##_avx2
-#include "tile_body.h"
-#undef HD_SFX
-#define HD_T float
-#define HD_SFX(name) name##_f_avx2
-#include "scan_body.h"
-#undef HD_SFX
-#undef HD_T
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("avx2,fma")
-#define HD_SFX(name) name##_avx2
-#define HD_GEMM_ISA 1
-#include "gemm_body.h"
-#undef HD_GEMM_ISA
-#undef HD_SFX
-#pragma GCC pop_options
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,prefer-vector-width=512")
-#define HD_SFX(name) name##_avx512
-#define HD_GEMM_ISA 2
-#include "tile_body.h"
-#include "gemm_body.h"
-#undef HD_GEMM_ISA
-#undef HD_SFX
-#define HD_T float
-#define HD_SFX(name) name##_f_avx512
-#define HD_SCAN_VPERM 1
-#include "scan_body.h"
-#undef HD_SCAN_VPERM
-#undef HD_SFX
-#undef HD_T
-#pragma GCC pop_options
-/* the product with the tables in bfloat16 (one permutation and one dot product per panel
- * and query row instead of two permutations and two additions): the AVX-512 variant on
- * machines that have AVX512_BF16 (GCC 10 and later compile it) */
-#if __GNUC__ >= 10
-#define HD_HAVE_BF16 1
-#pragma GCC push_options
-#pragma GCC target("avx512f,avx512vl,avx512dq,avx512bw,avx512bf16,prefer-vector-width=512")
-#define HD_SFX(name) name##_avx512bf
-#define HD_GEMM_ISA 3
-#include "gemm_body.h"
-#undef HD_GEMM_ISA
-#undef HD_SFX
-#pragma GCC pop_options
-#else
-#define HD_HAVE_BF16 0
-#endif
-#else
-#define HD_X86_DISPATCH 0
-#define HD_HAVE_BF16 0
-#endif
-
 #define HD_NISA 3
 static const char *hd_isa_names[HD_NISA] = {"baseline", "avx2", "avx512"};
-static hd_tile_fn hd_fns[HD_NISA][7] = {
-    {hd_tile_inf_base, hd_tile_l1_base, hd_tile_l2_base, hd_tile_gen_base, hd_tile_half_base,
-     hd_tile_cube_base, hd_tile_quart_base},
-#if HD_X86_DISPATCH
-    {hd_tile_inf_avx2, hd_tile_l1_avx2, hd_tile_l2_avx2, hd_tile_gen_avx2, hd_tile_half_avx2,
-     hd_tile_cube_avx2, hd_tile_quart_avx2},
-    {hd_tile_inf_avx512, hd_tile_l1_avx512, hd_tile_l2_avx512, hd_tile_gen_avx512,
-     hd_tile_half_avx512, hd_tile_cube_avx512, hd_tile_quart_avx512},
-#else
-    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
-    {NULL, NULL, NULL, NULL, NULL, NULL, NULL},
-#endif
-};
-/* one entry per variant of a function compiled for every instruction set */
-#if HD_X86_DISPATCH
-#define HD_VARIANTS(name) {name##_base, name##_avx2, name##_avx512}
-#else
-#define HD_VARIANTS(name) {name##_base, NULL, NULL}
-#endif
-static hd_gemm_fn hd_gemm_fns[HD_NISA] = HD_VARIANTS(hd_gemm_blk);
-static hd_scan_fn hd_scan_fns[HD_NISA] = HD_VARIANTS(hd_scan_f);
-static hd_prep_fn hd_prep_fns[HD_NISA] = HD_VARIANTS(hd_prep_f);
-static hd_seeds_fn hd_seeds_fns[HD_NISA] = HD_VARIANTS(hd_seeds_f);
-#undef HD_VARIANTS
 static int hd_isa = 0;
 /* 1: the AVX-512 variant's product adds the bfloat16 tables (hd_gemm_blk); set only when
  * the machine has AVX512_BF16 (hd_bf16_set) */
 static int hd_bf16 = 0;
 
+/* The tile kernel's entry points of variant isa, one per kind of p.  The tables are named
+ * only in inline functions, so that a module that calls none of the tile kernel (or of the
+ * filter, hd_filter_fns_of) needs no variant of it linked, whatever the optimization. */
+static inline const hd_tile_fn *hd_tile_fns_of(int isa)
+{
+    static const hd_tile_fn base[HD_NPMODE] = {
+        hd_tile_inf_base, hd_tile_l1_base, hd_tile_l2_base, hd_tile_gen_base,
+        hd_tile_half_base, hd_tile_cube_base, hd_tile_quart_base};
+#if HD_X86_DISPATCH
+    static const hd_tile_fn *const fns[HD_NISA] = {base, hd_tile_fns_avx2, hd_tile_fns_avx512};
+#else
+    static const hd_tile_fn *const fns[HD_NISA] = {base, NULL, NULL};
+#endif
+    return fns[isa];
+}
+
+/* the filter's float entry points of variant isa */
+static inline const hd_filter_fns *hd_filter_fns_of(int isa)
+{
+    static const hd_filter_fns base = {hd_gemm_blk_base, hd_scan_f_base, hd_prep_f_base,
+                                       hd_seeds_f_base};
+#if HD_X86_DISPATCH
+    static const hd_filter_fns *const fns[HD_NISA] = {&base, &hd_filter_fns_avx2,
+                                                      &hd_filter_fns_avx512};
+#else
+    static const hd_filter_fns *const fns[HD_NISA] = {&base, NULL, NULL};
+#endif
+    return fns[isa];
+}
 /* 1 when this machine runs variant isa */
 static int hd_isa_available(int isa)
 {
@@ -366,7 +187,7 @@ static int hd_isa_set(int isa)
 static inline int hd_tile(const hd_tplan *P, const hd_tq *Q, const hd_tr *R, hd_intp j0,
                           hd_intp nb, double bound, double *s)
 {
-    return hd_fns[hd_isa][P->pmode](P, Q, R, j0, nb, bound, s);
+    return hd_tile_fns_of(hd_isa)[P->pmode](P, Q, R, j0, nb, bound, s);
 }
 
 /* The filter's estimates of a panel of query rows (the first nqb <= HD_GQB of it) against
@@ -378,11 +199,11 @@ static inline void hd_gemm_blk(const float *Xt, hd_intp nqb, const float *Y, hd_
 {
 #if HD_X86_DISPATCH && HD_HAVE_BF16
     if (add && add->bf16) {
-        hd_gemm_blk_avx512bf(Xt, nqb, Y, npan, K, G, ldg, add);
+        hd_gemm_fn_avx512bf(Xt, nqb, Y, npan, K, G, ldg, add);
         return;
     }
 #endif
-    hd_gemm_fns[hd_isa](Xt, nqb, Y, npan, K, G, ldg, add);
+    hd_filter_fns_of(hd_isa)->gemm(Xt, nqb, Y, npan, K, G, ldg, add);
 }
 
 /* a bfloat16 value (its bits) as a float: exact */
@@ -420,14 +241,14 @@ static inline int hd_gemm_bf16(void)
 static inline hd_intp hd_scan_f(const float *g, hd_intp n, hd_intp rc, hd_intp c_first,
                                 hd_intp c_end, const float *th)
 {
-    return hd_scan_fns[hd_isa](g, n, rc, c_first, c_end, th);
+    return hd_filter_fns_of(hd_isa)->scan(g, n, rc, c_first, c_end, th);
 }
 
 /* The first rows offered to a k-NN heap, from a float row of tested values
  * (hdist/_kernels/scan_body.h; hd_seeds_d, the same for double values, is defined above). */
 static inline hd_intp hd_seeds_f(const float *v, hd_intp n, hd_intp ns, hd_intp *pos)
 {
-    return hd_seeds_fns[hd_isa](v, n, ns, pos);
+    return hd_filter_fns_of(hd_isa)->seeds(v, n, ns, pos);
 }
 
 /* The values the chunk scan tests for a float query row with missing values
@@ -437,7 +258,7 @@ static inline void hd_prep_f(const float *g, hd_intp n, hd_intp rc, const float 
                              const float *hc, float hm, const unsigned short *ab,
                              const float *tab, float *v)
 {
-    hd_prep_fns[hd_isa](g, n, rc, th1, gy, gstride, mi, nm, hc, hm, ab, tab, v);
+    hd_filter_fns_of(hd_isa)->prep(g, n, rc, th1, gy, gstride, mi, nm, hc, hm, ab, tab, v);
 }
 
 #endif
