@@ -232,8 +232,14 @@ def _emu_library(code16):
     with _emu_lock:
         if code16 in _emu_libs:
             return _emu_libs[code16]
-        from setuptools._distutils.ccompiler import new_compiler
-        from setuptools._distutils.sysconfig import customize_compiler
+        try:
+            from setuptools._distutils.ccompiler import new_compiler
+            from setuptools._distutils.sysconfig import customize_compiler
+        except ImportError:
+            raise CudaUnavailableError(
+                "the emulated device (HDIST_CUDA_EMULATE=1) compiles its kernels with the "
+                "host's C compiler through setuptools, which is not installed (pip install "
+                "setuptools; the test extra has it)") from None
         cc = new_compiler()
         customize_compiler(cc)
         flags = _emu_flags(cc.compiler_type)
