@@ -19,7 +19,12 @@ from hdist._core import threads as _threads
 
 TIMEOUT = 30      # seconds for a pool of children; each needs well under one
 
-pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform")
+#: Python 3.12 and later warn at every fork of a process that runs threads; these tests
+#: fork such a process on purpose, to check what the child does
+FORK_WARNING = ("ignore:This process .* is multi-threaded, use of fork\\(\\) may lead to "
+                "deadlocks in the child:DeprecationWarning")
+pytestmark = [pytest.mark.skipif(not hasattr(os, "fork"), reason="no fork on this platform"),
+              pytest.mark.filterwarnings(FORK_WARNING)]
 
 
 def _data(n=700, seed=0):

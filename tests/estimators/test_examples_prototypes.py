@@ -79,6 +79,10 @@ def test_real_sets_scaled_to_unit_interval(ex):
     assert (pima.loc[gaps, "insulin"] == 0.0).all()
 
 
+# jobs=2 runs the folds in a process pool, whose workers Linux forks from this process
+# (which runs threads): Python 3.12 and later warn about that fork
+@pytest.mark.filterwarnings("ignore:This process .* is multi-threaded, use of fork\\(\\) may "
+                            "lead to deadlocks in the child:DeprecationWarning")
 def test_tiny_cross_validation(ex):
     data = {"iris": ex.load_real("iris")}
     settings = [s for s in ex.SETTINGS if s[0] in ("HVDM", "IVDM CW 5")]
