@@ -172,7 +172,7 @@ def _stage_commands(path, start, end=None):
     ("pyproject.toml", "[tool.cibuildwheel]", None, ['-m "not needs_data" tests',
                                                     "-m smoke tests"]),
     (".ci/run", 'stage "HDIST_ISA=baseline', 'stage "', ["-m kernels tests"]),
-    ("ci/sanitize.sh", "-- run --", None, ["SELECT=(-m sanitize)", "TESTS=(tests)"]),
+    ("ci/sanitize.sh", "-- run --", None, ["SELECT=(-m sanitize)", '"pytest.mark.sanitize" tests']),
 ], ids=["wheels", "baseline-isa", "sanitizers"])
 def test_ci_stages_select_tests_by_marks(where, start, end, expect):
     path = RUN_FROM / where
