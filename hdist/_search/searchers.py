@@ -20,6 +20,7 @@ line; :class:`hdist.NeighborsIndex` offers it as ``algorithm=`` its ``name``.
 """
 from __future__ import annotations
 
+import abc
 import math
 import threading
 import time
@@ -98,7 +99,7 @@ def balanced_depth(n, leaf_size):
     return int(math.ceil(math.log2(leaves))) if leaves > 1 else 0
 
 
-class Searcher:
+class Searcher(abc.ABC):
     """One search structure over the encoded rows of an index.
 
     Parameters
@@ -165,19 +166,19 @@ class Searcher:
         :meth:`hdist.NeighborsIndex.fit`)."""
         self.build_time_ = 0.0
 
+    @abc.abstractmethod
     def knn(self, queries, k, threads, *, exclude_self=False, ties=False):
         """The ``k`` nearest indexed rows of each row of ``queries`` (encoded Rows; the
         indexed rows object itself with ``exclude_self``, which skips row ``q`` for query
         ``q``), ordered by (distance, index).  ``ties``: False, True (every row tied with
         the k-th listed after it) or a :class:`hdist._search.votes.TieTally`.  Returns a
         :class:`Found`."""
-        raise NotImplementedError
 
+    @abc.abstractmethod
     def radius(self, queries, r, threads, *, exclude_self=False, self_offset=0):
         """The indexed rows within true distance ``r`` of each row of ``queries``, ordered
         by (distance, index); ``exclude_self`` skips row ``q + self_offset`` for query
         ``q``.  Returns a :class:`Found` of lists."""
-        raise NotImplementedError
 
     def insert(self, rows, new, n_old):
         """Serve ``rows`` (all rows after the insertion; ``new`` the encoded rows added,

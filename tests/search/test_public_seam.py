@@ -50,3 +50,16 @@ def test_fit_summary_is_public():
     np.testing.assert_array_equal(a.pairwise(X), b.pairwise(X))
     with pytest.raises(ValueError, match="column weights"):
         hdist.Metric("heom").fit_summary(X, None, -W)
+
+
+def test_a_searcher_without_its_searches_cannot_be_made():
+    from hdist._search.searchers import Searcher
+
+    class Half(Searcher):
+        name = "half"
+
+        def knn(self, queries, k, threads, *, exclude_self=False, ties=False):
+            return None
+
+    with pytest.raises(TypeError, match="radius"):
+        Half(None, None)
